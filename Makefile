@@ -1,0 +1,32 @@
+# `make run`: set up .venv and run the main job; `make test`: set up .venv and run the tests.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.stimkit-installed
+export OMP_WAIT_POLICY ?= PASSIVE
+export HF_HUB_OFFLINE ?= 1
+
+.PHONY: setup run test bench clean
+
+setup: $(STAMP)
+
+# torch first, pinned: the CPU wheel of exactly this version is on the machine, and any
+# other spec would pull several GB of CUDA packages.
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(VENV)/bin/stimkit run
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+bench: $(STAMP)
+	$(PY) bench/bench_stats.py
+	$(PY) bench/bench_encode.py
+
+clean:
+	rm -rf $(VENV) stimkit.duckdb

@@ -1,0 +1,7 @@
+"""stimkit: stimuli, embeddings and association tests (WEAT / SEAT) in one DuckDB store."""
+
+__version__ = "0.1.0"
+
+
+class StimkitError(Exception):
+    """A user-facing error: the CLI prints its message on one line and exits non-zero."""

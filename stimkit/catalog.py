@@ -1,0 +1,163 @@
+"""The test catalog: tests as four stimulus sets (X, Y, A, B), each resolving to SQL.
+
+Definitions come from queries/catalog.toml (the published tests) and from the store's
+`imported_tests` table (`stimkit import sentbias`).
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+
+from . import StimkitError, store
+from .generate import SetSpec
+from .paths import data_dir
+from .seeding import rng_for
+
+ROLES = ("x", "y", "a", "b")
+SENTBIAS_KEYS = dict(zip(ROLES, ("targ1", "targ2", "attr1", "attr2")))
+BALANCE_POLICIES = ("cut", "drop-words", "none")
+_SQL = re.compile(r"^\s*(select|with|from|\()\b", re.I)
+
+
+def is_sql(ref: str) -> bool:
+    return bool(_SQL.match(ref))
+
+
+def set_sql(ref: str) -> str:
+    """The SQL that selects a set: a set name becomes a query on current_stimuli."""
+    if is_sql(ref):
+        return ref.strip().rstrip(";")
+    name = ref.replace("'", "''")
+    return f"SELECT * FROM current_stimuli WHERE set_name = '{name}' ORDER BY ordinal"
+
+
+@dataclass(frozen=True)
+class TestDef:
+    name: str
+    sets: tuple[str, str, str, str]
+    context: str = "sentence"
+    family: str | None = None
+    balance: str = "cut"
+    categories: tuple[str | None, ...] = (None, None, None, None)
+    source: str = "catalog"
+
+    def sql(self, role: str) -> str:
+        return set_sql(self.sets[ROLES.index(role)])
+
+    def set_specs(self) -> list[SetSpec]:
+        return [SetSpec.parse(s) for s in self.sets if not is_sql(s) and "@" in s]
+
+
+def load_toml(path=None) -> dict[str, TestDef]:
+    path = path or data_dir("queries") / "catalog.toml"
+    try:
+        raw = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise StimkitError(f"{path}: not valid TOML: {e}") from None
+    tests = {}
+    for name, body in raw.items():
+        sets = body.get("sets")
+        if not (isinstance(sets, list) and len(sets) == 4):
+            raise StimkitError(f"{path}: test {name!r}: `sets` must list four sets (X, Y, A, B)")
+        balance = body.get("balance", "cut")
+        if balance not in BALANCE_POLICIES:
+            raise StimkitError(f"{path}: test {name!r}: unknown balance {balance!r} (known: {', '.join(BALANCE_POLICIES)})")
+        tests[name] = TestDef(
+            name, tuple(sets), body.get("context", "sentence"), body.get("family"), balance,
+            tuple((list(body.get("categories", [])) + [None] * 4)[:4]),
+        )
+    return tests
+
+
+def load(con=None) -> dict[str, TestDef]:
+    tests = load_toml()
+    if con is not None:
+        for name, source, *sets in con.execute(
+            "SELECT name, source, x_set, y_set, a_set, b_set FROM imported_tests ORDER BY name"
+        ).fetchall():
+            tests[name] = TestDef(name, tuple(sets), "sentence", None, "none", source=source)
+    return tests
+
+
+def get(con, name: str) -> TestDef:
+    tests = load(con)
+    if name not in tests:
+        close = [t for t in tests if name.lower() in t.lower()][:5]
+        hint = f" (did you mean: {', '.join(close)}?)" if close else " (see `stimkit catalog`)"
+        raise StimkitError(f"unknown test {name!r}{hint}")
+    return tests[name]
+
+
+def fetch(con, sql: str, what: str = "set") -> pl.DataFrame:
+    try:
+        df = store.frame(con, sql)
+    except Exception as e:  # duckdb raises many error classes; all mean the query is bad
+        raise StimkitError(f"{what}: query failed: {str(e).splitlines()[0]} -- in: {sql}") from None
+    if "stimulus" not in df.columns:
+        raise StimkitError(f"{what}: query must return a `stimulus` column -- in: {sql}")
+    if df.height == 0:
+        raise StimkitError(f"{what}: selects no stimuli -- in: {sql} (run `stimkit generate`?)")
+    return df
+
+
+def fetch_sets(con, test: TestDef) -> dict[str, pl.DataFrame]:
+    return {role: fetch(con, test.sql(role), f"test {test.name!r} set {role.upper()}") for role in ROLES}
+
+
+def category(con, test: TestDef, role: str, df: pl.DataFrame) -> str:
+    given = test.categories[ROLES.index(role)]
+    if given:
+        return given
+    if "set_version" in df.columns:
+        row = store.one(con, 
+            "SELECT category FROM stimulus_sets WHERE version = ?", [df["set_version"][0]]
+        )
+        if row:
+            return row[0]
+    return role.upper()
+
+
+@dataclass
+class Balanced:
+    x: pl.DataFrame
+    y: pl.DataFrame
+    policy: str
+    dropped: dict = field(default_factory=dict)  # role -> number of stimuli removed
+
+
+def balance(x: pl.DataFrame, y: pl.DataFrame, policy: str, seed: int, test_name: str) -> Balanced:
+    """Equalise target sizes. cut: seeded sample of stimuli (order kept), as the published
+    sets were cut. drop-words: drop seeded random whole words from the larger set while
+    it stays at least as large, then cut the rest."""
+    if x.height == y.height:
+        return Balanced(x, y, policy)
+    if policy == "none":
+        raise StimkitError(
+            f"test {test_name!r}: unequal target sizes (X has {x.height}, Y has {y.height}); "
+            "choose --balance cut or --balance drop-words"
+        )
+    if policy not in BALANCE_POLICIES:
+        raise StimkitError(f"unknown balance policy {policy!r} (known: {', '.join(BALANCE_POLICIES)})")
+    big_role, big, small = ("x", x, y) if x.height > y.height else ("y", y, x)
+    rng = rng_for(seed, "balance", test_name, policy)
+    before = big.height
+    if policy == "drop-words" and "word" in big.columns:
+        counts = big.group_by("word", maintain_order=True).len()
+        order = rng.permutation(counts.height)
+        dropped_words, size = [], big.height
+        for i in order:
+            n = counts["len"][int(i)]
+            if size - n >= small.height:
+                dropped_words.append(counts["word"][int(i)])
+                size -= n
+        big = big.filter(~pl.col("word").is_in(dropped_words))
+    if big.height > small.height:
+        keep = np.sort(rng.choice(big.height, size=small.height, replace=False))
+        big = big[keep]
+    x, y = (big, small) if big_role == "x" else (small, big)
+    return Balanced(x, y, policy, {big_role: before - big.height})

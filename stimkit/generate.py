@@ -1,0 +1,139 @@
+"""Render word lists through template sets into versioned stimulus sets.
+
+A set is named `<wordlist>@<template set>[/<template file>]`. Its version is a content
+hash of the resolved words, the template files used and GENERATOR_VERSION, so
+regenerating unchanged input is a no-op and any change makes a new version beside
+the old one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from . import StimkitError, store
+from .templates import TemplateSet
+from .wordlists import WordList
+
+# Bump when rendering changes in a way the hashed inputs do not show.
+GENERATOR_VERSION = "stimkit-generate/1"
+
+STIMULUS_COLUMNS = (
+    "ordinal", "wordlist", "word_ordinal", "word", "kind", "person",
+    "template_id", "template_text", "stimulus", "span_start", "span_end",
+)
+
+
+@dataclass(frozen=True)
+class SetSpec:
+    wordlist: str
+    template_set: str
+    template_file: str | None = None
+
+    @property
+    def name(self) -> str:
+        suffix = f"/{self.template_file}" if self.template_file else ""
+        return f"{self.wordlist}@{self.template_set}{suffix}"
+
+    @classmethod
+    def parse(cls, name: str) -> "SetSpec":
+        wordlist, sep, rest = name.partition("@")
+        if not sep or not wordlist or not rest:
+            raise StimkitError(f"bad set name {name!r}: expected <wordlist>@<template set>[/<file>]")
+        template_set, _, file = rest.partition("/")
+        return cls(wordlist, template_set, file or None)
+
+
+@dataclass
+class RenderedSet:
+    spec: SetSpec
+    wordlist: WordList
+    version: str
+    rows: dict[str, list]
+
+    @property
+    def n_stimuli(self) -> int:
+        return len(self.rows["stimulus"])
+
+
+def render(spec: SetSpec, wordlists: dict[str, WordList], template_sets: dict[str, TemplateSet]) -> RenderedSet:
+    if spec.wordlist not in wordlists:
+        raise StimkitError(f"set {spec.name!r}: unknown word list {spec.wordlist!r}")
+    wl = wordlists[spec.wordlist]
+    if spec.template_set not in template_sets:
+        template_sets[spec.template_set] = TemplateSet(spec.template_set)
+    tset = template_sets[spec.template_set]
+    rows: dict[str, list] = {c: [] for c in STIMULUS_COLUMNS}
+    files_used = []
+    for word_ordinal, word in enumerate(wl.words):
+        file = tset.file_for(word, spec.template_file)
+        files_used.append(file)
+        for template in tset.templates(file):
+            rendered = template.render(word)
+            if rendered is None:
+                continue
+            text, start, end = rendered
+            values = (len(rows["ordinal"]), wl.name, word_ordinal, word.text, word.kind, word.person,
+                      template.id, template.text, text, start, end)
+            for column, value in zip(STIMULUS_COLUMNS, values):
+                rows[column].append(value)
+    payload = {
+        "generator": GENERATOR_VERSION,
+        "wordlist": {"name": wl.name, "category": wl.category, "words": [w.as_dict() for w in wl.words]},
+        "template_set": spec.template_set,
+        "template_file": spec.template_file,
+        "templates": tset.digest(files_used),
+    }
+    version = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+    return RenderedSet(spec, wl, version, rows)
+
+
+def write(con, rendered: list[RenderedSet]) -> list[dict]:
+    """Insert the sets that are new and log every set as current; one transaction."""
+    report = []
+    with store.transaction(con):
+        seq = store.next_seq(con)
+        for r in rendered:
+            exists = store.one(con, "SELECT 1 FROM stimulus_sets WHERE version = ?", [r.version])
+            if not exists:
+                insert_set(con, r.version, r.spec.name, r.wordlist.name, r.spec.template_set, r.spec.template_file,
+                           r.wordlist.category, r.wordlist.path, len(r.wordlist.words), r.rows)
+            current = store.one(con, 
+                "SELECT version FROM current_sets WHERE name = ?", [r.spec.name]
+            )
+            changed = current is None or current[0] != r.version
+            if changed:
+                con.execute("INSERT INTO set_log (name, version, seq) VALUES (?, ?, ?)", [r.spec.name, r.version, seq])
+                seq += 1
+            status = "new" if not exists else ("restored" if changed else "unchanged")
+            report.append({"name": r.spec.name, "version": r.version, "status": status, "n_stimuli": r.n_stimuli})
+    return report
+
+
+def insert_set(con, version, name, wordlist, template_set, template_file, category, source, n_words, rows):
+    con.execute(
+        "INSERT INTO stimulus_sets (version, name, wordlist, template_set, template_file, category, source,"
+        " generator_version, n_words, n_stimuli) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [version, name, wordlist, template_set, template_file, category, source, GENERATOR_VERSION,
+         n_words, len(rows["stimulus"])],
+    )
+    table = pa.table({c: rows[c] for c in STIMULUS_COLUMNS})
+    con.register("_new_stimuli", table)
+    try:
+        con.execute(
+            f"INSERT INTO stimuli (set_version, {', '.join(STIMULUS_COLUMNS)}) "
+            f"SELECT ?, {', '.join(STIMULUS_COLUMNS)} FROM _new_stimuli",
+            [version],
+        )
+    finally:
+        con.unregister("_new_stimuli")
+
+
+def generate(con, specs: list[SetSpec], wordlists: dict[str, WordList], template_sets=None) -> list[dict]:
+    """Render every spec first (so a bad template fails before the store is touched), then write."""
+    template_sets = template_sets if template_sets is not None else {}
+    rendered = [render(s, wordlists, template_sets) for s in dict.fromkeys(specs)]
+    return write(con, rendered)

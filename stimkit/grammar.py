@@ -1,0 +1,125 @@
+"""English grammar for stimulus templates: articles, plurals, sentence case, word kinds.
+
+The rules are those of the published SEAT generator (May et al. 2019), as read
+off the published sets (`spec/STIMULI.md`). Every filter here accepts text in
+which the word of interest is *marked* (see `mark`), so that the renderer can
+find the word's character span in the finished sentence.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Private-use code points that bracket the word of interest while rendering.
+OPEN, CLOSE = "\ue000", "\ue001"
+
+KINDS = (
+    "name",
+    "adjective",
+    "verb",
+    "mass_noun",
+    "count_noun",
+    "pronoun_subject",
+    "pronoun_object",
+    "pronoun_possessive",
+)
+
+PERSON_RE = re.compile(
+    r"\b(woman|man|female|male|girl|boy|sister|brother|daughter|son|mother|father"
+    r"|aunt|uncle|grandmother|grandfather|American)\b"
+)
+_VOWEL_EXCEPTIONS = ("European", "Ukrainian")
+_IRREGULAR_PLURAL = re.compile(r"\b(wo)?man\b")
+
+
+def mark(text: str) -> str:
+    return f"{OPEN}{text}{CLOSE}"
+
+
+def unmark(text: str) -> str:
+    return text.replace(OPEN, "").replace(CLOSE, "")
+
+
+def find_span(rendered: str) -> tuple[str, int | None, int | None]:
+    """Strip the markers; return (text, start, end) of the first marked word (end exclusive)."""
+    start = rendered.find(OPEN)
+    if start < 0:
+        return unmark(rendered), None, None
+    end = rendered.find(CLOSE, start)
+    clean_before = unmark(rendered[:start])
+    word = unmark(rendered[start:end])
+    s = len(clean_before)
+    return unmark(rendered), s, s + len(word)
+
+
+def _inner(fn):
+    """Apply fn to the marked word if there is one, else to the whole text."""
+
+    def wrapped(text: str) -> str:
+        text = str(text)
+        m = re.search(f"{OPEN}(.*?){CLOSE}", text)
+        if not m:
+            return fn(text)
+        return text[: m.start(1)] + fn(m.group(1)) + text[m.end(1):]
+
+    wrapped.__name__ = fn.__name__
+    wrapped.__doc__ = fn.__doc__
+    return wrapped
+
+
+def article(text: str) -> str:
+    """The indefinite article for `text`: 'an' before a vowel letter or 'honor', except European/Ukrainian."""
+    plain = unmark(str(text))
+    if plain.startswith(_VOWEL_EXCEPTIONS):
+        return "a"
+    if plain[:1].lower() in "aeiou" or plain.lower().startswith("honor"):
+        return "an"
+    return "a"
+
+
+def with_article(text: str) -> str:
+    """`text` preceded by its indefinite article: 'an abuse', 'a European American'."""
+    return f"{article(text)} {text}"
+
+
+@_inner
+def plural(word: str) -> str:
+    """woman/man -> women/men anywhere in the term; consonant+y -> ies; ch/sh/s -> es; else s."""
+    if _IRREGULAR_PLURAL.search(word):
+        return _IRREGULAR_PLURAL.sub(lambda m: (m.group(1) or "") + "men", word)
+    if re.search(r"[^aeiou]y$", word):
+        return word[:-1] + "ies"
+    if word.endswith(("ch", "sh", "s")):
+        return word + "es"
+    return word + "s"
+
+
+@_inner
+def singular(word: str) -> str:
+    """The singular of a word listed in the plural: children -> child, else drop the final s."""
+    if word == "children":
+        return "child"
+    return word[:-1] if word.endswith("s") else word
+
+
+def capfirst(text: str) -> str:
+    """Sentence case: upper-case the first letter, leave the rest alone ('European American' stays)."""
+    text = str(text)
+    for i, ch in enumerate(text):
+        if ch not in (OPEN, CLOSE):
+            return text[:i] + ch.upper() + text[i + 1:]
+    return text
+
+
+def is_person(word: str) -> bool:
+    return PERSON_RE.search(word) is not None
+
+
+def infer_kind(word: str, lexicon: dict[str, frozenset[str]]) -> str:
+    """The default kind of an untagged word (spec/STIMULI.md, checked in order)."""
+    if word[:1].isupper() and not word.isupper() and not word.endswith("American"):
+        return "name"
+    for kind in ("adjective", "verb", "mass_noun", "pronoun_subject", "pronoun_object", "pronoun_possessive"):
+        if word in lexicon[kind]:
+            return kind
+    return "count_noun"

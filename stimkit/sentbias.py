@@ -1,0 +1,91 @@
+"""The published SEAT JSON format (targ1/targ2/attr1/attr2 -> {category, examples}): export and import."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from . import StimkitError, catalog, store
+from .generate import GENERATOR_VERSION, insert_set
+
+
+def test_json(con, test: catalog.TestDef, balance: str | None = None, seed: int = 0) -> dict:
+    sets = catalog.fetch_sets(con, test)
+    if balance:
+        b = catalog.balance(sets["x"], sets["y"], balance, seed, test.name)
+        sets["x"], sets["y"] = b.x, b.y
+    return {
+        catalog.SENTBIAS_KEYS[role]: {
+            "category": catalog.category(con, test, role, sets[role]),
+            "examples": sets[role]["stimulus"].to_list(),
+        }
+        for role in catalog.ROLES
+    }
+
+
+def export(con, outdir: Path, names: list[str], balance: str | None = None, seed: int = 0) -> list[Path]:
+    tests = catalog.load(con)
+    outdir = Path(outdir)
+    # Build everything before writing, so a bad test leaves no half-written folder.
+    payloads = {name: test_json(con, catalog.get(con, name), balance, seed) for name in (names or tests)}
+    outdir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, data in payloads.items():
+        path = outdir / f"{name}.jsonl"  # the published files are pretty-printed JSON named .jsonl
+        path.write_text(json.dumps(data, indent=2))
+        written.append(path)
+    return written
+
+
+def read(path: Path) -> dict:
+    try:
+        data = json.loads(Path(path).read_text())
+    except json.JSONDecodeError as e:
+        raise StimkitError(f"{path}:{e.lineno}: not valid JSON: {e.msg}") from None
+    for key in catalog.SENTBIAS_KEYS.values():
+        entry = data.get(key) if isinstance(data, dict) else None
+        if not isinstance(entry, dict) or not isinstance(entry.get("examples"), list) or not entry["examples"]:
+            raise StimkitError(f"{path}: missing or empty {key!r} (expected {{category, examples: [...]}})")
+        if not all(isinstance(e, str) and e.strip() for e in entry["examples"]):
+            raise StimkitError(f"{path}: {key!r} has an empty or non-string example")
+    return data
+
+
+def import_dir(con, directory: Path, prefix: str = "import:") -> list[dict]:
+    directory = Path(directory)
+    files = sorted(directory.glob("*.jsonl")) + sorted(directory.glob("*.json"))
+    if not files:
+        raise StimkitError(f"{directory}: no .jsonl or .json files to import")
+    parsed = [(p, read(p)) for p in files]  # validate every file before writing any
+    report = []
+    with store.transaction(con):
+        seq = store.next_seq(con)
+        for path, data in parsed:
+            test_name = f"{prefix}{path.stem}"
+            set_names = []
+            for role, key in catalog.SENTBIAS_KEYS.items():
+                entry = data[key]
+                examples = entry["examples"]
+                name = f"{test_name}/{key}"
+                payload = json.dumps({"generator": GENERATOR_VERSION, "name": name, "imported": entry}, sort_keys=True)
+                version = hashlib.sha256(payload.encode()).hexdigest()[:16]
+                if not store.one(con, "SELECT 1 FROM stimulus_sets WHERE version = ?", [version]):
+                    n = len(examples)
+                    rows = {
+                        "ordinal": list(range(n)), "wordlist": [name] * n, "word_ordinal": list(range(n)),
+                        "word": examples, "kind": ["text"] * n, "person": [None] * n,
+                        "template_id": [None] * n, "template_text": [None] * n, "stimulus": examples,
+                        "span_start": [0] * n, "span_end": [len(e) for e in examples],
+                    }
+                    insert_set(con, version, name, name, None, None, entry.get("category") or key,
+                               str(path), n, rows)
+                con.execute("INSERT INTO set_log (name, version, seq) VALUES (?, ?, ?)", [name, version, seq])
+                seq += 1
+                set_names.append(name)
+            con.execute(
+                "INSERT OR REPLACE INTO imported_tests (name, source, x_set, y_set, a_set, b_set) VALUES (?, ?, ?, ?, ?, ?)",
+                [test_name, str(path), *set_names],
+            )
+            report.append({"test": test_name, "file": str(path), "sizes": [len(data[k]["examples"]) for k in catalog.SENTBIAS_KEYS.values()]})
+    return report

@@ -1,0 +1,91 @@
+"""The DuckDB store: connection, forward-only schema migrations, all-or-nothing writes."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from pathlib import Path
+
+import duckdb
+
+from . import StimkitError
+from .paths import data_dir, default_db
+
+_MIGRATION = re.compile(r"^(\d+)_.*\.sql$")
+
+
+def migrations() -> list[tuple[int, Path]]:
+    found = []
+    for p in sorted(data_dir("db").glob("*.sql")):
+        m = _MIGRATION.match(p.name)
+        if m:
+            found.append((int(m.group(1)), p))
+    return found
+
+
+def connect(path: str | Path | None = None, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """Open the store and bring its schema up to date (each migration once, in order)."""
+    path = Path(path) if path is not None else default_db()
+    if read_only and not path.exists():
+        raise StimkitError(f"{path}: no such store (run `stimkit generate` first)")
+    try:
+        con = duckdb.connect(str(path), read_only=read_only)
+    except duckdb.Error as e:
+        raise StimkitError(f"{path}: cannot open store: {e}") from None
+    if not read_only:
+        migrate(con)
+    return con
+
+
+def schema_version(con) -> int:
+    try:
+        return one(con, "SELECT coalesce(max(version), 0) FROM schema_migrations")[0]
+    except duckdb.CatalogException:
+        return 0
+
+
+def migrate(con) -> int:
+    con.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name VARCHAR, applied_at TIMESTAMP DEFAULT current_timestamp)"
+    )
+    current = schema_version(con)
+    for number, path in migrations():
+        if number <= current:
+            continue
+        with transaction(con):
+            con.execute(path.read_text())
+            con.execute("INSERT INTO schema_migrations (version, name) VALUES (?, ?)", [number, path.name])
+    return schema_version(con)
+
+
+@contextlib.contextmanager
+def transaction(con):
+    """All or nothing: an exception rolls every statement back."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield con
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    else:
+        con.execute("COMMIT")
+
+
+def next_seq(con, table: str = "set_log") -> int:
+    return one(con, f"SELECT coalesce(max(seq), 0) + 1 FROM {table}")[0]
+
+
+# DuckDB 2.0 leaves a result "unfinished" until fetched to the end, and then refuses
+# con.sql(); these helpers always fetch everything.
+def rows(con, sql: str, params=None) -> list[tuple]:
+    return con.execute(sql, params or []).fetchall()
+
+
+def one(con, sql: str, params=None):
+    found = rows(con, sql, params)
+    return found[0] if found else None
+
+
+def frame(con, sql: str, params=None):
+    """A polars DataFrame of the query's result."""
+    return con.sql(sql, params=params or None).pl()

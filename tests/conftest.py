@@ -1,0 +1,57 @@
+import os
+
+# torch on 2 shared cores slows tenfold with busy-waiting OpenMP threads.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+import json
+from pathlib import Path
+
+import pytest
+
+from stimkit import catalog, generate, store, wordlists
+from stimkit.cli import default_specs
+
+REPO = Path(__file__).resolve().parent.parent
+REFERENCE = REPO.parent / "shared" / "reference" / "sent-bias" / "tests"
+# The six published sets the authors cut at random to equalise targets (spec/STIMULI.md).
+CUT_SETS = {("sent-weat2", "targ1"), ("sent-weat7", "targ2"), ("sent-weat7b", "targ2"),
+            ("sent-weat8", "targ2"), ("sent-weat8b", "targ2"), ("sent-weat9", "targ2")}
+
+
+def published(name: str) -> dict:
+    return json.loads((REFERENCE / f"{name}.jsonl").read_text())
+
+
+def snapshot(con) -> dict:
+    """Every stored table's rows, to show a failed command left the store as it was."""
+    tables = [r[0] for r in con.execute(
+        "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE' ORDER BY 1").fetchall()]
+    return {t: store.rows(con, f"SELECT * FROM {t} ORDER BY ALL") for t in tables}
+
+
+@pytest.fixture(scope="session")
+def catalog_db(tmp_path_factory):
+    """A store with the whole catalog generated (built once per session)."""
+    path = tmp_path_factory.mktemp("store") / "catalog.duckdb"
+    con = store.connect(path)
+    lists = wordlists.load_all()
+    generate.generate(con, default_specs(lists), lists)
+    con.close()
+    return path
+
+
+@pytest.fixture
+def catalog_con(catalog_db):
+    con = store.connect(catalog_db)
+    yield con
+    con.close()
+
+
+@pytest.fixture
+def empty_con(tmp_path):
+    con = store.connect(tmp_path / "s.duckdb")
+    yield con
+    con.close()
