@@ -1,0 +1,62 @@
+"""The encoder registry: a spec string -> an Encoder.
+
+    glove-6b-50d                     GloVe 6B 50d (word vector / CBoW)
+    minilm                           all-MiniLM-L6-v2 (mean pooling by default)
+    use-m3                           Universal Sentence Encoder multilingual v3
+    hf:<model id or local path>      any transformers model
+    vectors:<path>                   any word2vec / GloVe file
+    import:<parquet or csv>          precomputed vectors
+
+Options follow as `,key=value`: `minilm,pooling=cls`, `hf:gpt2,pooling=last`,
+`hf:bert-base-uncased,pooling=token,subtoken=mean,layer=sum`, `glove-6b-50d,pooling=token`.
+"""
+
+from __future__ import annotations
+
+from .. import StimkitError
+from .base import Encoded, Encoder
+
+EMBEDDED = ("glove-6b-50d", "minilm", "use-m3")
+PREFIXES = ("hf:", "vectors:", "import:")
+
+
+def parse(spec: str) -> tuple[str, dict[str, str]]:
+    head, *opts = spec.split(",")
+    options = {}
+    for opt in opts:
+        key, sep, value = opt.partition("=")
+        if not sep or not key.strip():
+            raise StimkitError(f"encoder {spec!r}: option {opt!r} is not key=value")
+        options[key.strip()] = value.strip()
+    return head.strip(), options
+
+
+def resolve(spec: str) -> Encoder:
+    head, options = parse(spec)
+    try:
+        if head == "glove-6b-50d":
+            from .wordvectors import glove_6b_50d
+            return glove_6b_50d(**options)
+        if head == "minilm":
+            from .transformer import TransformerEncoder, minilm_path
+            return TransformerEncoder(minilm_path(), name="minilm", **options)
+        if head == "use-m3":
+            from .use import UniversalSentenceEncoder
+            return UniversalSentenceEncoder(**options)
+        if head.startswith("hf:") and head[3:]:
+            from .transformer import hf
+            return hf(head[3:], **options)
+        if head.startswith("vectors:") and head[8:]:
+            from .wordvectors import vectors_file
+            return vectors_file(head[8:], **options)
+        if head.startswith("import:") and head[7:]:
+            from .imported import ImportedEncoder
+            return ImportedEncoder(head[7:], **options)
+    except TypeError as e:  # an option the encoder does not take
+        raise StimkitError(f"encoder {spec!r}: {str(e).split('() ')[-1]}") from None
+    raise StimkitError(
+        f"unknown encoder {spec!r} (known: {', '.join(EMBEDDED)}, or hf:<model>, vectors:<file>, import:<file>)"
+    )
+
+
+__all__ = ["Encoded", "Encoder", "resolve", "parse", "EMBEDDED"]

@@ -1,0 +1,69 @@
+"""The encoder protocol: texts (+ optional spans of the word of interest) -> float32 matrix."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+import numpy as np
+
+Span = tuple[int, int] | None
+
+
+@dataclass
+class Encoded:
+    """One row per text. A row that could not be encoded at all (every word out of
+    vocabulary) is NaN and stored as a NULL vector, with its note saying why."""
+
+    vectors: np.ndarray
+    oov: list[list[str]] = field(default_factory=list)
+    notes: list[str | None] = field(default_factory=list)
+
+    def __post_init__(self):
+        n = len(self.vectors)
+        self.oov = self.oov or [[] for _ in range(n)]
+        self.notes = self.notes or [None] * n
+
+
+class Encoder:
+    """Subclasses set `name`, `dim`, `uses_span`, `options`, and implement `encode` and `identity`."""
+
+    name: str = ""
+    dim: int = 0
+    uses_span: bool = False  # True when the vector depends on the word's span (token pooling)
+    options: dict = {}
+
+    def identity(self) -> dict:
+        """What the weights are (path, file sizes/hashes, package versions)."""
+        raise NotImplementedError
+
+    def encode(self, texts: list[str], spans: list[Span]) -> Encoded:
+        raise NotImplementedError
+
+    @property
+    def spec(self) -> str:
+        opts = "".join(f",{k}={v}" for k, v in sorted(self.options.items()))
+        return f"{self.name}{opts}"
+
+    def details(self) -> dict:
+        return {"name": self.name, "dim": self.dim, "options": self.options, "identity": self.identity()}
+
+    @property
+    def fingerprint(self) -> str:
+        blob = json.dumps(self.details(), sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def file_identity(path, head_bytes: int = 1 << 20) -> dict:
+    """A cheap content identity for big weight files: size plus a hash of the first MiB (-1: all)."""
+    from pathlib import Path
+
+    p = Path(path)
+    with open(p, "rb") as f:
+        head = hashlib.sha256(f.read(head_bytes)).hexdigest()[:16]
+    return {"file": p.name, "size": p.stat().st_size, "head_sha256": head}
+
+
+def nan_rows(n: int, dim: int) -> np.ndarray:
+    return np.full((n, dim), np.nan, dtype=np.float32)
