@@ -58,10 +58,18 @@ def migrate(con) -> int:
     return schema_version(con)
 
 
+_open_transactions: set[int] = set()
+
+
 @contextlib.contextmanager
 def transaction(con):
-    """All or nothing: an exception rolls every statement back."""
+    """All or nothing: an exception rolls every statement back. A transaction opened
+    inside another joins it (DuckDB has no nested transactions)."""
+    if id(con) in _open_transactions:
+        yield con
+        return
     con.execute("BEGIN TRANSACTION")
+    _open_transactions.add(id(con))
     try:
         yield con
     except BaseException:
@@ -69,6 +77,8 @@ def transaction(con):
         raise
     else:
         con.execute("COMMIT")
+    finally:
+        _open_transactions.discard(id(con))
 
 
 def next_seq(con, table: str = "set_log") -> int:

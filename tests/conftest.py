@@ -44,8 +44,12 @@ def catalog_db(tmp_path_factory):
 
 
 @pytest.fixture
-def catalog_con(catalog_db):
-    con = store.connect(catalog_db)
+def catalog_con(catalog_db, tmp_path):
+    """A private copy of the generated store: tests that write do not leak into others."""
+    import shutil
+    path = tmp_path / "catalog-copy.duckdb"
+    shutil.copy(catalog_db, path)
+    con = store.connect(path)
     yield con
     con.close()
 

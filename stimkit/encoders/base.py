@@ -51,8 +51,10 @@ class Encoder:
 
     @property
     def fingerprint(self) -> str:
-        blob = json.dumps(self.details(), sort_keys=True, default=str)
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+        if getattr(self, "_fingerprint", None) is None:  # hashing weights is not free: once per encoder
+            blob = json.dumps(self.details(), sort_keys=True, default=str)
+            self._fingerprint = hashlib.sha256(blob.encode()).hexdigest()[:16]
+        return self._fingerprint
 
 
 def file_identity(path, head_bytes: int = 1 << 20) -> dict:

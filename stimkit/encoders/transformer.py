@@ -72,13 +72,23 @@ class TransformerEncoder(Encoder):
 
     @property
     def dim(self) -> int:
-        return int(self._load()[1].config.hidden_size)
+        if getattr(self, "_dim", None) is None:  # config only: no weights loaded to learn the size
+            self._dim = int(self._config().hidden_size)
+        return self._dim
+
+    def _config(self):
+        from transformers import AutoConfig
+
+        try:
+            return AutoConfig.from_pretrained(self.model_id)
+        except (OSError, ValueError) as e:
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise StimkitError(f"encoder {self.name!r}: cannot load model {self.model_id!r}: {first}") from None
 
     def identity(self) -> dict:
-        import torch
-        import transformers
+        from importlib.metadata import version
 
-        ident = {"model": self.model_id, "transformers": transformers.__version__, "torch": torch.__version__.split("+")[0]}
+        ident = {"model": self.model_id, "transformers": version("transformers"), "torch": version("torch").split("+")[0]}
         path = Path(self.model_id)
         if path.is_dir():
             weights = sorted(path.glob("*.safetensors")) or sorted(path.glob("*.bin"))
@@ -86,8 +96,7 @@ class TransformerEncoder(Encoder):
             if (path / "config.json").exists():
                 ident["config"] = file_identity(path / "config.json")
         else:
-            model = self._load()[1]
-            ident["commit"] = getattr(model.config, "_commit_hash", None)
+            ident["commit"] = getattr(self._config(), "_commit_hash", None)
         return ident
 
     def encode(self, texts: list[str], spans: list[Span]) -> Encoded:

@@ -1,0 +1,71 @@
+"""Queries over the results: the `family` view, named SQL files, Table 4, export formats."""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+from . import StimkitError, store
+from .paths import data_dir
+
+LATEST_RUN = "run_id = (SELECT run_id FROM runs ORDER BY started_at DESC, run_id DESC LIMIT 1)"
+CORRECTIONS = ("holm", "bh", "by", "none")
+SENTBIAS_COLUMNS = ["model", "options", "test", "p_value", "effect_size", "num_targ1", "num_targ2", "num_attr1", "num_attr2"]
+
+
+def define_family(con, where: str | None = None, alpha: float = 0.01) -> int:
+    """(Re)define the temp view `family` the analysis queries read; returns its row count."""
+    clause = where or LATEST_RUN
+    try:
+        con.execute(f"CREATE OR REPLACE TEMP VIEW family AS SELECT * FROM results WHERE {clause}")
+        con.execute(f"SET VARIABLE alpha = {float(alpha)!r}")
+        n = store.one(con, "SELECT count(*) FROM family")[0]
+    except Exception as e:
+        raise StimkitError(f"--where {clause!r}: {str(e).splitlines()[0]}") from None
+    if n == 0:
+        raise StimkitError(f"no results where {clause} (run `stimkit test` first)")
+    return n
+
+
+def named_query(name: str) -> str | None:
+    path = data_dir("queries") / f"{name}.sql"
+    return path.read_text() if re.fullmatch(r"[\w-]+", name) and path.exists() else None
+
+
+def run_sql(con, sql: str) -> pl.DataFrame:
+    try:
+        return store.frame(con, sql.strip().rstrip(";"))
+    except Exception as e:
+        raise StimkitError(f"query failed: {str(e).splitlines()[0]}") from None
+
+
+def corrected(con, method: str) -> pl.DataFrame:
+    if method not in CORRECTIONS:
+        raise StimkitError(f"unknown correction {method!r} (known: {', '.join(CORRECTIONS)})")
+    if method == "none":
+        return run_sql(con, "SELECT *, p_value AS p_adjusted, p_value <= getvariable('alpha') AS rejected FROM family ORDER BY p_value")
+    return run_sql(con, named_query(method))
+
+
+def table4(df: pl.DataFrame, alpha: float, order: list[str]) -> tuple[list[str], list[dict]]:
+    """Tests x encoders with d and May et al.'s marks: * p <= alpha, ** still after correction."""
+    encoders = list(dict.fromkeys(df.sort("created_at")["encoder"].to_list()))
+    cells: dict[str, dict] = {}
+    for r in df.iter_rows(named=True):
+        mark = "**" if r["rejected"] else ("*" if r["p_value"] <= alpha else "")
+        cells.setdefault(r["test"], {"test": r["test"]})[r["encoder"]] = f"{r['effect_size']:+.2f}{mark}"
+    rank = {t: i for i, t in enumerate(order)}
+    rows = sorted(cells.values(), key=lambda c: (rank.get(c["test"], len(rank)), c["test"]))
+    return ["test", *encoders], rows
+
+
+def sentbias_rows(df: pl.DataFrame) -> pl.DataFrame:
+    """The original SEAT code's results.tsv layout."""
+    return df.select(
+        pl.col("model"),
+        pl.col("encoder").str.splitn(",", 2).struct.field("field_1").fill_null("").str.replace_all(",", ";").alias("options"),
+        pl.col("test"), pl.col("p_value"), pl.col("effect_size"),
+        pl.col("n_x").alias("num_targ1"), pl.col("n_y").alias("num_targ2"),
+        pl.col("n_a").alias("num_attr1"), pl.col("n_b").alias("num_attr2"),
+    )

@@ -1,0 +1,245 @@
+"""WEAT / SEAT statistics as pure functions over arrays (../shared/spec/STATISTICS.md).
+
+Notation: X, Y targets, A, B attributes, rows are vectors.
+
+    s(w, A, B)   = mean_a cos(w, a) - mean_b cos(w, b)            association
+    s(X, Y, A, B) = sum_x s(x) - sum_y s(y)                         test statistic
+    d            = (mean_x s(x) - mean_y s(y)) / std_{X u Y} s(w)   effect size (ddof recorded)
+
+p-values are over equal-size partitions (X_i, Y_i) of X u Y, with the non-strict
+inequality of May et al. (appendix A). Because sum_{X u Y} s(w) is fixed, ordering
+partitions by sum_{X_i} s(w) orders them exactly as the full statistic does, so the
+null distribution is the distribution of a random n-subset sum of the s(w) values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations
+from math import comb
+
+import numpy as np
+from scipy import stats as sps
+
+DEFAULT_BUDGET = 100_000
+ALTERNATIVES = ("greater", "less", "two-sided")
+METHODS = ("auto", "exact", "sampled", "parametric")
+# Two partition sums closer than this (relative to the scale of the values) are a tie:
+# the same multiset of values summed in another order differs in the last bits.
+_TIE_RTOL = 1e-11
+
+
+def unit_rows(m: np.ndarray) -> np.ndarray:
+    m = np.asarray(m, dtype=np.float64)
+    return m / np.linalg.norm(m, axis=1, keepdims=True)
+
+
+def association(W: np.ndarray, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """s(w, A, B) for every row w of W."""
+    W, A, B = unit_rows(W), unit_rows(A), unit_rows(B)
+    return (W @ A.T).mean(axis=1) - (W @ B.T).mean(axis=1)
+
+
+def test_statistic(sx: np.ndarray, sy: np.ndarray) -> float:
+    return float(np.sum(sx) - np.sum(sy))
+
+
+def effect_size(sx: np.ndarray, sy: np.ndarray, ddof: int = 1) -> float:
+    """Caliskan's d; ddof=1 as Caliskan et al. and May et al. (WEFE uses ddof=0)."""
+    pooled = np.concatenate([sx, sy])
+    return float((np.mean(sx) - np.mean(sy)) / np.std(pooled, ddof=ddof))
+
+
+# --------------------------------------------------------------------------- partitions
+
+def all_subsets(N: int, k: int) -> np.ndarray:
+    """Every k-subset of range(N) as rows of a (C(N, k), k) index array."""
+    count = comb(N, k)
+    flat = np.fromiter((i for c in combinations(range(N), k) for i in c), dtype=np.int32, count=count * k)
+    return flat.reshape(count, k)
+
+
+def exact_subset_sums(values: np.ndarray, k: int) -> np.ndarray:
+    """Sum of `values` over every k-subset (values may be (N,) or (N, m))."""
+    idx = all_subsets(len(values), k)
+    return values[idx].sum(axis=1)
+
+
+def _byte_tables(values: np.ndarray) -> np.ndarray:
+    """For each block of 8 items, the sums over all 256 subsets: (blocks, 256, m)."""
+    N, m = values.shape
+    K = -(-N // 8)
+    padded = np.zeros((K * 8, m))
+    padded[:N] = values
+    bits = ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype(np.float64)  # (256, 8)
+    return np.einsum("sb,kbm->ksm", bits, padded.reshape(K, 8, m))
+
+
+def random_subset_masks(N: int, k: int, size: int, rng: np.random.Generator) -> np.ndarray:
+    """`size` independent uniform k-subsets of range(N), as packed bit rows (size, ceil(N/8)) uint8.
+
+    Each item first joins by a fair coin; then uniformly chosen items are flipped (out if
+    the row has too many, in if too few) until every row holds exactly k. Coins and flips
+    treat all items alike, so the law of a row is invariant under any permutation of the
+    items, and the only such law on k-subsets is the uniform one. About |T - k| ~ 0.4
+    sqrt(N) flips per row instead of a full shuffle of N items.
+    """
+    K = -(-N // 8)
+    bits = rng.integers(0, 256, size=(size, K), dtype=np.uint8)
+    if N % 8:
+        bits[:, -1] &= np.uint8((1 << (N % 8)) - 1)
+    need = np.bitwise_count(bits).sum(axis=1, dtype=np.int64) - k  # > 0: too many in
+    flat = bits.reshape(-1)
+    rows = np.flatnonzero(need)
+    while rows.size:
+        item = rng.integers(0, N, size=rows.size)
+        pos = rows * K + (item >> 3)
+        shift = (item & 7).astype(np.uint8)
+        inside = ((flat[pos] >> shift) & 1).astype(bool)
+        hit = inside == (need[rows] > 0)  # remove an item that is in, or add one that is out
+        flat[pos[hit]] ^= np.left_shift(np.uint8(1), shift[hit])
+        need[rows[hit]] -= np.sign(need[rows[hit]])
+        rows = rows[need[rows] != 0]
+    return bits
+
+
+def sampled_subset_sums(values: np.ndarray, k: int, size: int, rng: np.random.Generator,
+                        mask_bytes: int = 1 << 23, sum_rows: int = 4096) -> np.ndarray:
+    """Sums of `values` ((N,) or (N, m)) over `size` independent uniform k-subsets.
+    Memory is bounded: masks are drawn `mask_bytes` at a time, summed `sum_rows` at a time."""
+    one_dim = values.ndim == 1
+    vals = values.reshape(len(values), -1).astype(np.float64)
+    tables = _byte_tables(vals)  # (K, 256, m)
+    K, _, m = tables.shape
+    flat_tables = tables.reshape(K * 256, m)
+    offsets = (np.arange(K) * 256).astype(np.intp)
+    out = np.empty((size, m))
+    rows_per_draw = max(1, mask_bytes // K)
+    for start in range(0, size, rows_per_draw):
+        n = min(rows_per_draw, size - start)
+        masks = random_subset_masks(len(values), k, n, rng)
+        for i in range(0, n, sum_rows):
+            part = masks[i:i + sum_rows]
+            out[start + i:start + i + len(part)] = flat_tables[part.astype(np.intp) + offsets].sum(axis=1)
+    return out[:, 0] if one_dim else out
+
+
+# --------------------------------------------------------------------------- p-values
+
+@dataclass(frozen=True)
+class PValue:
+    p: float
+    method: str        # exact | sampled | parametric
+    samples: int       # partitions enumerated or drawn (observed one included when sampled)
+    partitions: int    # C(N, n): how many equal-size partitions exist
+
+
+def _exceeds(null: np.ndarray, observed: float, alternative: str, center: float, scale: float) -> np.ndarray:
+    tol = _TIE_RTOL * scale
+    if alternative == "greater":
+        return null >= observed - tol
+    if alternative == "less":
+        return null <= observed + tol
+    return np.abs(null - center) >= abs(observed - center) - tol
+
+
+def permutation_p(values: np.ndarray, n: int, alternative: str = "greater", method: str = "auto",
+                  budget: int = DEFAULT_BUDGET, rng: np.random.Generator | None = None) -> PValue:
+    """p-value of the first n of `values` (the observed X) against every equal-size split.
+
+    values: s(w) for X then Y (or any per-item statistic); the statistic is the sum over X.
+    auto: exact when C(N, n) <= budget, else sampled.
+    """
+    if alternative not in ALTERNATIVES:
+        raise ValueError(f"alternative must be one of {ALTERNATIVES}")
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}")
+    values = np.asarray(values, dtype=np.float64)
+    N = len(values)
+    partitions = comb(N, n)
+    observed = float(values[:n].sum())
+    center = n * float(values.mean())           # the null mean of a subset sum
+    scale = float(np.abs(values).sum()) or 1.0
+    if method == "auto":
+        method = "exact" if partitions <= budget else "sampled"
+    if method == "exact":
+        null = exact_subset_sums(values, n)
+        p = float(_exceeds(null, observed, alternative, center, scale).mean())
+        return PValue(p, "exact", partitions, partitions)
+    rng = rng if rng is not None else np.random.default_rng()
+    if method == "sampled":
+        null = sampled_subset_sums(values, n, budget - 1, rng)
+        hits = int(_exceeds(null, observed, alternative, center, scale).sum())
+        return PValue((1 + hits) / budget, "sampled", budget, partitions)
+    # parametric (Caliskan et al.'s replication): normal fit to the sampled test statistic
+    null = sampled_subset_sums(values, n, budget, rng)
+    total = float(values.sum())
+    stat_null, stat = 2 * null - total, 2 * observed - total
+    mu, sd = stat_null.mean(), stat_null.std(ddof=1)
+    if alternative == "greater":
+        p = sps.norm.sf(stat, mu, sd)
+    elif alternative == "less":
+        p = sps.norm.cdf(stat, mu, sd)
+    else:
+        p = 2 * sps.norm.sf(abs(stat - mu), 0, sd)
+    return PValue(float(min(p, 1.0)), "parametric", budget, partitions)
+
+
+def clustered_p(values: np.ndarray, groups: np.ndarray, n_groups_x: int, alternative: str = "greater",
+                budget: int = DEFAULT_BUDGET, rng: np.random.Generator | None = None) -> PValue:
+    """Word-level permutation for sentence tests: whole words move with all their sentences.
+
+    values: s(w) per stimulus, X first; groups: a word id per stimulus, X's words being
+    0..n_groups_x-1 and Y's the rest. Statistic: mean over X_i minus mean over Y_i (words
+    may carry different numbers of sentences, so sums are not comparable)."""
+    values = np.asarray(values, dtype=np.float64)
+    G = int(groups.max()) + 1
+    per_group = np.zeros((G, 2))
+    np.add.at(per_group, groups, np.column_stack([values, np.ones_like(values)]))
+    total, count = per_group.sum(axis=0)
+
+    def mean_diff(sums):
+        sx, cx = sums[..., 0], sums[..., 1]
+        return sx / cx - (total - sx) / (count - cx)
+
+    observed = float(mean_diff(per_group[:n_groups_x].sum(axis=0)))
+    partitions = comb(G, n_groups_x)
+    scale = float(np.abs(values).mean()) or 1.0
+    if partitions <= budget:
+        null = mean_diff(exact_subset_sums(per_group, n_groups_x))
+        p = float(_exceeds(null, observed, alternative, 0.0, scale).mean())
+        return PValue(p, "exact-clustered", partitions, partitions)
+    rng = rng if rng is not None else np.random.default_rng()
+    null = mean_diff(sampled_subset_sums(per_group, n_groups_x, budget - 1, rng))
+    hits = int(_exceeds(null, observed, alternative, 0.0, scale).sum())
+    return PValue((1 + hits) / budget, "sampled-clustered", budget, partitions)
+
+
+def bootstrap_d(sim_a: np.ndarray, sim_b: np.ndarray, nx: int, reps: int, rng: np.random.Generator,
+                level: float = 0.95, ddof: int = 1, groups: np.ndarray | None = None) -> tuple[float, float]:
+    """Percentile CI for d, resampling X, Y, A and B each with replacement.
+
+    sim_a, sim_b: cosine similarities of the targets (X rows first) with A and with B.
+    groups: resample whole words of X and Y (with all their sentences) instead of items."""
+    N, na, nb = sim_a.shape[0], sim_a.shape[1], sim_b.shape[1]
+    # bootstrap counts of each attribute are multinomial: one vectorised draw for all replicates
+    wa = rng.multinomial(na, np.full(na, 1 / na), size=reps).T / na
+    wb = rng.multinomial(nb, np.full(nb, 1 / nb), size=reps).T / nb
+    s = sim_a @ wa - sim_b @ wb                   # (N, reps): s(w) under resampled attributes
+    x_items, y_items = np.arange(nx), np.arange(nx, N)
+    ds = np.empty(reps)
+    for r in range(reps):
+        if groups is None:
+            xi, yi = rng.choice(x_items, nx), rng.choice(y_items, N - nx)
+        else:
+            xi, yi = _resample_groups(groups[:nx], rng), _resample_groups(groups[nx:], rng) + nx
+        ds[r] = effect_size(s[xi, r], s[yi, r], ddof)
+    lo, hi = np.nanquantile(ds, [(1 - level) / 2, (1 + level) / 2])
+    return float(lo), float(hi)
+
+
+def _resample_groups(groups: np.ndarray, rng) -> np.ndarray:
+    ids = np.unique(groups)
+    picked = rng.choice(ids, len(ids))
+    members = {g: np.flatnonzero(groups == g) for g in ids}
+    return np.concatenate([members[g] for g in picked])

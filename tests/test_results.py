@@ -1,0 +1,229 @@
+"""Running tests into the store, multiple-testing corrections in SQL, results and checks."""
+
+import json
+
+import numpy as np
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from stimkit import analysis, catalog, runner, stats, store
+from stimkit.cli import app
+from stimkit.encoders import resolve
+
+from conftest import snapshot
+
+cli = CliRunner()
+
+
+# ----------------------------------------------------------------- corrections, independently
+
+def holm_python(p, alpha):
+    order = np.argsort(p, kind="stable")
+    m = len(p)
+    reject = np.zeros(m, bool)
+    for rank, i in enumerate(order, start=1):  # the paper's step-down rule, literally
+        if p[i] > alpha / (m - rank + 1):
+            break
+        reject[i] = True
+    adjusted = np.empty(m)
+    running = 0.0
+    for rank, i in enumerate(order, start=1):
+        running = max(running, min(1.0, (m - rank + 1) * p[i]))
+        adjusted[i] = running
+    return adjusted, reject
+
+
+def step_up_python(p, factor=1.0):
+    m = len(p)
+    order = np.argsort(p, kind="stable")
+    adjusted = np.empty(m)
+    running = 1.0
+    for rank in range(m, 0, -1):
+        i = order[rank - 1]
+        running = min(running, min(1.0, factor * m * p[i] / rank))
+        adjusted[i] = running
+    return adjusted
+
+
+@pytest.fixture
+def family_con(tmp_path):
+    con = store.connect(tmp_path / "c.duckdb")
+    rng = np.random.default_rng(11)
+    p = np.concatenate([rng.uniform(0, 0.002, 6), rng.uniform(0, 1, 30), [0.0005, 0.0005, 0.2, 0.2]])
+    con.execute("INSERT INTO runs (run_id, seed, stimkit_version) VALUES ('r1', 0, 'x'), ('r2', 0, 'x')")
+    rows = [(f"r1/t{i:02d}/f", "r1", f"t{i:02d}", p[i]) for i in range(len(p))] + [("r2/other/f", "r2", "other", 1e-9)]
+    for rid, run, test, pv in rows:
+        con.execute("INSERT INTO results (result_id, run_id, test, test_source, encoder, model, fingerprint, context, "
+                    "n_dropped_oov, n_balanced_away, ddof, clustered, stimkit_version, p_value, effect_size) "
+                    "VALUES (?, ?, ?, 'catalog', 'e', 'e', 'f', 'word', 0, 0, 1, false, 'x', ?, 0.5)", [rid, run, test, pv])
+    return con, p
+
+
+@pytest.mark.parametrize("method", ["holm", "bh", "by"])
+def test_sql_corrections_equal_python(family_con, method):
+    con, p = family_con
+    analysis.define_family(con, "run_id = 'r1'", alpha=0.01)
+    df = analysis.corrected(con, method).sort("test")
+    assert df.height == len(p)
+    if method == "holm":
+        expected, reject = holm_python(p, 0.01)
+        assert df["rejected"].to_list() == reject.tolist()
+    else:
+        factor = 1.0 if method == "bh" else sum(1 / i for i in range(1, len(p) + 1))
+        expected = step_up_python(p, factor)
+        assert df["rejected"].to_list() == (expected <= 0.01).tolist()
+    assert np.allclose(df["p_adjusted"].to_numpy(), expected, rtol=1e-12)
+
+
+def test_family_is_chosen_by_where(family_con):
+    con, p = family_con
+    assert analysis.define_family(con, "run_id = 'r2'") == 1
+    assert analysis.define_family(con) == 1  # latest run by default... r1 and r2 started together: r2 sorts last
+    with pytest.raises(Exception, match="no results where"):
+        analysis.define_family(con, "test = 'nope'")
+
+
+# ----------------------------------------------------------------- running tests
+
+@pytest.fixture(scope="module")
+def glove():
+    return resolve("glove-6b-50d")
+
+
+def run(con, names, enc, opts=runner.Options(), command="t"):
+    tests = [catalog.get(con, n) for n in names]
+    with store.transaction(con):
+        run_id = runner.start_run(con, command, opts.seed)
+        rows = [runner.run_one(con, run_id, t, enc, opts) for t in tests]
+    return run_id, rows
+
+
+def test_result_and_items_trace_back_to_stimuli(catalog_con, glove):
+    run_id, (row,) = run(catalog_con, ["weat6"], glove)
+    assert row["p_method"] == "exact" and row["n_x"] == row["n_y"] == 8
+    items = store.frame(catalog_con, "SELECT * FROM result_items WHERE result_id = ? ORDER BY role, ordinal", [row["result_id"]])
+    assert items.height == 32
+    # recompute s(w, A, B) for every target by hand from the stored vectors
+    vecs = {}
+    for role in "xyab":
+        frame = catalog.fetch(catalog_con, catalog.get(catalog_con, "weat6").sql(role))
+        vecs[role] = glove.encode(frame["stimulus"].to_list(), [None] * frame.height).vectors
+    s = stats.association(np.concatenate([vecs["x"], vecs["y"]]), vecs["a"], vecs["b"])
+    got = items.filter(pl.col("role").is_in(["X", "Y"])).sort("role", "ordinal")["association"].to_numpy()
+    assert np.allclose(got, s, atol=1e-6)
+    assert row["effect_size"] == pytest.approx(stats.effect_size(s[:8], s[8:]))
+    assert items.filter(pl.col("role") == "X")["word"].to_list() == ["John", "Paul", "Mike", "Kevin", "Steve", "Greg", "Jeff", "Bill"]
+    stored = store.frame(catalog_con, "SELECT * FROM results WHERE result_id = ?", [row["result_id"]]).row(0, named=True)
+    assert stored["set_versions"] and stored["context"] == "word" and stored["ddof"] == 1 and stored["budget"] == 100_000
+
+
+def test_oov_and_balancing_are_recorded(catalog_con, glove):
+    _, (row,) = run(catalog_con, ["weat1"], glove)
+    items = store.frame(catalog_con, "SELECT * FROM result_items WHERE result_id = ?", [row["result_id"]])
+    dropped = items.filter(pl.col("dropped").is_not_null())
+    assert dropped.filter(pl.col("dropped").str.starts_with("oov"))["stimulus"].to_list() == ["gladiola"]
+    assert dropped.filter(pl.col("dropped") == "balanced").height == 1  # one insect cut to match 24 flowers
+    assert row["n_x"] == row["n_y"] == 24 and row["n_dropped_oov"] == 1 and row["n_balanced_away"] == 1
+
+
+def test_same_seed_same_result_whatever_ran_before(catalog_con, glove):
+    _, first = run(catalog_con, ["sent-weat9", "weat3"], glove, runner.Options(seed=3, budget=20_000))
+    _, second = run(catalog_con, ["weat3", "weat1", "sent-weat9"], glove, runner.Options(seed=3, budget=20_000))
+    by_test = {r["test"]: r for r in second}
+    for r in first:
+        assert r["p_value"] == by_test[r["test"]]["p_value"]
+        assert r["effect_size"] == by_test[r["test"]]["effect_size"]
+    _, other_seed = run(catalog_con, ["sent-weat9"], glove, runner.Options(seed=4, budget=20_000))
+    assert other_seed[0]["p_value"] != by_test["sent-weat9"]["p_value"]  # p near 0.77: another draw moves it
+
+
+def test_clustered_and_bootstrap_options_are_recorded(catalog_con, glove):
+    _, (row,) = run(catalog_con, ["sent-weat6"], glove, runner.Options(clustered=True, bootstrap=200))
+    assert row["p_method"] == "exact-clustered" and row["clustered"]  # 16 words: C(16, 8) partitions
+    assert row["ci_low"] < row["effect_size"] < row["ci_high"]
+    assert json.loads(row["options"])["bootstrap"] == 200
+
+
+def cli_run(db, *args):
+    return cli.invoke(app, ["--db", str(db), *args])
+
+
+@pytest.fixture
+def store_copy(catalog_db, tmp_path):
+    import shutil
+    path = tmp_path / "copy.duckdb"
+    shutil.copy(catalog_db, path)
+    return path
+
+
+def test_cli_test_results_and_formats(store_copy):
+    r = cli_run(store_copy, "test", "weat7", "weat8", "sent-weat7", "sent-weat8", "-e", "glove-6b-50d", "--budget", "5000")
+    assert r.exit_code == 0, r.output
+    r = cli_run(store_copy, "results", "--format", "sentbias")
+    lines = r.output.strip().splitlines()
+    assert lines[0].split("\t") == analysis.SENTBIAS_COLUMNS
+    assert len(lines) == 5 and lines[1].startswith("glove-6b-50d\t\t")
+    data = json.loads(cli_run(store_copy, "results", "--format", "json").output)
+    assert {d["test"] for d in data} == {"weat7", "weat8", "sent-weat7", "sent-weat8"}
+    assert all("p_adjusted" in d and "rejected" in d for d in data)
+    r = cli_run(store_copy, "results", "--table")
+    assert "weat7" in r.output and "glove-6b-50d" in r.output
+    con = store.connect(store_copy)
+    selected = sum(f.height for t in ("weat7", "weat8", "sent-weat7", "sent-weat8")
+                   for f in catalog.fetch_sets(con, catalog.get(con, t)).values())
+    con.close()
+    r = cli_run(store_copy, "query", "SELECT count(*) AS n FROM result_items WHERE result_id IN (SELECT result_id FROM family)",
+                "--format", "csv")
+    assert r.output.splitlines() == ["n", str(selected)]  # every selected stimulus, dropped ones included
+    r = cli_run(store_copy, "query", "holm", "--format", "csv")
+    assert r.exit_code == 0 and "p_adjusted" in r.output.splitlines()[0]
+    r = cli_run(store_copy, "check")
+    assert r.exit_code == 0 and ("C7 vs C8" in r.output or "no consistency violations" in r.output)
+
+
+def test_check_finds_a_c7_c8_disagreement(family_con):
+    con, _ = family_con
+    con.execute("UPDATE results SET test = 'weat7', effect_size = 1.2, p_value = 1e-5 WHERE test = 't00'")
+    con.execute("UPDATE results SET test = 'weat8', effect_size = -0.3, p_value = 0.4 WHERE test = 't01'")
+    analysis.define_family(con, "run_id = 'r1'")
+    df = analysis.run_sql(con, analysis.named_query("consistency"))
+    row = df.filter(pl.col("check_name") == "C7 vs C8").row(0, named=True)
+    assert row["tests"] == "weat7 / weat8"
+    assert row["violation"] == ("different decision at alpha; p-values 2+ orders of magnitude apart; "
+                                "opposite signs of d; d differs by 0.5 or more")
+
+
+def test_adhoc_test_with_sql_sets(store_copy):
+    x = "SELECT * FROM current_stimuli WHERE set_name = 'flowers@may2019' AND template_id LIKE 'may2019/count_noun:3'"
+    y = "SELECT * FROM current_stimuli WHERE set_name = 'insects@may2019' AND template_id LIKE 'may2019/count_noun:3'"
+    r = cli_run(store_copy, "test", "--x", x, "--y", y, "--a", "pleasant@word", "--b", "unpleasant@word", "--name", "flowers-this-is-a")
+    assert r.exit_code == 0, r.output
+    con = store.connect(store_copy)
+    row = store.one(con, "SELECT n_x, n_y, test_source FROM results WHERE test = 'flowers-this-is-a'")
+    assert row == (25, 25, "adhoc")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["test", "--x", "SELECT * FROM current_stimuli WHERE word = 'zzz'", "--y", "flowers@word", "--a", "pleasant@word", "--b", "unpleasant@word"],
+     "set X: selects no stimuli"),
+    (["test", "--x", "flowers@word", "--y", "mental_disease@word", "--a", "pleasant@word", "--b", "unpleasant@word"],
+     "unequal target sizes (X has 25, Y has 6)"),
+    (["test", "--x", "flowers@word", "--y", "insects@word"], "needs all four of --x --y --a --b"),
+    (["test", "weat1", "-e", "nosuch"], "unknown encoder 'nosuch'"),
+    (["test", "weat1", "--method", "magic"], "unknown p-value method 'magic'"),
+    (["results", "--where", "test = 'none'"], "no results where test = 'none'"),
+    (["results", "--correct", "bonferonni"], "unknown correction 'bonferonni'"),
+    (["query", "SELEKT 1"], "query failed"),
+])
+def test_bad_input_leaves_no_results(store_copy, args, message):
+    if args[0] == "results":
+        cli_run(store_copy, "test", "weat6", "--budget", "1000")
+    con = store.connect(store_copy)
+    before = snapshot(con)
+    con.close()
+    r = cli_run(store_copy, *args)
+    assert r.exit_code == 1, r.output
+    assert message in r.output and len(r.output.strip().splitlines()) == 1, r.output
+    con = store.connect(store_copy)
+    assert snapshot(con) == before
