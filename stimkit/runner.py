@@ -58,6 +58,7 @@ class Prepared:
     frames: dict[str, pl.DataFrame]      # every selected stimulus per role, with a `dropped` column
     vectors: dict[str, np.ndarray]       # vectors of the kept stimuli per role
     kept: dict[str, pl.DataFrame]
+    unbalanced: dict[str, tuple[pl.DataFrame, np.ndarray]] = None  # X and Y with vectors, before balancing
 
 
 def prepare(con, test: TestDef, enc: Encoder, opts: Options, sets: dict[str, pl.DataFrame] | None = None,
@@ -82,6 +83,7 @@ def prepare(con, test: TestDef, enc: Encoder, opts: Options, sets: dict[str, pl.
         if kept[role].height == 0:
             raise StimkitError(f"test {test.name!r}, encoder {enc.spec!r}: no stimulus of set {role.upper()} has a vector "
                                f"(first: {notes[0]})")
+    unbalanced = {r: (kept[r], vectors[r]) for r in ("x", "y")}
     policy = opts.balance or test.balance
     kept["x"] = kept["x"].with_row_index("_k")
     kept["y"] = kept["y"].with_row_index("_k")
@@ -93,7 +95,7 @@ def prepare(con, test: TestDef, enc: Encoder, opts: Options, sets: dict[str, pl.
             frames[role] = frames[role].with_columns(
                 dropped=pl.when(pl.col("ordinal_in_set").is_in(list(gone))).then(pl.lit("balanced")).otherwise(pl.col("dropped")))
         kept[role] = frame.drop("_k")
-    return Prepared(frames, vectors, kept)
+    return Prepared(frames, vectors, kept, unbalanced)
 
 
 def compute(prep: Prepared, opts: Options, test_name: str, fingerprint: str) -> dict:

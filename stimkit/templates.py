@@ -47,6 +47,7 @@ class Template:
 
 def context_for(word: Word) -> dict:
     ctx = {
+        "text": word.text,  # the word unmarked, for conditions: {% if text in people %}
         "word": grammar.mark(word.text),
         "singular": grammar.mark(word.singular),
         "plural": grammar.mark(word.plural),
@@ -77,7 +78,11 @@ def make_environment(root: Path) -> SandboxedEnvironment:
 
 
 class TemplateSet:
-    """One folder of template files under the templates root."""
+    """One folder of template files under the templates root.
+
+    A folder holding a file `_base` (one line: another set's name) inherits that set's
+    template files, overriding the ones it has itself; inherited templates keep their
+    ids (`may2019/name:1`), so the same template is the same id in every set."""
 
     def __init__(self, name: str, root: Path | None = None):
         self.root = Path(root or data_dir("templates"))
@@ -88,15 +93,27 @@ class TemplateSet:
             raise StimkitError(f"unknown template set {name!r} (no folder {self.path}; known: {known})")
         self.env = make_environment(self.root)
         self._files: dict[str, list[Template]] = {}
+        base_file = self.path / "_base"
+        self.base = TemplateSet(base_file.read_text().strip(), self.root) if base_file.exists() else None
 
     @cached_property
     def file_names(self) -> list[str]:
-        return sorted(p.stem for p in self.path.glob("*.j2") if not p.name.startswith("_"))
+        own = {p.stem for p in self.path.glob("*.j2") if not p.name.startswith("_")}
+        return sorted(own | set(self.base.file_names if self.base else ()))
+
+    def owner(self, file: str) -> "TemplateSet":
+        """The set in the inheritance chain that defines `file`."""
+        if (self.path / f"{file}.j2").exists() or self.base is None:
+            return self
+        return self.base.owner(file)
 
     def helper_files(self) -> list[Path]:
-        return sorted(p for p in self.path.glob("_*.j2"))
+        return sorted(self.path.glob("_*")) + (self.base.helper_files() if self.base else [])
 
     def templates(self, file: str) -> list[Template]:
+        owner = self.owner(file)
+        if owner is not self:
+            return owner.templates(file)
         if file not in self._files:
             self._files[file] = self._parse(file)
         return self._files[file]
@@ -147,6 +164,6 @@ class TemplateSet:
     def digest(self, files: list[str]) -> str:
         """Content hash of the files used plus the set's helpers."""
         h = hashlib.sha256()
-        for p in [self.path / f"{f}.j2" for f in sorted(set(files))] + self.helper_files():
+        for p in [self.owner(f).path / f"{f}.j2" for f in sorted(set(files))] + self.helper_files():
             h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
         return h.hexdigest()

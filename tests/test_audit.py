@@ -1,0 +1,116 @@
+"""Template audits: per-template tests, leave-one-out, word influence, template sets."""
+
+import numpy as np
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from stimkit import StimkitError, audit, catalog, generate, runner, stats, store, wordlists
+from stimkit.cli import app
+from stimkit.encoders import resolve
+from stimkit.generate import SetSpec
+
+from conftest import snapshot
+
+
+@pytest.fixture(scope="module")
+def glove():
+    return resolve("glove-6b-50d")
+
+
+def run_audit(con, test, enc, template_set="may2019", seed=0, budget=2_000):
+    opts = runner.Options(budget=budget, seed=seed)
+    with store.transaction(con):
+        run_id = runner.start_run(con, "audit", seed)
+        return audit.audit_one(con, run_id, catalog.get(con, test), enc, template_set, opts)
+
+
+def test_template_alone_equals_a_direct_computation(catalog_con, glove):
+    a = run_audit(catalog_con, "sent-weat6", glove, budget=20_000)  # C(16, 8) = 12,870 <= budget: exact
+    rows = store.frame(catalog_con, "SELECT * FROM audit_templates WHERE audit_id = ?", [a["audit_id"]])
+    cell = rows.filter((pl.col("analysis") == "alone") & (pl.col("template_text") == "The person's name is {{ word }}.")).row(0, named=True)
+    # by hand: encode the eight sentences per name list, score against the full attribute sets
+    enc = lambda texts: glove.encode(texts, [None] * len(texts)).vectors  # noqa: E731
+    male = [f"The person's name is {n}." for n in ("John", "Paul", "Mike", "Kevin", "Steve", "Greg", "Jeff", "Bill")]
+    female = [f"The person's name is {n}." for n in ("Amy", "Joan", "Lisa", "Sarah", "Diana", "Kate", "Ann", "Donna")]
+    t = catalog.get(catalog_con, "sent-weat6")
+    A = enc(catalog.fetch(catalog_con, t.sql("a"))["stimulus"].to_list())
+    B = enc(catalog.fetch(catalog_con, t.sql("b"))["stimulus"].to_list())
+    s = stats.association(np.concatenate([enc(male), enc(female)]), A, B)
+    assert cell["n_x"] == cell["n_y"] == 8
+    assert cell["effect_size"] == pytest.approx(stats.effect_size(s[:8], s[8:]), abs=1e-9)
+    assert cell["p_value"] == pytest.approx(stats.permutation_p(s, 8).p)  # C(16, 8): exact, no seed involved
+    assert cell["template_ids"] == ["may2019/name:9"]
+    assert cell["shift"] == pytest.approx(cell["effect_size"] - a["full_d"])
+    # leave-one-out has one row per template, and the flip shares are the means of the flags
+    assert rows.filter(pl.col("analysis") == "left_out").height == a["n_templates"] == 8
+    alone = rows.filter((pl.col("analysis") == "alone") & pl.col("effect_size").is_not_null())
+    assert a["sign_flip_share"] == pytest.approx(alone["sign_flip"].mean())
+    assert a["decision_flip_share"] == pytest.approx(alone["decision_flip"].mean())
+    assert a["k_meta"] == 8 and a["tau2"] >= 0 and 0 <= a["i2"] <= 1
+
+
+def test_word_influence_equals_leaving_the_word_out(catalog_con, glove):
+    a = run_audit(catalog_con, "sent-weat6", glove)
+    words = store.frame(catalog_con, "SELECT * FROM audit_words WHERE audit_id = ?", [a["audit_id"]])
+    assert set(words["role"]) == {"X", "Y", "A", "B"} and words.filter(pl.col("role") == "X").height == 8
+    items = store.frame(catalog_con, "SELECT role, word, association FROM result_items WHERE result_id = ? AND role IN ('X','Y')",
+                        [a["audit_id"]])
+    sx = items.filter((pl.col("role") == "X") & (pl.col("word") != "Greg"))["association"].to_numpy()
+    sy = items.filter(pl.col("role") == "Y")["association"].to_numpy()
+    greg = words.filter((pl.col("role") == "X") & (pl.col("word") == "Greg")).row(0, named=True)
+    assert greg["n_stimuli"] == 8
+    assert greg["d_without"] == pytest.approx(stats.effect_size(sx, sy), abs=1e-9)
+    assert greg["influence"] == pytest.approx(greg["d_without"] - a["full_d"])
+
+
+def test_audit_is_reproducible_with_a_seed(catalog_con, glove):
+    first = run_audit(catalog_con, "sent-weat9", glove, seed=5)
+    second = run_audit(catalog_con, "sent-weat9", glove, seed=5)
+    cols = ["template_text", "analysis", "effect_size", "p_value"]
+    get = lambda a: store.frame(catalog_con, f"SELECT {', '.join(cols)} FROM audit_templates WHERE audit_id = ? ORDER BY ALL", [a["audit_id"]])  # noqa: E731
+    assert get(first).equals(get(second))
+    assert {k: v for k, v in first.items() if k not in ("audit_id", "run_id")} == \
+           {k: v for k, v in second.items() if k not in ("audit_id", "run_id")}
+
+
+def test_one_template_set_is_refused_and_store_unchanged(catalog_con, glove):
+    generate.generate(catalog_con, [SetSpec(n, "single_this") for n in ("flowers", "insects", "pleasant", "unpleasant")],
+                      wordlists.load_all())
+    before = snapshot(catalog_con)
+    with pytest.raises(StimkitError, match=r"uses one target template \('This is \{\{ singular\|a \}\}\.'\): "
+                                           r"leave-one-template-out and a meta-analysis need at least two"):
+        run_audit(catalog_con, "sent-weat1", glove, "single_this")
+    assert snapshot(catalog_con) == before
+
+
+def test_word_level_tests_are_refused(catalog_con):
+    with pytest.raises(StimkitError, match="has no may2019 sentence sets"):
+        audit.retemplate(catalog.get(catalog_con, "weat1"), "past_tense")
+
+
+def test_fixed_set_corrects_people_and_inherits_ids(empty_con):
+    lists = wordlists.load_all()
+    generate.generate(empty_con, [SetSpec("pleasant", "may2019_fixed"), SetSpec("family", "may2019_fixed"),
+                                  SetSpec("male_names", "may2019_fixed")], lists)
+    sentences = set(store.frame(empty_con, "SELECT stimulus FROM current_stimuli")["stimulus"])
+    assert {"A friend is a person.", "Friends are people.", "Parents are people.", "A child is a person."} <= sentences
+    assert "A friend is a thing." not in sentences and "It is a friend." not in sentences
+    assert "A caress is a thing." in sentences  # things stay things
+    ids = set(store.frame(empty_con, "SELECT template_id FROM current_stimuli WHERE set_name = 'male_names@may2019_fixed'")["template_id"])
+    assert ids == {f"may2019/name:{i}" for i in range(2, 10)}  # inherited, same ids as may2019
+
+
+def test_compare_cli_writes_results_per_template_set(catalog_db, tmp_path):
+    import shutil
+    db = tmp_path / "c.duckdb"
+    shutil.copy(catalog_db, db)
+    r = CliRunner().invoke(app, ["--db", str(db), "audit", "compare", "-t", "sent-weat6", "-e", "glove-6b-50d",
+                                 "-s", "may2019", "-s", "past_tense", "--budget", "2000"])
+    assert r.exit_code == 0, r.output
+    con = store.connect(db)
+    tests = sorted(t for (t,) in store.rows(con, "SELECT test FROM results"))
+    assert tests == ["sent-weat6", "sent-weat6@past_tense"]
+    assert "past_tense" in r.output
+    r = CliRunner().invoke(app, ["--db", str(db), "audit", "show"])
+    assert r.exit_code == 1 and "no audits" in r.output
