@@ -60,12 +60,16 @@ def table4(df: pl.DataFrame, alpha: float, order: list[str]) -> tuple[list[str],
     return ["test", *encoders], rows
 
 
+SEAT_NAMES = {"n_x": "num_targ1", "n_y": "num_targ2", "n_a": "num_attr1", "n_b": "num_attr2"}
+
+
+def with_seat_names(df: pl.DataFrame) -> pl.DataFrame:
+    """Results with the original SEAT code's column names where the two overlap
+    (num_targ1.., and `options`: the encoder's options), so its analysis scripts read them."""
+    options = pl.col("encoder").str.splitn(",", 2).struct.field("field_1").fill_null("").str.replace_all(",", ";")
+    return df.rename({k: v for k, v in SEAT_NAMES.items() if k in df.columns}).with_columns(options=options)
+
+
 def sentbias_rows(df: pl.DataFrame) -> pl.DataFrame:
     """The original SEAT code's results.tsv layout."""
-    return df.select(
-        pl.col("model"),
-        pl.col("encoder").str.splitn(",", 2).struct.field("field_1").fill_null("").str.replace_all(",", ";").alias("options"),
-        pl.col("test"), pl.col("p_value"), pl.col("effect_size"),
-        pl.col("n_x").alias("num_targ1"), pl.col("n_y").alias("num_targ2"),
-        pl.col("n_a").alias("num_attr1"), pl.col("n_b").alias("num_attr2"),
-    )
+    return with_seat_names(df).select(SENTBIAS_COLUMNS)

@@ -283,7 +283,7 @@ def emit(df, fmt: str, columns: list[str] | None = None):
         raise StimkitError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
 
 
-def run_tests(con, tests: list, encoder_specs: list[str], opts: runner.Options, command: str) -> str:
+def run_tests(con, tests: list, encoder_specs: list[str], opts: runner.Options, command: str, verbose: bool = True) -> str:
     opts.validate()
     encs = [encoders.resolve(spec) for spec in encoder_specs]  # fail on a bad spec before any work
     sets = {t.name: catalog.fetch_sets(con, t) for t in tests}  # select each test's stimuli once
@@ -308,9 +308,10 @@ def run_tests(con, tests: list, encoder_specs: list[str], opts: runner.Options, 
                     notes.append(f"{row['n_dropped_oov']} stimuli without a vector dropped")
                 if row["n_balanced_away"]:
                     notes.append(f"{row['n_balanced_away']} cut by balance={row['balance']}")
-                err.print(f"[{done}/{total}] {test.name:<45} {enc.spec:<22} d={row['effect_size']:+.3f} "
-                          f"p={row['p_value']:.3g} ({row['p_method']}) n={row['n_x']}/{row['n_y']}/{row['n_a']}/{row['n_b']}"
-                          + (f"  [{'; '.join(notes)}]" if notes else ""), highlight=False)
+                if verbose:
+                    err.print(f"[{done}/{total}] {test.name:<45} {enc.spec:<22} d={row['effect_size']:+.3f} "
+                              f"p={row['p_value']:.3g} ({row['p_method']}) n={row['n_x']}/{row['n_y']}/{row['n_a']}/{row['n_b']}"
+                              + (f"  [{'; '.join(notes)}]" if notes else ""), highlight=False)
     return run_id
 
 
@@ -359,7 +360,8 @@ def test_cmd(
     out.print(f"run {run_id}: {len(tests)} tests. See `stimkit results --where \"run_id = '{run_id}'\"`.", highlight=False)
 
 
-RESULT_COLUMNS = ["test", "encoder", "context", "n_x", "n_y", "n_a", "n_b", "effect_size", "p_value", "p_method", "p_adjusted", "rejected"]
+RESULT_COLUMNS = ["test", "encoder", "context", "num_targ1", "num_targ2", "num_attr1", "num_attr2",
+                  "effect_size", "p_value", "p_method", "p_adjusted", "rejected"]
 
 
 @app.command("results")
@@ -381,7 +383,7 @@ def results_cmd(
     elif fmt == "sentbias":
         sys.stdout.write(analysis.sentbias_rows(df).write_csv(separator="\t", quote_style="never"))
     else:
-        emit(df, fmt, RESULT_COLUMNS if fmt == "table" else None)
+        emit(analysis.with_seat_names(df), fmt, RESULT_COLUMNS if fmt == "table" else None)
 
 
 @app.command("check")
@@ -425,6 +427,7 @@ def run_cmd(
     budget: Annotated[int, typer.Option("--budget")] = runner.stats.DEFAULT_BUDGET,
     seed: Annotated[int, typer.Option("--seed")] = 0,
     alpha: Annotated[float, typer.Option("--alpha")] = 0.01,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="A line per test as it runs.")] = False,
 ):
     """The main job: generate the catalog, encode, run all 46 tests per encoder, Holm at alpha, Table 4, checks."""
     import time
@@ -440,7 +443,7 @@ def run_cmd(
         out.print(f"encoded {r['encoder']}: {r['cached']} cached, {r['encoded']} new in {r['seconds']:.1f}s", highlight=False)
     tests = list(catalog.load_toml().values())
     opts = runner.Options(budget=budget, seed=seed)
-    run_id = run_tests(con, tests, specs, opts, "run")
+    run_id = run_tests(con, tests, specs, opts, "run", verbose=verbose)
     where = f"run_id = '{run_id}'"
     analysis.define_family(con, where, alpha)
     df = analysis.corrected(con, "holm")

@@ -67,14 +67,18 @@ def load_lexicon(directory: Path | None = None) -> dict[str, frozenset[str]]:
     return {k: frozenset(v) for k, v in raw.items()}
 
 
+def _check_keys(table: dict, allowed: set[str], where: str) -> None:
+    unknown = set(table) - allowed
+    if unknown:
+        raise StimkitError(f"{where}: unknown key {sorted(unknown)[0]!r} (allowed: {', '.join(sorted(allowed))})")
+
+
 def _resolve_word(entry, defaults: dict, lexicon, where) -> Word:
     if isinstance(entry, str):
         entry = {"word": entry}
     if not isinstance(entry, dict):
         raise StimkitError(f"{where}: a word must be a string or a table, got {entry!r}")
-    unknown = set(entry) - WORD_KEYS
-    if unknown:
-        raise StimkitError(f"{where}: unknown key {sorted(unknown)[0]!r} in word {entry.get('word')!r} (allowed: {', '.join(sorted(WORD_KEYS))})")
+    _check_keys(entry, WORD_KEYS, f"{where}: word {entry.get('word')!r}")
     text = entry.get("word")
     if not isinstance(text, str) or not text.strip():
         raise StimkitError(f"{where}: empty word")
@@ -111,9 +115,7 @@ def parse_file(path: Path, lexicon=None) -> list[WordList]:
         where = f"{path}:{header}: list {name!r}"
         if not isinstance(body, dict):
             raise StimkitError(f"{where}: expected a table with a `words` array")
-        unknown = set(body) - LIST_KEYS
-        if unknown:
-            raise StimkitError(f"{where}: unknown key {sorted(unknown)[0]!r} (allowed: {', '.join(sorted(LIST_KEYS))})")
+        _check_keys(body, LIST_KEYS, where)
         entries = body.get("words")
         if not isinstance(entries, list) or not entries:
             raise StimkitError(f"{where}: empty word list (give a non-empty `words` array)")

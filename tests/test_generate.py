@@ -118,7 +118,7 @@ def test_failure_mid_write_leaves_the_store_as_it_was(empty_con, tmp_path, monke
     ('[a]\nwords = []\n', "mine.toml:1: list 'a': empty word list"),
     ('[a]\nwords = [{ word = "x", kind = "noun" }]\n', "unknown kind 'noun' for word 'x'"),
     ('[a]\nwrods = ["x"]\n', "mine.toml:1: list 'a': unknown key 'wrods'"),
-    ('[a]\nwords = [{ word = "x", plurall = "xs" }]\n', "unknown key 'plurall' in word 'x'"),
+    ('[a]\nwords = [{ word = "x", plurall = "xs" }]\n', "word 'x': unknown key 'plurall'"),
     ('[a]\nwords = ["x",\n', "mine.toml: not valid TOML"),
 ])
 def test_bad_word_lists(tmp_path, body, message):
