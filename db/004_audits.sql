@@ -28,7 +28,7 @@ CREATE TABLE IF NOT EXISTS audits (
 CREATE TABLE IF NOT EXISTS audit_templates (
     audit_id       VARCHAR NOT NULL,
     analysis       VARCHAR NOT NULL,           -- alone | left_out
-    template_text  VARCHAR NOT NULL,           -- the template line (the same line across kinds is one template)
+    frame          VARCHAR NOT NULL,           -- the template with the word as X: "This is X." (see stimkit/audit.py)
     template_ids   VARCHAR[],
     n_x INTEGER, n_y INTEGER,
     effect_size    DOUBLE,

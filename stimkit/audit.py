@@ -1,9 +1,11 @@
 """Template audits: how the choice of sentence template moves a test's d and p.
 
 The audit varies the templates of the *target* sentences (X and Y); the attribute sets
-stay as in the full test. A template is a template line; the same line used by
-several word kinds (name.j2 and mass_noun.j2 both say "This is {{ word }}.") is one
-template. For each template:
+stay as in the full test. The unit is a template's *frame*: its text with the word
+(in any form: word, singular with article, plural) written X and control tags removed,
+so "This is {{ word }}." (names, mass nouns, adjectives) and "This is {{ singular|a }}."
+(count nouns) are the one frame "This is X.", and targets of different kinds (C9's
+adjectives against count nouns) still meet in shared frames. For each frame:
   alone     the test on the target sentences of that template only
   left_out  the test without that template's target sentences
 then a DerSimonian-Laird random-effects meta-analysis over the templates alone, the
@@ -13,6 +15,7 @@ influence of every target and attribute word on d.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +27,16 @@ from .encoders import Encoder
 from .seeding import rng_for
 
 SENTENCE_SET = "may2019"
+_EXPR = re.compile(r"\{\{(.*?)\}\}")
+_TAG = re.compile(r"\{%.*?%\}")
+_WORD_FORM = re.compile(r"\b(word|singular|plural)\b")
+
+
+def frame(template_text: str) -> str:
+    """'{{ singular|a|capfirst }} is {{ "a person" if person else "a thing" }}.' -> 'X is _.'"""
+    text = _TAG.sub("", template_text)
+    text = _EXPR.sub(lambda m: "X" if _WORD_FORM.search(m.group(1)) else "_", text)
+    return " ".join(text.split())
 
 
 def retemplate(test: TestDef, template_set: str) -> TestDef:
@@ -122,8 +135,8 @@ def audit_one(con, run_id: str, test: TestDef, enc: Encoder, template_set: str, 
     (fx, vx), (fy, vy) = prep.unbalanced["x"], prep.unbalanced["y"]
     if "template_text" not in fx.columns or fx["template_text"].null_count() == fx.height:
         raise StimkitError(f"test {t.name!r}: its target stimuli carry no templates to audit (imported or ad-hoc sets)")
-    t_x = np.array(fx["template_text"].fill_null("").to_list(), dtype=object)
-    t_y = np.array(fy["template_text"].fill_null("").to_list(), dtype=object)
+    t_x = np.array([frame(x) for x in fx["template_text"].fill_null("").to_list()], dtype=object)
+    t_y = np.array([frame(y) for y in fy["template_text"].fill_null("").to_list()], dtype=object)
     n_templates = len(set(t_x) | set(t_y))
     if n_templates < 2:
         raise StimkitError(f"test {t.name!r} uses one target template ({next(iter(set(t_x)))!r}): "
@@ -138,14 +151,14 @@ def audit_one(con, run_id: str, test: TestDef, enc: Encoder, template_set: str, 
     ids = {}
     for f in (fx, fy):
         for text, tid in zip(f["template_text"].fill_null("").to_list(), f["template_id"].fill_null("").to_list()):
-            ids.setdefault(text, set()).add(tid)
+            ids.setdefault(frame(text), set()).add(tid)
 
     template_rows = []
     for analysis, items in cells.items():
         for text, c in items:
             shift = None if c.d is None else c.d - full_d
             template_rows.append({
-                "audit_id": row["result_id"], "analysis": analysis, "template_text": text,
+                "audit_id": row["result_id"], "analysis": analysis, "frame": text,
                 "template_ids": sorted(ids.get(text, ())), "n_x": c.n_x, "n_y": c.n_y,
                 "effect_size": c.d, "variance": None if c.d is None else float(meta.d_variance(c.d, c.n_x, c.n_y)),
                 "p_value": c.p, "p_method": c.p_method, "shift": shift,
@@ -217,7 +230,7 @@ def summary(con, where: str | None = None, top: int = 3) -> tuple[pl.DataFrame, 
                pi_low, pi_high, tau2, i2, decision_flip_share, sign_flip_share
         FROM audits {clause} ORDER BY test, encoder, template_set""")
     movers = store.frame(con, f"""
-        SELECT a.test, a.template_set, a.encoder, t.template_text, t.effect_size AS d_alone, t.shift,
+        SELECT a.test, a.template_set, a.encoder, t.frame, t.effect_size AS d_alone, t.shift,
                t.p_value AS p_alone, t.decision_flip, t.sign_flip
         FROM audit_templates t JOIN audits a USING (audit_id)
         WHERE t.analysis = 'alone' AND t.shift IS NOT NULL {('AND ' + where) if where else ''}

@@ -28,7 +28,7 @@ def run_audit(con, test, enc, template_set="may2019", seed=0, budget=2_000):
 def test_template_alone_equals_a_direct_computation(catalog_con, glove):
     a = run_audit(catalog_con, "sent-weat6", glove, budget=20_000)  # C(16, 8) = 12,870 <= budget: exact
     rows = store.frame(catalog_con, "SELECT * FROM audit_templates WHERE audit_id = ?", [a["audit_id"]])
-    cell = rows.filter((pl.col("analysis") == "alone") & (pl.col("template_text") == "The person's name is {{ word }}.")).row(0, named=True)
+    cell = rows.filter((pl.col("analysis") == "alone") & (pl.col("frame") == "The person's name is X.")).row(0, named=True)
     # by hand: encode the eight sentences per name list, score against the full attribute sets
     enc = lambda texts: glove.encode(texts, [None] * len(texts)).vectors  # noqa: E731
     male = [f"The person's name is {n}." for n in ("John", "Paul", "Mike", "Kevin", "Steve", "Greg", "Jeff", "Bill")]
@@ -67,7 +67,7 @@ def test_word_influence_equals_leaving_the_word_out(catalog_con, glove):
 def test_audit_is_reproducible_with_a_seed(catalog_con, glove):
     first = run_audit(catalog_con, "sent-weat9", glove, seed=5)
     second = run_audit(catalog_con, "sent-weat9", glove, seed=5)
-    cols = ["template_text", "analysis", "effect_size", "p_value"]
+    cols = ["frame", "analysis", "effect_size", "p_value"]
     get = lambda a: store.frame(catalog_con, f"SELECT {', '.join(cols)} FROM audit_templates WHERE audit_id = ? ORDER BY ALL", [a["audit_id"]])  # noqa: E731
     assert get(first).equals(get(second))
     assert {k: v for k, v in first.items() if k not in ("audit_id", "run_id")} == \
@@ -78,10 +78,25 @@ def test_one_template_set_is_refused_and_store_unchanged(catalog_con, glove):
     generate.generate(catalog_con, [SetSpec(n, "single_this") for n in ("flowers", "insects", "pleasant", "unpleasant")],
                       wordlists.load_all())
     before = snapshot(catalog_con)
-    with pytest.raises(StimkitError, match=r"uses one target template \('This is \{\{ singular\|a \}\}\.'\): "
+    with pytest.raises(StimkitError, match=r"uses one target template \('This is X\.'\): "
                                            r"leave-one-template-out and a meta-analysis need at least two"):
         run_audit(catalog_con, "sent-weat1", glove, "single_this")
     assert snapshot(catalog_con) == before
+
+
+def test_frames_join_templates_across_kinds():
+    assert audit.frame("This is {{ word }}.") == audit.frame("This is {{ singular|a }}.") == "This is X."
+    assert audit.frame("{% if not person %}It is {{ singular|a }}.{% endif %}") == "It is X."
+    assert audit.frame('{{ plural|capfirst }} are {{ "people" if person else "things" }}.') == "X are _."
+    assert audit.frame("They are {{ plural }}.") == audit.frame("They are {{ word }}.")
+
+
+def test_mixed_kind_targets_meet_in_shared_frames(catalog_con, glove):
+    a = run_audit(catalog_con, "sent-weat9", glove)  # adjectives against count nouns (and one adjective)
+    rows = store.frame(catalog_con, "SELECT * FROM audit_templates WHERE audit_id = ? AND analysis = 'alone' "
+                                    "AND effect_size IS NOT NULL ORDER BY frame", [a["audit_id"]])
+    assert rows["frame"].to_list() == ["That is X.", "They are X.", "This is X."]
+    assert rows["n_x"].to_list() == [6, 6, 6] and a["k_meta"] == 3 and a["pooled_d"] is not None
 
 
 def test_word_level_tests_are_refused(catalog_con):

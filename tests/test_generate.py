@@ -161,3 +161,19 @@ def test_migrations_are_idempotent_and_versioned(tmp_path):
     con.close()
     con = store.connect(tmp_path / "m.duckdb")
     assert store.one(con, "SELECT count(*) FROM schema_migrations")[0] == len(store.migrations())
+
+
+def test_an_older_store_migrates_forward_keeping_its_data(tmp_path, monkeypatch):
+    all_migrations = store.migrations()
+    monkeypatch.setattr(store, "migrations", lambda: all_migrations[:1])  # a store from before encoders existed
+    con = store.connect(tmp_path / "old.duckdb")
+    d = write_lists(tmp_path, SMALL)
+    gen(con, d, "targets@may2019")
+    before = store.rows(con, "SELECT * FROM stimuli ORDER BY ALL")
+    assert store.schema_version(con) == 1
+    con.close()
+    monkeypatch.setattr(store, "migrations", lambda: all_migrations)
+    con = store.connect(tmp_path / "old.duckdb")
+    assert store.schema_version(con) == all_migrations[-1][0]
+    assert store.rows(con, "SELECT * FROM stimuli ORDER BY ALL") == before
+    assert store.one(con, "SELECT count(*) FROM results")[0] == 0  # the new tables are there
