@@ -27,6 +27,7 @@ from .encoders import Encoder
 from .seeding import rng_for
 
 SENTENCE_SET = "may2019"
+MIN_PER_TARGET = 3  # below this d is degenerate (one sentence a side always gives d = +-sqrt(2))
 _EXPR = re.compile(r"\{\{(.*?)\}\}")
 _TAG = re.compile(r"\{%.*?%\}")
 _WORD_FORM = re.compile(r"\b(word|singular|plural)\b")
@@ -79,9 +80,11 @@ def subset_test(sx: np.ndarray, sy: np.ndarray, alternative: str, budget: int, r
     if len(sx) == 0 or len(sy) == 0:
         return Cell(len(sx), len(sy), None, None, None, "template not used by both targets")
     n = min(len(sx), len(sy))
+    if n < MIN_PER_TARGET:
+        return Cell(len(sx), len(sy), None, None, None, f"fewer than {MIN_PER_TARGET} sentences in a target")
     sx, sy = _cut(sx, n, rng), _cut(sy, n, rng)
-    if n < 2 or np.std(np.concatenate([sx, sy])) == 0:
-        return Cell(n, n, None, None, None, "too few distinct scores for d")
+    if np.std(np.concatenate([sx, sy])) == 0:
+        return Cell(n, n, None, None, None, "no spread in the scores: d undefined")
     pv = stats.permutation_p(np.concatenate([sx, sy]), n, alternative, "auto", budget, rng)
     return Cell(n, n, stats.effect_size(sx, sy), pv.p, pv.method)
 

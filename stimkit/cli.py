@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -548,7 +547,7 @@ def audit_show_cmd(
         raise StimkitError("no audits" + (f" where {where}" if where else "") + " (run `stimkit audit templates`)")
     emit(audits.drop("audit_id"), fmt)
     if fmt == "table":
-        out.print(f"\nTemplates that move each test most (alone, ranked by |d_alone - d|):", highlight=False)
+        out.print("\nTemplates that move each test most (alone, ranked by |d_alone - d|):", highlight=False)
     emit(movers, fmt)
 
 

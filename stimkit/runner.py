@@ -12,7 +12,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from . import StimkitError, __version__, catalog, embeddings, stats, store
+from . import StimkitError, __version__, catalog, embeddings, stats
 from .catalog import ROLES, TestDef
 from .encoders import Encoder
 from .seeding import rng_for

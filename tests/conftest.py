@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from stimkit import catalog, generate, store, wordlists
+from stimkit import generate, store, wordlists
 from stimkit.cli import default_specs
 
 REPO = Path(__file__).resolve().parent.parent

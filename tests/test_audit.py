@@ -129,3 +129,11 @@ def test_compare_cli_writes_results_per_template_set(catalog_db, tmp_path):
     assert "past_tense" in r.output
     r = CliRunner().invoke(app, ["--db", str(db), "audit", "show"])
     assert r.exit_code == 1 and "no audits" in r.output
+
+
+def test_frames_with_too_few_sentences_get_no_numbers():
+    rng = np.random.default_rng(0)
+    cell = audit.subset_test(np.array([0.1, 0.2]), np.array([0.0, -0.1, 0.3]), "greater", 1000, rng)
+    assert cell.d is None and cell.note == "fewer than 3 sentences in a target"
+    cell = audit.subset_test(np.array([0.1, 0.2, 0.4, 0.3]), np.array([0.0, -0.1, 0.3]), "greater", 1000, rng)
+    assert cell.n_x == cell.n_y == 3 and cell.d is not None  # the larger target is cut to 3
