@@ -48,9 +48,10 @@ def corrected(con, method: str) -> pl.DataFrame:
     return run_sql(con, named_query(method))
 
 
-def table4(df: pl.DataFrame, alpha: float, order: list[str]) -> tuple[list[str], list[dict]]:
+def table4(df: pl.DataFrame, alpha: float, order: list[str], encoders: list[str] | None = None) -> tuple[list[str], list[dict]]:
     """Tests x encoders with d and May et al.'s marks: * p <= alpha, ** still after correction."""
-    encoders = list(dict.fromkeys(df.sort("created_at")["encoder"].to_list()))
+    present = set(df["encoder"].to_list())
+    encoders = [e for e in (encoders or []) if e in present] + sorted(present - set(encoders or []))
     cells: dict[str, dict] = {}
     for r in df.iter_rows(named=True):
         mark = "**" if r["rejected"] else ("*" if r["p_value"] <= alpha else "")

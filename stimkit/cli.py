@@ -294,14 +294,21 @@ def run_tests(con, tests: list, encoder_specs: list[str], opts: runner.Options, 
                       how="vertical_relaxed")
     for enc in encs:  # encode what is missing once per encoder, not once per test
         encode_with_progress(con, enc, every, 256)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
     total = len(tests) * len(encs)
     done = 0
-    with store.transaction(con):  # a run is all or nothing: a failing test leaves no partial run
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                   console=err, transient=True, disable=verbose or not err.is_terminal)
+    with bar, store.transaction(con):  # a run is all or nothing: a failing test leaves no partial run
+        task = bar.add_task("tests", total=total)
         run_id = runner.start_run(con, command, opts.seed)
         for enc in encs:
             for test in tests:
+                bar.update(task, description=f"{test.name} / {enc.spec}")
                 row = runner.run_one(con, run_id, test, enc, opts, sets[test.name], encode=False)
                 done += 1
+                bar.advance(task)
                 notes = []
                 if row["n_dropped_oov"]:
                     notes.append(f"{row['n_dropped_oov']} stimuli without a vector dropped")
@@ -446,7 +453,7 @@ def run_cmd(
     where = f"run_id = '{run_id}'"
     analysis.define_family(con, where, alpha)
     df = analysis.corrected(con, "holm")
-    columns, rows = analysis.table4(df, alpha, list(catalog.load_toml()))
+    columns, rows = analysis.table4(df, alpha, list(catalog.load_toml()), [encoders.resolve(s).spec for s in specs])
     print_rows(rows, columns, title=f"Effect size d; * p <= {alpha}; ** significant after Holm over all {df.height} rows")
     checks = analysis.run_sql(con, analysis.named_query("consistency"))
     out.print(f"\n{checks.height} consistency violations (queries/consistency.sql):", highlight=False)
