@@ -128,6 +128,17 @@ def test_hf_local_path_loads_like_minilm(minilm):
     assert resolve(f"hf:{minilm_path()}").fingerprint != resolve(f"hf:{minilm_path()},pooling=cls").fingerprint
 
 
+def test_hub_ids_are_not_mistaken_for_paths(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    enc = resolve("hf:sentence-transformers/all-MiniLM-L6-v2,pooling=cls")
+    assert enc.model_id == "sentence-transformers/all-MiniLM-L6-v2"  # org/name is a hub id, not a folder
+    with pytest.raises(StimkitError) as e:
+        enc.dim  # offline: the hub cannot be reached, and the error says which model
+    assert "cannot load model 'sentence-transformers/all-MiniLM-L6-v2'" in str(e.value) and "\n" not in str(e.value)
+    with pytest.raises(StimkitError, match="no such model folder"):
+        resolve("hf:./models/missing")
+
+
 def test_long_text_is_truncated_with_a_note(minilm):
     long = " ".join(["word"] * 700)
     got = minilm.encode([long, "short."], [None, None])

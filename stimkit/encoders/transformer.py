@@ -10,7 +10,6 @@ Layer:    top (the last hidden layer), sum or mean over all hidden layers includ
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -170,8 +169,10 @@ def minilm_path() -> str:
 
 
 def hf(model: str, **options) -> TransformerEncoder:
-    if os.sep in model or model.startswith("."):
-        if not Path(model).expanduser().exists():
-            raise StimkitError(f"encoder 'hf:{model}': no such model folder")
-        model = str(Path(model).expanduser())
+    """A local folder if one exists at `model` (or it is written as a path), else a hub id (org/name)."""
+    local = Path(model).expanduser()
+    if local.exists():
+        model = str(local)
+    elif model.startswith(("/", "./", "../", "~")):
+        raise StimkitError(f"encoder 'hf:{model}': no such model folder")
     return TransformerEncoder(model, **options)
