@@ -21,7 +21,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
 def one(spec: str, db: str) -> dict:
-    import polars as pl
 
     from stimkit import catalog, embeddings, generate, store, wordlists
     from stimkit.cli import default_specs
@@ -31,7 +30,7 @@ def one(spec: str, db: str) -> dict:
     lists = wordlists.load_all()
     generate.generate(con, default_specs(lists), lists)
     frames = [f for t in catalog.load_toml().values() for f in catalog.fetch_sets(con, t).values()]
-    stimuli = pl.concat([f.select("stimulus", "span_start", "span_end") for f in frames]).unique()
+    stimuli = embeddings.stimuli_of(frames).unique()
     enc = resolve(spec)
     t0 = time.perf_counter()
     cold = embeddings.encode_missing(con, enc, stimuli)

@@ -144,11 +144,10 @@ def audit_one(con, run_id: str, test: TestDef, enc: Encoder, template_set: str, 
     if n_templates < 2:
         raise StimkitError(f"test {t.name!r} uses one target template ({next(iter(set(t_x)))!r}): "
                            "leave-one-template-out and a meta-analysis need at least two")
-    row = runner.run_one(con, run_id, t, enc, opts, encode=False)
+    row = runner.run_one(con, run_id, t, enc, opts, prep=prep)
     full_d, full_p = row["effect_size"], row["p_value"]
     A, B = stats.unit_rows(prep.vectors["a"]), stats.unit_rows(prep.vectors["b"])
-    s_x = (stats.unit_rows(vx) @ A.T).mean(1) - (stats.unit_rows(vx) @ B.T).mean(1)
-    s_y = (stats.unit_rows(vy) @ A.T).mean(1) - (stats.unit_rows(vy) @ B.T).mean(1)
+    s_x, s_y = stats.association(vx, A, B), stats.association(vy, A, B)
     cells = template_cells(s_x, s_y, t_x, t_y, opts.alternative, opts.budget, opts.seed,
                            (t.name, enc.fingerprint, template_set))
     ids = {}

@@ -184,7 +184,6 @@ def import_sentbias(
 
 def select_stimuli(con, sets: list[str] | None, tests: list[str] | None, everything: bool):
     """The stimuli named by --set / --test / --all, as one frame."""
-    import polars as pl
 
     if everything:
         return catalog.fetch(con, "SELECT * FROM current_stimuli", "all stimuli")
@@ -196,7 +195,7 @@ def select_stimuli(con, sets: list[str] | None, tests: list[str] | None, everyth
         frames += list(catalog.fetch_sets(con, test).values())
     if not frames:
         raise StimkitError("say what to encode: --set NAME, --test NAME or --all")
-    return pl.concat([f.select("stimulus", "span_start", "span_end") for f in frames], how="vertical_relaxed")
+    return embeddings.stimuli_of(frames)
 
 
 def encode_with_progress(con, enc, stimuli, batch_size: int) -> dict:
@@ -289,11 +288,10 @@ def run_tests(con, tests: list, encoder_specs: list[str], opts: runner.Options, 
     for t in tests:  # refuse unequal targets before encoding anything
         if (opts.balance or t.balance) == "none":
             catalog.balance(sets[t.name]["x"], sets[t.name]["y"], "none", opts.seed, t.name)
-    import polars as pl
-    every = pl.concat([f.select("stimulus", "span_start", "span_end") for s in sets.values() for f in s.values()],
-                      how="vertical_relaxed")
+    every = embeddings.stimuli_of(f for s in sets.values() for f in s.values())
     for enc in encs:  # encode what is missing once per encoder, not once per test
-        encode_with_progress(con, enc, every, 256)
+        r = encode_with_progress(con, enc, every, 256)
+        out.print(f"encoded {r['encoder']}: {r['cached']} cached, {r['encoded']} new in {r['seconds']:.1f}s", highlight=False)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     total = len(tests) * len(encs)
@@ -319,11 +317,6 @@ def run_tests(con, tests: list, encoder_specs: list[str], opts: runner.Options, 
                               f"p={row['p_value']:.3g} ({row['p_method']}) n={row['n_x']}/{row['n_y']}/{row['n_a']}/{row['n_b']}"
                               + (f"  [{'; '.join(notes)}]" if notes else ""), highlight=False)
     return run_id
-
-
-def options_from(budget, method, alternative, seed, clustered, bootstrap, balance) -> runner.Options:
-    return runner.Options(budget=budget, method=method, alternative=alternative, seed=seed,
-                          clustered=clustered, bootstrap=bootstrap, balance=balance)
 
 
 @app.command("test")
@@ -361,7 +354,8 @@ def test_cmd(
             tests = [catalog.get(con, n) for n in names]
         else:
             raise StimkitError("name tests, or pass --all, or give an ad-hoc test with --x --y --a --b")
-    opts = options_from(budget, method, alternative, seed, clustered, bootstrap, balance)
+    opts = runner.Options(budget=budget, method=method, alternative=alternative, seed=seed,
+                          clustered=clustered, bootstrap=bootstrap, balance=balance)
     run_id = run_tests(con, tests, encoder or ["glove-6b-50d"], opts, " ".join(sys.argv[1:]))
     out.print(f"run {run_id}: {len(tests)} tests. See `stimkit results --where \"run_id = '{run_id}'\"`.", highlight=False)
 
@@ -443,10 +437,6 @@ def run_cmd(
     report = generate.generate(con, default_specs(lists), lists)
     out.print(f"stimuli: {sum(r['status'] == 'new' for r in report)} new sets, {len(report)} in all", highlight=False)
     specs = encoder or DEFAULT_ENCODERS
-    stimuli = select_stimuli(con, None, list(catalog.load_toml()), False)
-    for spec in specs:
-        r = encode_with_progress(con, encoders.resolve(spec), stimuli, 256)
-        out.print(f"encoded {r['encoder']}: {r['cached']} cached, {r['encoded']} new in {r['seconds']:.1f}s", highlight=False)
     tests = list(catalog.load_toml().values())
     opts = runner.Options(budget=budget, seed=seed)
     run_id = run_tests(con, tests, specs, opts, "run", verbose=verbose)

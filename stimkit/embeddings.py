@@ -48,6 +48,11 @@ def register(con, enc: Encoder) -> str:
     return fp
 
 
+def stimuli_of(frames) -> pl.DataFrame:
+    """The stimulus texts and spans of several selected sets, stacked: what an encoder reads."""
+    return pl.concat([f.select("stimulus", "span_start", "span_end") for f in frames], how="vertical_relaxed")
+
+
 def items_for(enc: Encoder, stimuli: pl.DataFrame) -> pl.DataFrame:
     """The distinct (text, span_start, span_end) keys an encoder needs for these stimuli."""
     empty = stimuli.filter(pl.col("stimulus").str.strip_chars() == "")

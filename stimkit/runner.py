@@ -66,7 +66,7 @@ def prepare(con, test: TestDef, enc: Encoder, opts: Options, sets: dict[str, pl.
     """Select the sets, encode what is missing (unless the caller did), read the vectors back,
     drop stimuli without a vector, and balance the targets."""
     sets = sets if sets is not None else catalog.fetch_sets(con, test)
-    every = pl.concat([f.select("stimulus", "span_start", "span_end") for f in sets.values()], how="vertical_relaxed")
+    every = embeddings.stimuli_of(sets.values())
     if encode:
         embeddings.encode_missing(con, enc, every)
     all_vectors, all_notes = embeddings.load(con, enc, every)  # one read for the four sets
@@ -100,8 +100,8 @@ def prepare(con, test: TestDef, enc: Encoder, opts: Options, sets: dict[str, pl.
 
 def compute(prep: Prepared, opts: Options, test_name: str, fingerprint: str) -> dict:
     X, Y, A, B = (prep.vectors[r] for r in ROLES)
-    W = np.concatenate([X, Y])
-    sim_a, sim_b = stats.unit_rows(W) @ stats.unit_rows(A).T, stats.unit_rows(W) @ stats.unit_rows(B).T
+    W = stats.unit_rows(np.concatenate([X, Y]))
+    sim_a, sim_b = W @ stats.unit_rows(A).T, W @ stats.unit_rows(B).T
     s = sim_a.mean(axis=1) - sim_b.mean(axis=1)
     sx, sy = s[: len(X)], s[len(X):]
     rng = rng_for(opts.seed, test_name, fingerprint, "permutation")
@@ -135,9 +135,11 @@ def word_groups(prep: Prepared) -> tuple[np.ndarray, int]:
     return np.array(groups), len(x_words)
 
 
-def run_one(con, run_id: str, test: TestDef, enc: Encoder, opts: Options, sets=None, encode: bool = True) -> dict:
+def run_one(con, run_id: str, test: TestDef, enc: Encoder, opts: Options, sets=None, encode: bool = True,
+            prep: Prepared | None = None) -> dict:
+    """Prepare (unless the caller did), compute, and write one result with its items."""
     started = time.perf_counter()
-    prep = prepare(con, test, enc, opts, sets, encode)
+    prep = prep if prep is not None else prepare(con, test, enc, opts, sets, encode)
     out = compute(prep, opts, test.name, enc.fingerprint)
     context = "token" if enc.uses_span else test.context
     result_id = f"{run_id}/{test.name}/{enc.fingerprint}"
