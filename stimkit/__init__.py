@@ -1,6 +1,6 @@
 """stimkit: stimuli, embeddings and association tests (WEAT / SEAT) in one DuckDB store."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 
 class StimkitError(Exception):

@@ -12,7 +12,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from . import StimkitError, __version__, catalog, embeddings, stats
+from . import StimkitError, __version__, catalog, embeddings, sampler, stats
 from .catalog import ROLES, TestDef
 from .encoders import Encoder
 from .seeding import rng_for
@@ -100,9 +100,7 @@ def prepare(con, test: TestDef, enc: Encoder, opts: Options, sets: dict[str, pl.
 
 def compute(prep: Prepared, opts: Options, test_name: str, fingerprint: str) -> dict:
     X, Y, A, B = (prep.vectors[r] for r in ROLES)
-    W = stats.unit_rows(np.concatenate([X, Y]))
-    sim_a, sim_b = W @ stats.unit_rows(A).T, W @ stats.unit_rows(B).T
-    s = sim_a.mean(axis=1) - sim_b.mean(axis=1)
+    s = stats.association(np.concatenate([X, Y]), A, B)
     sx, sy = s[: len(X)], s[len(X):]
     rng = rng_for(opts.seed, test_name, fingerprint, "permutation")
     groups, n_groups_x = word_groups(prep) if opts.clustered else (None, 0)
@@ -115,7 +113,9 @@ def compute(prep: Prepared, opts: Options, test_name: str, fingerprint: str) -> 
         pv = stats.permutation_p(s, len(X), opts.alternative, opts.method, opts.budget, rng)
         n_items, n_total = len(X), len(X) + len(Y)
     ci = (None, None)
-    if opts.bootstrap:
+    if opts.bootstrap:  # resampling attributes needs every cosine
+        W = stats.unit_rows(np.concatenate([X, Y]))
+        sim_a, sim_b = W @ stats.unit_rows(A).T, W @ stats.unit_rows(B).T
         ci = stats.bootstrap_d(sim_a, sim_b, len(X), opts.bootstrap, rng_for(opts.seed, test_name, fingerprint, "bootstrap"),
                                opts.ci_level, opts.ddof, groups)
     return {
@@ -158,7 +158,8 @@ def run_one(con, run_id: str, test: TestDef, enc: Encoder, opts: Options, sets=N
         "log10_partitions": out["log10_partitions"], "alternative": opts.alternative, "seed": opts.seed,
         "clustered": opts.clustered, "ci_low": out["ci_low"], "ci_high": out["ci_high"],
         "ci_level": opts.ci_level if opts.bootstrap else None, "bootstrap": opts.bootstrap or None,
-        "options": json.dumps({k: v for k, v in asdict(opts).items()}), "stimkit_version": __version__,
+        # which sampler drew the partitions: same seed and sampler, same p-value
+        "options": json.dumps({**asdict(opts), "sampler": sampler.NAME}), "stimkit_version": __version__,
         "seconds": time.perf_counter() - started,
     }
     write(con, row, _items(result_id, prep, out["association"]))

@@ -21,6 +21,8 @@ from math import comb
 import numpy as np
 from scipy import stats as sps
 
+from . import sampler
+
 DEFAULT_BUDGET = 100_000
 ALTERNATIVES = ("greater", "less", "two-sided")
 METHODS = ("auto", "exact", "sampled", "parametric")
@@ -35,9 +37,11 @@ def unit_rows(m: np.ndarray) -> np.ndarray:
 
 
 def association(W: np.ndarray, A: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """s(w, A, B) for every row w of W."""
-    W, A, B = unit_rows(W), unit_rows(A), unit_rows(B)
-    return (W @ A.T).mean(axis=1) - (W @ B.T).mean(axis=1)
+    """s(w, A, B) for every row w of W.
+
+    mean_a cos(w, a) = w/|w| . mean_a a/|a|: one product with the difference of the mean
+    unit attribute vectors instead of a |W| x (|A| + |B|) table of cosines."""
+    return unit_rows(W) @ (unit_rows(A).mean(axis=0) - unit_rows(B).mean(axis=0))
 
 
 def test_statistic(sx: np.ndarray, sy: np.ndarray) -> float:
@@ -65,63 +69,9 @@ def exact_subset_sums(values: np.ndarray, k: int) -> np.ndarray:
     return values[idx].sum(axis=1)
 
 
-def _byte_tables(values: np.ndarray) -> np.ndarray:
-    """For each block of 8 items, the sums over all 256 subsets: (blocks, 256, m)."""
-    N, m = values.shape
-    K = -(-N // 8)
-    padded = np.zeros((K * 8, m))
-    padded[:N] = values
-    bits = ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype(np.float64)  # (256, 8)
-    return np.einsum("sb,kbm->ksm", bits, padded.reshape(K, 8, m))
-
-
-def random_subset_masks(N: int, k: int, size: int, rng: np.random.Generator) -> np.ndarray:
-    """`size` independent uniform k-subsets of range(N), as packed bit rows (size, ceil(N/8)) uint8.
-
-    Each item first joins by a fair coin; then uniformly chosen items are flipped (out if
-    the row has too many, in if too few) until every row holds exactly k. Coins and flips
-    treat all items alike, so the law of a row is invariant under any permutation of the
-    items, and the only such law on k-subsets is the uniform one. About |T - k| ~ 0.4
-    sqrt(N) flips per row instead of a full shuffle of N items.
-    """
-    K = -(-N // 8)
-    bits = rng.integers(0, 256, size=(size, K), dtype=np.uint8)
-    if N % 8:
-        bits[:, -1] &= np.uint8((1 << (N % 8)) - 1)
-    need = np.bitwise_count(bits).sum(axis=1, dtype=np.int64) - k  # > 0: too many in
-    flat = bits.reshape(-1)
-    rows = np.flatnonzero(need)
-    while rows.size:
-        item = rng.integers(0, N, size=rows.size)
-        pos = rows * K + (item >> 3)
-        shift = (item & 7).astype(np.uint8)
-        inside = ((flat[pos] >> shift) & 1).astype(bool)
-        hit = inside == (need[rows] > 0)  # remove an item that is in, or add one that is out
-        flat[pos[hit]] ^= np.left_shift(np.uint8(1), shift[hit])
-        need[rows[hit]] -= np.sign(need[rows[hit]])
-        rows = rows[need[rows] != 0]
-    return bits
-
-
-def sampled_subset_sums(values: np.ndarray, k: int, size: int, rng: np.random.Generator,
-                        mask_bytes: int = 1 << 23, sum_rows: int = 4096) -> np.ndarray:
-    """Sums of `values` ((N,) or (N, m)) over `size` independent uniform k-subsets.
-    Memory is bounded: masks are drawn `mask_bytes` at a time, summed `sum_rows` at a time."""
-    one_dim = values.ndim == 1
-    vals = values.reshape(len(values), -1).astype(np.float64)
-    tables = _byte_tables(vals)  # (K, 256, m)
-    K, _, m = tables.shape
-    flat_tables = tables.reshape(K * 256, m)
-    offsets = (np.arange(K) * 256).astype(np.intp)
-    out = np.empty((size, m))
-    rows_per_draw = max(1, mask_bytes // K)
-    for start in range(0, size, rows_per_draw):
-        n = min(rows_per_draw, size - start)
-        masks = random_subset_masks(len(values), k, n, rng)
-        for i in range(0, n, sum_rows):
-            part = masks[i:i + sum_rows]
-            out[start + i:start + i + len(part)] = flat_tables[part.astype(np.intp) + offsets].sum(axis=1)
-    return out[:, 0] if one_dim else out
+def sampled_subset_sums(values: np.ndarray, k: int, size: int, rng: np.random.Generator) -> np.ndarray:
+    """Sum of `values` ((N,) or (N, m)) over `size` independent uniform k-subsets (see sampler)."""
+    return sampler.subset_sums(values, k, size, rng)
 
 
 # --------------------------------------------------------------------------- p-values

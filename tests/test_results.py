@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from stimkit import analysis, catalog, runner, stats, store
+from stimkit import analysis, catalog, runner, sampler, stats, store
 from stimkit.cli import app
 from stimkit.encoders import resolve
 
@@ -143,6 +143,7 @@ def test_clustered_and_bootstrap_options_are_recorded(catalog_con, glove):
     assert row["p_method"] == "exact-clustered" and row["clustered"]  # 16 words: C(16, 8) partitions
     assert row["ci_low"] < row["effect_size"] < row["ci_high"]
     assert json.loads(row["options"])["bootstrap"] == 200
+    assert json.loads(row["options"])["sampler"] == sampler.NAME   # which algorithm drew the partitions
 
 
 def cli_run(db, *args):

@@ -75,20 +75,6 @@ def test_parametric_p_is_a_normal_fit():
     assert got.method == "parametric" and got.p == pytest.approx(expected, rel=0.05)
 
 
-def test_sampler_draws_uniform_equal_size_subsets():
-    """Chi-square over all C(8, 4) = 70 subsets: every one equally likely."""
-    weights = 2.0 ** np.arange(8)
-    sums = stats.sampled_subset_sums(weights, 4, 140_000, np.random.default_rng(0))
-    codes, counts = np.unique(sums.astype(int), return_counts=True)
-    assert len(codes) == 70 and all(bin(c).count("1") == 4 for c in codes)
-    assert sps.chisquare(counts).pvalue > 1e-3
-    # and at a size with a partial last byte and many flips
-    weights = np.eye(13)
-    picks = stats.sampled_subset_sums(weights, 6, 60_000, np.random.default_rng(1))
-    assert (picks.sum(axis=1) == 6).all()
-    assert np.allclose(picks.mean(axis=0), 6 / 13, atol=0.01)
-
-
 def test_sampled_p_is_reproducible_with_a_seed():
     values = np.random.default_rng(0).normal(size=100)
     a = stats.permutation_p(values, 50, rng=np.random.default_rng(9), budget=20_000)

@@ -1,0 +1,226 @@
+"""Sums of values over independent uniform random k-subsets: the sampled permutation null.
+
+A subset of M items is held as bits in 64-bit words. Items go 12 to a 16-bit lane, four
+lanes to a word, so the sum over a subset is one lookup per lane in a 4,096-entry table
+of that lane's subset sums (small enough to stay in cache), and a fresh random subset is
+one raw 64-bit draw per word, masked to the lanes' low 12 bits.
+
+Two exact samplers share that layout:
+
+- `SplitPlan` (the default): split the items into halves A and B. For a uniform
+  k-subset S, |S n A| is hypergeometric, and given |S n A| = a the two halves are
+  independent uniform subsets of sizes a and k - a. So each row draws a, then takes a
+  fair-coin subset of A that happens to have exactly a items (and one of B with k - a)
+  from a pool of coin subsets sorted by size. Which pool subset a row gets depends only
+  on the sizes, never on the contents, so each row is uniform and rows are independent.
+  No Python loop per row or per item: a few array passes per batch of rows, the two
+  halves on two threads, each half with its own random stream (so threads never change
+  a result).
+- `flip_subset_sums`: each item joins by a fair coin, then uniformly chosen items are
+  flipped until the row holds exactly k. Used when k is so far from M/2 that a coin pool
+  would rarely hold subsets of the sizes wanted.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+from scipy import stats as sps
+
+NAME = "split-match/sfc64"              # recorded with each result
+LANE_BITS, LANES = 12, 4                # items per table lookup, lanes per 64-bit word
+MAX_POOL_FACTOR = 4.0                   # beyond this many coin subsets per row, flip instead
+MAX_ROWS = 1 << 17                      # rows per batch, and
+MAX_POOL_BYTES = 1 << 26                # at most this much memory for the coin words of a batch
+# LANE_SUBSETS[s, i] = 1 when subset s (read as 12 bits) of a lane holds its item i
+LANE_SUBSETS = ((np.arange(1 << LANE_BITS)[:, None] >> np.arange(LANE_BITS)) & 1).astype(np.float64)
+
+
+class Layout:
+    """Where each of `M` items sits in a row of 64-bit words, and sums over such rows."""
+
+    def __init__(self, M: int):
+        self.M = M
+        # sizes as int16 where they fit: numpy sorts 16-bit integers by radix, 30x faster
+        self.size_dtype = np.int16 if M < 2**15 else np.int32
+        self.lanes = -(-M // LANE_BITS)
+        self.words = -(-self.lanes // LANES)
+        items_in_lane = np.clip(M - LANE_BITS * np.arange(self.words * LANES), 0, LANE_BITS)
+        lane_masks = (np.uint64(1) << items_in_lane.astype(np.uint64)) - np.uint64(1)
+        shifts = np.uint64(16) * np.arange(LANES, dtype=np.uint64)
+        self.masks = np.bitwise_or.reduce(lane_masks.reshape(self.words, LANES) << shifts, axis=1)
+        item = np.arange(M)
+        self.item_word = (item // LANE_BITS) // LANES
+        self.item_bit = np.uint64(1) << (16 * ((item // LANE_BITS) % LANES) + item % LANE_BITS).astype(np.uint64)
+
+    def coins(self, bitgen: np.random.BitGenerator, rows: int) -> np.ndarray:
+        """(words, rows): every item in or out by a fair coin, independently."""
+        words = bitgen.random_raw(self.words * rows).reshape(self.words, rows)
+        words &= self.masks[:, None]
+        return words
+
+    def sizes(self, words: np.ndarray) -> np.ndarray:
+        return np.bitwise_count(words).sum(axis=0, dtype=self.size_dtype)
+
+    def tables(self, values: np.ndarray) -> np.ndarray:
+        """(m, lanes, 4096): the sum of each value column over every subset of each lane."""
+        padded = np.zeros((self.lanes * LANE_BITS, values.shape[1]))
+        padded[:self.M] = values
+        per_lane = padded.T.reshape(values.shape[1], self.lanes, LANE_BITS)
+        return per_lane @ LANE_SUBSETS.T
+
+    def sums(self, words: np.ndarray, tables: np.ndarray) -> np.ndarray:
+        """(rows, m): each row's sums, one table lookup per lane."""
+        lanes = words.view(np.uint16).reshape(self.words, -1, LANES)
+        out = np.zeros((lanes.shape[1], len(tables)))
+        looked_up = np.empty(lanes.shape[1])
+        for col, col_tables in enumerate(tables):
+            for lane, table in enumerate(col_tables):
+                np.take(table, lanes[lane // LANES, :, lane % LANES], out=looked_up, mode="wrap")
+                out[:, col] += looked_up
+        return out
+
+
+def subset_sums(values: np.ndarray, k: int, size: int, rng: np.random.Generator) -> np.ndarray:
+    """Sums of `values` ((M,) or (M, m)) over `size` independent uniform k-subsets of its rows."""
+    vals = np.asarray(values, dtype=np.float64).reshape(len(values), -1)
+    if not 0 <= k <= len(vals):
+        raise ValueError(f"cannot draw {k} of {len(vals)} items")
+    # SFC64 draws raw bits about twice as fast as PCG64. Its seeds come from the caller's
+    # generator, so every result stays a function of the run seed: one stream for the
+    # sizes in half A, one per half for its coins.
+    seeds = [int(x) for x in rng.integers(2**63, size=3)]
+    split = SplitPlan.build(vals, k)
+    out = split.sums(size, seeds) if split else flip_subset_sums(vals, k, size, np.random.SFC64(seeds[0]))
+    return out[:, 0] if np.ndim(values) == 1 else out
+
+
+# --------------------------------------------------------------------------- split and match
+
+class SplitPlan:
+    """Halves A (the first M // 2 items) and B, the law of |S n A|, and the pool sizes needed."""
+
+    def __init__(self, vals: np.ndarray, k: int, pmf_a: np.ndarray, factors: tuple[float, float]):
+        self.k = k
+        half = len(vals) // 2
+        self.halves = (Layout(half), Layout(len(vals) - half))
+        self.tables = (self.halves[0].tables(vals[:half]), self.halves[1].tables(vals[half:]))
+        self.factors = factors
+        self.cdf = np.cumsum(pmf_a) / pmf_a.sum()
+        self.cdf[-1] = 1.0
+        # guide table: the draws with u in [g/G, (g+1)/G) lie between guide[g] and guide[g+1]
+        G = 8 * len(self.cdf)
+        self.guide = np.searchsorted(self.cdf, np.arange(G + 1) / G, side="right")
+        pool_words = sum(f * h.words for f, h in zip(factors, self.halves))
+        self.batch = int(np.clip(MAX_POOL_BYTES // (8 * pool_words), 1024, MAX_ROWS))
+
+    @classmethod
+    def build(cls, vals: np.ndarray, k: int) -> SplitPlan | None:
+        """The plan, or None when k is so far from M/2 that pools would be wastefully large."""
+        M, half = len(vals), len(vals) // 2
+        if half == 0:
+            return None
+        a = np.arange(half + 1)
+        pmf_a = sps.hypergeom.pmf(a, M, half, k)
+        b = k - a
+        inside = (b >= 0) & (b <= M - half)
+        pmf_b = np.zeros(M - half + 1)
+        pmf_b[b[inside]] = pmf_a[inside]
+        # a pool of coin subsets holds size j with probability binom(j); the rows want it
+        # with probability pmf(j): the pool must be max(pmf / binom) times the rows
+        factors = (float(np.max(pmf_a / sps.binom.pmf(a, half, 0.5))),
+                   float(np.max(pmf_b / sps.binom.pmf(np.arange(M - half + 1), M - half, 0.5))))
+        if max(factors) > MAX_POOL_FACTOR:
+            return None
+        return cls(vals, k, pmf_a, factors)
+
+    def draw_sizes_in_a(self, u: np.ndarray) -> np.ndarray:
+        """|S n A| by inversion, searchsorted(cdf, u, 'right'), with one comparison per draw."""
+        g = (u * (len(self.guide) - 1)).astype(np.intp)
+        lo, hi = self.guide[g], self.guide[g + 1]
+        a = lo + (self.cdf[lo] <= u)
+        wide = np.flatnonzero(hi - lo > 1)          # the rare cells holding several sizes
+        a[wide] = np.searchsorted(self.cdf, u[wide], side="right")
+        return a.astype(self.halves[0].size_dtype)
+
+    def sums(self, size: int, seeds: list[int]) -> np.ndarray:
+        draws = np.random.Generator(np.random.SFC64(seeds[0]))
+        coins = [np.random.SFC64(seed) for seed in seeds[1:]]
+        out = np.empty((size, self.tables[0].shape[0]))
+        done = 0
+        for start in range(0, size, self.batch):
+            a = self.draw_sizes_in_a(draws.random(min(self.batch, size - start)))
+            while a.size:  # rows whose size a pool ran short of try again with fresh pools
+                a = np.sort(a, kind="stable")
+                rank = np.arange(a.size) - _starts(a, self.halves[0].M)[a]   # i-th row wanting its size
+                # given the sizes, the halves are independent: draw them on two threads
+                jobs = [(0, a, rank, coins[0]), (1, (self.k - a).astype(a.dtype), rank, coins[1])]
+                (ok_a, sums_a), (ok_b, sums_b) = _threads().map(lambda job: self.half_sums(*job), jobs)
+                ok = ok_a & ok_b
+                n_ok = int(ok.sum())
+                out[done:done + n_ok] = sums_a[ok] + sums_b[ok]
+                done += n_ok
+                a = a[~ok]
+        return out
+
+    def half_sums(self, h: int, want: np.ndarray, rank: np.ndarray, bitgen: np.random.BitGenerator):
+        """For each row, the sums over the rank-th coin subset in a fresh pool that has exactly
+        `want` items of half h, and whether the pool had that many of that size."""
+        half = self.halves[h]
+        pool = half.coins(bitgen, int(self.factors[h] * 1.05 * len(want)) + 64)
+        sizes = half.sizes(pool)
+        by_size = np.argsort(sizes, kind="stable")
+        first = _starts(sizes, half.M)
+        ok = rank < first[want + 1] - first[want]
+        slot = np.minimum(first[want] + rank, len(by_size) - 1)
+        # summing the whole pool, then picking, costs less than gathering the picked rows
+        return ok, half.sums(pool, self.tables[h])[by_size[slot]]
+
+
+_POOL = None
+
+
+def _threads() -> ThreadPoolExecutor:
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="stimkit-sampler")
+    return _POOL
+
+
+def _starts(values: np.ndarray, top: int) -> np.ndarray:
+    """first[j] = how many values (each in 0..top) are below j, for j in 0..top+1: where
+    the run of j starts once the values are sorted."""
+    return np.concatenate([[0], np.cumsum(np.bincount(values, minlength=top + 1))])
+
+
+# --------------------------------------------------------------------------- coins and flips
+
+def flip_subset_sums(vals: np.ndarray, k: int, size: int, bitgen: np.random.BitGenerator) -> np.ndarray:
+    layout = Layout(len(vals))
+    tables = layout.tables(vals)
+    batch = int(np.clip(MAX_POOL_BYTES // (8 * max(layout.words, 1)), 1024, MAX_ROWS))
+    return np.concatenate([layout.sums(flipped_coins(layout, k, min(batch, size - start), bitgen), tables)
+                           for start in range(0, size, batch)] or [np.zeros((0, vals.shape[1]))])
+
+
+def flipped_coins(layout: Layout, k: int, rows: int, bitgen: np.random.BitGenerator) -> np.ndarray:
+    """`rows` uniform k-subsets: fair coins, then uniformly chosen items flipped (out of
+    rows with too many, into rows with too few) until each row holds exactly k. Coins and
+    flips treat all items alike, so a row's law is invariant under any permutation of the
+    items, and the only such law on k-subsets is the uniform one."""
+    rng = np.random.Generator(bitgen)
+    words = layout.coins(bitgen, rows)
+    need = layout.sizes(words) - k                  # > 0: too many in
+    flat = words.reshape(-1)                        # word w of row r at w * rows + r
+    todo = np.flatnonzero(need)
+    while todo.size:
+        item = rng.integers(0, layout.M, size=todo.size)
+        pos = layout.item_word[item] * rows + todo
+        bit = layout.item_bit[item]
+        inside = (flat[pos] & bit) != 0
+        hit = inside == (need[todo] > 0)            # take out an item that is in, or add one that is out
+        flat[pos[hit]] ^= bit[hit]
+        need[todo[hit]] -= np.sign(need[todo[hit]])
+        todo = todo[need[todo] != 0]
+    return words
