@@ -24,6 +24,8 @@ Two exact samplers share that layout:
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from scipy import stats as sps
@@ -101,47 +103,28 @@ def subset_sums(values: np.ndarray, k: int, size: int, rng: np.random.Generator)
 class SplitPlan:
     """Halves A (the first M // 2 items) and B, the law of |S n A|, and the pool sizes needed."""
 
-    def __init__(self, vals: np.ndarray, k: int, pmf_a: np.ndarray, factors: tuple[float, float]):
-        self.k = k
+    def __init__(self, vals: np.ndarray, k: int, law: SizeLaw):
+        self.k, self.law = k, law
         half = len(vals) // 2
         self.halves = (Layout(half), Layout(len(vals) - half))
         self.tables = (self.halves[0].tables(vals[:half]), self.halves[1].tables(vals[half:]))
-        self.factors = factors
-        self.cdf = np.cumsum(pmf_a) / pmf_a.sum()
-        self.cdf[-1] = 1.0
-        # guide table: the draws with u in [g/G, (g+1)/G) lie between guide[g] and guide[g+1]
-        G = 8 * len(self.cdf)
-        self.guide = np.searchsorted(self.cdf, np.arange(G + 1) / G, side="right")
-        pool_words = sum(f * h.words for f, h in zip(factors, self.halves))
+        pool_words = sum(f * h.words for f, h in zip(law.factors, self.halves))
         self.batch = int(np.clip(MAX_POOL_BYTES // (8 * pool_words), 1024, MAX_ROWS))
 
     @classmethod
     def build(cls, vals: np.ndarray, k: int) -> SplitPlan | None:
         """The plan, or None when k is so far from M/2 that pools would be wastefully large."""
-        M, half = len(vals), len(vals) // 2
-        if half == 0:
-            return None
-        a = np.arange(half + 1)
-        pmf_a = sps.hypergeom.pmf(a, M, half, k)
-        b = k - a
-        inside = (b >= 0) & (b <= M - half)
-        pmf_b = np.zeros(M - half + 1)
-        pmf_b[b[inside]] = pmf_a[inside]
-        # a pool of coin subsets holds size j with probability binom(j); the rows want it
-        # with probability pmf(j): the pool must be max(pmf / binom) times the rows
-        factors = (float(np.max(pmf_a / sps.binom.pmf(a, half, 0.5))),
-                   float(np.max(pmf_b / sps.binom.pmf(np.arange(M - half + 1), M - half, 0.5))))
-        if max(factors) > MAX_POOL_FACTOR:
-            return None
-        return cls(vals, k, pmf_a, factors)
+        law = size_law(len(vals), k)
+        return cls(vals, k, law) if law else None
 
     def draw_sizes_in_a(self, u: np.ndarray) -> np.ndarray:
         """|S n A| by inversion, searchsorted(cdf, u, 'right'), with one comparison per draw."""
-        g = (u * (len(self.guide) - 1)).astype(np.intp)
-        lo, hi = self.guide[g], self.guide[g + 1]
-        a = lo + (self.cdf[lo] <= u)
+        cdf, guide = self.law.cdf, self.law.guide
+        g = (u * (len(guide) - 1)).astype(np.intp)
+        lo, hi = guide[g], guide[g + 1]
+        a = lo + (cdf[lo] <= u)
         wide = np.flatnonzero(hi - lo > 1)          # the rare cells holding several sizes
-        a[wide] = np.searchsorted(self.cdf, u[wide], side="right")
+        a[wide] = np.searchsorted(cdf, u[wide], side="right")
         return a.astype(self.halves[0].size_dtype)
 
     def sums(self, size: int, seeds: list[int]) -> np.ndarray:
@@ -150,32 +133,71 @@ class SplitPlan:
         out = np.empty((size, self.tables[0].shape[0]))
         done = 0
         for start in range(0, size, self.batch):
-            a = self.draw_sizes_in_a(draws.random(min(self.batch, size - start)))
-            while a.size:  # rows whose size a pool ran short of try again with fresh pools
+            rows = min(self.batch, size - start)
+            # the pools do not depend on the sizes the rows want: the two halves draw theirs
+            # on two threads while this one draws the sizes
+            pools = [_threads().submit(self.pool, h, rows, coins[h]) for h in (0, 1)]
+            a = self.draw_sizes_in_a(draws.random(rows))
+            while True:
                 a = np.sort(a, kind="stable")
                 rank = np.arange(a.size) - _starts(a, self.halves[0].M)[a]   # i-th row wanting its size
-                # given the sizes, the halves are independent: draw them on two threads
-                jobs = [(0, a, rank, coins[0]), (1, (self.k - a).astype(a.dtype), rank, coins[1])]
-                (ok_a, sums_a), (ok_b, sums_b) = _threads().map(lambda job: self.half_sums(*job), jobs)
-                ok = ok_a & ok_b
+                ok, picked = np.ones(a.size, bool), []
+                for pool, want in zip(pools, (a, (self.k - a).astype(a.dtype))):
+                    first, by_size, pool_sums = pool.result()
+                    ok &= rank < first[want + 1] - first[want]
+                    picked.append(pool_sums[by_size[np.minimum(first[want] + rank, len(by_size) - 1)]])
                 n_ok = int(ok.sum())
-                out[done:done + n_ok] = sums_a[ok] + sums_b[ok]
+                out[done:done + n_ok] = picked[0][ok] + picked[1][ok]
                 done += n_ok
                 a = a[~ok]
+                if not a.size:
+                    break
+                # rows whose size a pool ran short of try again with fresh pools
+                pools = [_threads().submit(self.pool, h, a.size, coins[h]) for h in (0, 1)]
         return out
 
-    def half_sums(self, h: int, want: np.ndarray, rank: np.ndarray, bitgen: np.random.BitGenerator):
-        """For each row, the sums over the rank-th coin subset in a fresh pool that has exactly
-        `want` items of half h, and whether the pool had that many of that size."""
+    def pool(self, h: int, rows: int, bitgen: np.random.BitGenerator):
+        """Coin subsets of half h, enough for `rows` rows: where each size starts in size
+        order, that order, and each subset's sums (summing all, then picking, costs less
+        than gathering the picked subsets' words)."""
         half = self.halves[h]
-        pool = half.coins(bitgen, int(self.factors[h] * 1.05 * len(want)) + 64)
-        sizes = half.sizes(pool)
-        by_size = np.argsort(sizes, kind="stable")
-        first = _starts(sizes, half.M)
-        ok = rank < first[want + 1] - first[want]
-        slot = np.minimum(first[want] + rank, len(by_size) - 1)
-        # summing the whole pool, then picking, costs less than gathering the picked rows
-        return ok, half.sums(pool, self.tables[h])[by_size[slot]]
+        words = half.coins(bitgen, int(self.law.factors[h] * 1.05 * rows) + 64)
+        sizes = half.sizes(words)
+        return _starts(sizes, half.M), np.argsort(sizes, kind="stable"), half.sums(words, self.tables[h])
+
+
+@dataclass(frozen=True)
+class SizeLaw:
+    cdf: np.ndarray                  # of |S n A|, the number of the k in half A
+    guide: np.ndarray                # u in [g/G, (g+1)/G) gives sizes guide[g]..guide[g+1]
+    factors: tuple[float, float]     # coin subsets needed per row in each half
+
+
+@lru_cache(maxsize=256)
+def size_law(M: int, k: int) -> SizeLaw | None:
+    """The law of |S n A| for uniform k-subsets S of M items, or None when coin pools
+    would need more than MAX_POOL_FACTOR subsets per row. Depends on (M, k) only: cached."""
+    half = M // 2
+    if half == 0:
+        return None
+    a = np.arange(half + 1)
+    pmf_a = sps.hypergeom.pmf(a, M, half, k)
+    b = k - a
+    inside = (b >= 0) & (b <= M - half)
+    pmf_b = np.zeros(M - half + 1)
+    pmf_b[b[inside]] = pmf_a[inside]
+    # a pool of coin subsets holds size j with probability binom(j); the rows want it
+    # with probability pmf(j): the pool must be max(pmf / binom) times the rows
+    factors = (float(np.max(pmf_a / sps.binom.pmf(a, half, 0.5))),
+               float(np.max(pmf_b / sps.binom.pmf(np.arange(M - half + 1), M - half, 0.5))))
+    if max(factors) > MAX_POOL_FACTOR:
+        return None
+    cdf = np.cumsum(pmf_a) / pmf_a.sum()
+    cdf[-1] = 1.0
+    G = 8 * len(cdf)
+    guide = np.searchsorted(cdf, np.arange(G + 1) / G, side="right")
+    cdf.flags.writeable = guide.flags.writeable = False
+    return SizeLaw(cdf, guide, factors)
 
 
 _POOL = None

@@ -1,5 +1,6 @@
 """The permutation sampler: every k-subset equally likely, rows independent, runs reproducible."""
 
+import dataclasses
 from math import comb
 
 import numpy as np
@@ -44,7 +45,7 @@ def test_flip_sampler_draws_every_subset_equally_often():
 
 def test_pools_that_run_short_are_topped_up_without_bias():
     plan = SplitPlan.build((2.0 ** np.arange(8))[:, None], 4)
-    plan.factors = (0.3, 0.3)   # pools far too small: most rows need several rounds
+    plan.law = dataclasses.replace(plan.law, factors=(0.3, 0.3))   # pools far too small: most rows need several rounds
     sums = plan.sums(70_000, [4, 5, 6])[:, 0]
     assert_uniform_over_subsets(sums, 8, 4)
 
@@ -88,8 +89,8 @@ def test_sentence_size_sums_have_the_null_mean_and_variance():
 @pytest.mark.parametrize("N,k", [(700, 350), (13, 6), (50, 22), (3, 1)])
 def test_sizes_in_a_are_drawn_by_inverting_the_cdf(N, k):
     plan = SplitPlan.build(np.zeros((N, 1)), k)
-    u = np.r_[0.0, 1e-300, 0.5, 1 - 2**-53, plan.cdf[plan.cdf < 1], np.random.default_rng(6).random(200_000)]
-    assert (plan.draw_sizes_in_a(u) == np.searchsorted(plan.cdf, u, side="right")).all()
+    u = np.r_[0.0, 1e-300, 0.5, 1 - 2**-53, plan.law.cdf[plan.law.cdf < 1], np.random.default_rng(6).random(200_000)]
+    assert (plan.draw_sizes_in_a(u) == np.searchsorted(plan.law.cdf, u, side="right")).all()
 
 
 @pytest.mark.parametrize("M", [1, 11, 12, 13, 48, 49, 350])
