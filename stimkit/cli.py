@@ -356,8 +356,9 @@ def test_cmd(
             raise StimkitError("name tests, or pass --all, or give an ad-hoc test with --x --y --a --b")
     opts = runner.Options(budget=budget, method=method, alternative=alternative, seed=seed,
                           clustered=clustered, bootstrap=bootstrap, balance=balance)
-    run_id = run_tests(con, tests, encoder or ["glove-6b-50d"], opts, " ".join(sys.argv[1:]))
-    out.print(f"run {run_id}: {len(tests)} tests. See `stimkit results --where \"run_id = '{run_id}'\"`.", highlight=False)
+    encoders = encoder or ["glove-6b-50d"]
+    run_id = run_tests(con, tests, encoders, opts, " ".join(sys.argv[1:]))
+    out.print(f"run {run_id}: {_count(len(tests), 'test')} x {_count(len(encoders), 'encoder')}. See `stimkit results --where \"run_id = '{run_id}'\"`.", highlight=False)
 
 
 RESULT_COLUMNS = ["test", "encoder", "context", "num_targ1", "num_targ2", "num_attr1", "num_attr2",
@@ -550,3 +551,7 @@ def audit_show_cmd(
 
 def main():
     app()
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
