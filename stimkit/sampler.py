@@ -108,8 +108,7 @@ class SplitPlan:
         half = len(vals) // 2
         self.halves = (Layout(half), Layout(len(vals) - half))
         self.tables = (self.halves[0].tables(vals[:half]), self.halves[1].tables(vals[half:]))
-        pool_words = sum(f * h.words for f, h in zip(law.factors, self.halves))
-        self.batch = int(np.clip(MAX_POOL_BYTES // (8 * pool_words), 1024, MAX_ROWS))
+        self.batch = _batch_rows(sum(f * h.words for f, h in zip(law.factors, self.halves)))
 
     @classmethod
     def build(cls, vals: np.ndarray, k: int) -> SplitPlan | None:
@@ -136,7 +135,7 @@ class SplitPlan:
             rows = min(self.batch, size - start)
             # the pools do not depend on the sizes the rows want: the two halves draw theirs
             # on two threads while this one draws the sizes
-            pools = [_threads().submit(self.pool, h, rows, coins[h]) for h in (0, 1)]
+            pools = self.start_pools(rows, coins)
             a = self.draw_sizes_in_a(draws.random(rows))
             while True:
                 a = np.sort(a, kind="stable")
@@ -153,8 +152,12 @@ class SplitPlan:
                 if not a.size:
                     break
                 # rows whose size a pool ran short of try again with fresh pools
-                pools = [_threads().submit(self.pool, h, a.size, coins[h]) for h in (0, 1)]
+                pools = self.start_pools(a.size, coins)
         return out
+
+    def start_pools(self, rows: int, coins: list[np.random.BitGenerator]):
+        """Both halves' pools for `rows` rows, drawn on the two sampler threads."""
+        return [_threads().submit(self.pool, h, rows, coins[h]) for h in (0, 1)]
 
     def pool(self, h: int, rows: int, bitgen: np.random.BitGenerator):
         """Coin subsets of half h, enough for `rows` rows: where each size starts in size
@@ -210,6 +213,11 @@ def _threads() -> ThreadPoolExecutor:
     return _POOL
 
 
+def _batch_rows(words_per_row: float) -> int:
+    """Rows per batch so that a batch's coin words stay within MAX_POOL_BYTES."""
+    return int(np.clip(MAX_POOL_BYTES // (8 * words_per_row), 1024, MAX_ROWS))
+
+
 def _starts(values: np.ndarray, top: int) -> np.ndarray:
     """first[j] = how many values (each in 0..top) are below j, for j in 0..top+1: where
     the run of j starts once the values are sorted."""
@@ -221,7 +229,7 @@ def _starts(values: np.ndarray, top: int) -> np.ndarray:
 def flip_subset_sums(vals: np.ndarray, k: int, size: int, bitgen: np.random.BitGenerator) -> np.ndarray:
     layout = Layout(len(vals))
     tables = layout.tables(vals)
-    batch = int(np.clip(MAX_POOL_BYTES // (8 * max(layout.words, 1)), 1024, MAX_ROWS))
+    batch = _batch_rows(max(layout.words, 1))
     return np.concatenate([layout.sums(flipped_coins(layout, k, min(batch, size - start), bitgen), tables)
                            for start in range(0, size, batch)] or [np.zeros((0, vals.shape[1]))])
 

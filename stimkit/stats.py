@@ -69,11 +69,6 @@ def exact_subset_sums(values: np.ndarray, k: int) -> np.ndarray:
     return values[idx].sum(axis=1)
 
 
-def sampled_subset_sums(values: np.ndarray, k: int, size: int, rng: np.random.Generator) -> np.ndarray:
-    """Sum of `values` ((N,) or (N, m)) over `size` independent uniform k-subsets (see sampler)."""
-    return sampler.subset_sums(values, k, size, rng)
-
-
 # --------------------------------------------------------------------------- p-values
 
 @dataclass(frozen=True)
@@ -118,11 +113,11 @@ def permutation_p(values: np.ndarray, n: int, alternative: str = "greater", meth
         return PValue(p, "exact", partitions, partitions)
     rng = rng if rng is not None else np.random.default_rng()
     if method == "sampled":
-        null = sampled_subset_sums(values, n, budget - 1, rng)
+        null = sampler.subset_sums(values, n, budget - 1, rng)
         hits = int(_exceeds(null, observed, alternative, center, scale).sum())
         return PValue((1 + hits) / budget, "sampled", budget, partitions)
     # parametric (Caliskan et al.'s replication): normal fit to the sampled test statistic
-    null = sampled_subset_sums(values, n, budget, rng)
+    null = sampler.subset_sums(values, n, budget, rng)
     total = float(values.sum())
     stat_null, stat = 2 * null - total, 2 * observed - total
     mu, sd = stat_null.mean(), stat_null.std(ddof=1)
@@ -160,7 +155,7 @@ def clustered_p(values: np.ndarray, groups: np.ndarray, n_groups_x: int, alterna
         p = float(_exceeds(null, observed, alternative, 0.0, scale).mean())
         return PValue(p, "exact-clustered", partitions, partitions)
     rng = rng if rng is not None else np.random.default_rng()
-    null = mean_diff(sampled_subset_sums(per_group, n_groups_x, budget - 1, rng))
+    null = mean_diff(sampler.subset_sums(per_group, n_groups_x, budget - 1, rng))
     hits = int(_exceeds(null, observed, alternative, 0.0, scale).sum())
     return PValue((1 + hits) / budget, "sampled-clustered", budget, partitions)
 
