@@ -23,7 +23,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 def one(spec: str, db: str) -> dict:
 
     from stimkit import catalog, embeddings, generate, store, wordlists
-    from stimkit.cli import default_specs
+    from stimkit.catalog import default_specs
     from stimkit.encoders import resolve
 
     con = store.connect(db)

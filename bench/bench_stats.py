@@ -93,7 +93,7 @@ def sizes_table():
 
 def catalog_on_glove():
     from stimkit import catalog, generate, runner, store, wordlists
-    from stimkit.cli import default_specs
+    from stimkit.catalog import default_specs
     from stimkit.encoders import resolve
 
     with tempfile.TemporaryDirectory() as d:

@@ -161,3 +161,11 @@ def balance(x: pl.DataFrame, y: pl.DataFrame, policy: str, seed: int, test_name:
         big = big[keep]
     x, y = (big, small) if big_role == "x" else (small, big)
     return Balanced(x, y, policy, {big_role: before - big.height})
+
+
+def default_specs(lists: dict) -> list[SetSpec]:
+    """Every catalog set, then every word list under `word` and `may2019`."""
+    specs = [s for t in load_toml().values() for s in t.set_specs()]
+    for name in lists:
+        specs += [SetSpec(name, "word"), SetSpec(name, "may2019")]
+    return list(dict.fromkeys(specs))

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from stimkit import generate, store, wordlists
-from stimkit.cli import default_specs
+from stimkit.catalog import default_specs
 
 REPO = Path(__file__).resolve().parent.parent
 REFERENCE = REPO.parent / "shared" / "reference" / "sent-bias" / "tests"

@@ -1,0 +1,12 @@
+"""The stimkit command line: a thin layer over the library (parse, call, print).
+
+One module per command group; importing them registers their commands on `app`."""
+
+from __future__ import annotations
+
+from . import audit, encode, stimuli, tests  # noqa: F401  (registers the commands)
+from .common import app
+
+
+def main():
+    app()

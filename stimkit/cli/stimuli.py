@@ -1,0 +1,126 @@
+"""Commands over stimuli: generate, sets, catalog, export, import."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from .. import StimkitError, catalog, generate, sentbias, store, wordlists
+from ..paths import default_db
+from .common import app, handles_errors, open_store, out, print_rows, state
+
+catalog_app = typer.Typer(help="The test catalog: list tests, show their set queries.", invoke_without_command=True)
+export_app = typer.Typer(help="Export stimulus sets in other tools' formats.")
+import_app = typer.Typer(help="Import stimulus sets from other tools' formats.")
+app.add_typer(catalog_app, name="catalog")
+app.add_typer(export_app, name="export")
+app.add_typer(import_app, name="import")
+
+
+@app.command("generate")
+@handles_errors
+def generate_cmd(
+    wordlist: Annotated[Optional[list[str]], typer.Option("--wordlist", "-w", help="Word list name (repeatable); default: all.")] = None,
+    template_set: Annotated[Optional[list[str]], typer.Option("--templates", "-t", help="Template set, optionally /file (repeatable).")] = None,
+    wordlist_dir: Annotated[Optional[Path], typer.Option("--wordlist-dir", help="Folder of word-list TOML files.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+):
+    """Render word lists through template sets into versioned stimulus sets (a no-op when nothing changed)."""
+    lists = wordlists.load_all(wordlist_dir)
+    if wordlist or template_set:
+        names = wordlist or list(lists)
+        unknown = [n for n in names if n not in lists]
+        if unknown:
+            raise StimkitError(f"unknown word list {unknown[0]!r} (see wordlists/*.toml)")
+        specs = []
+        for t in template_set or ["word", "may2019"]:
+            tset, _, file = t.partition("/")
+            specs += [generate.SetSpec(n, tset, file or None) for n in names]
+    else:
+        specs = catalog.default_specs(lists)
+    con = open_store()
+    report = generate.generate(con, specs, lists)
+    counts = {s: sum(r["status"] == s for r in report) for s in ("new", "restored", "unchanged")}
+    if not quiet:
+        for r in report:
+            if r["status"] != "unchanged":
+                out.print(f"{r['status']:>9}  {r['name']:<55} {r['version']}  {r['n_stimuli']:>5} stimuli", highlight=False)
+    out.print(f"{len(report)} sets: {counts['new']} new, {counts['restored']} restored, {counts['unchanged']} unchanged "
+              f"({sum(r['n_stimuli'] for r in report)} stimuli) in {state['db'] or default_db()}", highlight=False)
+
+
+@app.command("sets")
+@handles_errors
+def sets_cmd(
+    all_versions: Annotated[bool, typer.Option("--all", help="Every version, not only the current ones.")] = False,
+    like: Annotated[Optional[str], typer.Argument(help="Only sets whose name contains this.")] = None,
+):
+    """List stimulus sets with their versions and counts."""
+    con = open_store()
+    view = "stimulus_sets" if all_versions else "current_sets"
+    where = "WHERE name LIKE ?" if like else ""
+    df = store.frame(
+        con, f"SELECT name, version, n_words, n_stimuli, strftime(created_at, '%Y-%m-%d %H:%M:%S') AS created_at "
+        f"FROM {view} {where} ORDER BY name, created_at", [f"%{like}%"] if like else None
+    )
+    print_rows(df.to_dicts(), df.columns)
+
+
+@catalog_app.callback()
+@handles_errors
+def catalog_list(ctx: typer.Context):
+    """List the catalog's tests."""
+    if ctx.invoked_subcommand:
+        return
+    con = open_store()
+    rows = [{"test": t.name, "context": t.context, "family": t.family, "source": t.source,
+             "X": t.sets[0], "Y": t.sets[1], "A": t.sets[2], "B": t.sets[3]} for t in catalog.load(con).values()]
+    print_rows(rows, ["test", "context", "family", "X", "Y", "A", "B"])
+
+
+@catalog_app.command("show")
+@handles_errors
+def catalog_show(name: str):
+    """Print a test's four set queries and the sizes they select."""
+    con = open_store()
+    test = catalog.get(con, name)
+    out.print(f"[bold]{test.name}[/]  context={test.context} family={test.family} balance={test.balance} source={test.source}")
+    for role in catalog.ROLES:
+        sql = test.sql(role)
+        try:
+            n = store.one(con, f"SELECT count(*) FROM ({sql})")[0]
+        except Exception as e:
+            n = f"error: {str(e).splitlines()[0]}"
+        out.print(f"\n[bold]{role.upper()}[/] ({n} stimuli)\n  {sql}", highlight=False)
+
+
+@export_app.command("sentbias")
+@handles_errors
+def export_sentbias(
+    outdir: Path,
+    tests: Annotated[Optional[list[str]], typer.Option("--test", help="Test name (repeatable); default: all.")] = None,
+    balance: Annotated[Optional[str], typer.Option("--balance", help="Apply a balancing policy: cut | drop-words.")] = None,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+):
+    """Write one JSON file per catalog test in the published SEAT format (unbalanced by default)."""
+    con = open_store()
+    written = sentbias.export(con, outdir, tests or [], balance, seed)
+    out.print(f"wrote {len(written)} files to {outdir}")
+
+
+@import_app.command("sentbias")
+@handles_errors
+def import_sentbias(
+    directory: Path,
+    prefix: Annotated[str, typer.Option("--prefix", help="Prefix of the imported test names.")] = "import:",
+):
+    """Load published-format JSON files as stimulus sets and tests named <prefix><file stem>."""
+    con = open_store()
+    report = sentbias.import_dir(con, directory, prefix)
+    for r in report:
+        out.print(f"{r['test']:<50} sizes X/Y/A/B = {'/'.join(map(str, r['sizes']))}", highlight=False)
+    out.print(f"imported {len(report)} tests")
+
+
