@@ -1,31 +1,75 @@
-"""Queries over the results: the `family` view, named SQL files, Table 4, export formats."""
+"""Queries over the results: correction families, named SQL files, Table 4, export formats."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import polars as pl
 
 from . import StimkitError, store
 from .paths import data_dir
 
-LATEST_RUN = "run_id = (SELECT run_id FROM runs ORDER BY started_at DESC, run_id DESC LIMIT 1)"
 CORRECTIONS = ("holm", "bh", "by", "none")
 SENTBIAS_COLUMNS = ["model", "options", "test", "p_value", "effect_size", "num_targ1", "num_targ2", "num_attr1", "num_attr2"]
+HYPOTHESIS = "test, encoder fingerprint, context, alternative, balance, clustering, p-value procedure"
 
 
-def define_family(con, where: str | None = None, alpha: float = 0.01) -> int:
-    """(Re)define the temp view `family` the analysis queries read; returns its row count."""
-    clause = where or LATEST_RUN
+@dataclass(frozen=True)
+class Family:
+    """The hypotheses one correction or check is over: each counted once."""
+    definition: str
+    m: int
+    run: str | None = None
+    where: str | None = None
+
+    def as_dict(self) -> dict:
+        return {"definition": self.definition, "m": self.m, "run": self.run, "where": self.where}
+
+
+def validate_alpha(alpha: float) -> float:
+    if not 0 < alpha < 1:
+        raise StimkitError(f"--alpha must be between 0 and 1 (exclusive), not {alpha}")
+    return float(alpha)
+
+
+def latest_run(con) -> str | None:
+    row = store.one(con, "SELECT run_id FROM runs ORDER BY started_at DESC, run_id DESC LIMIT 1")
+    return row[0] if row else None
+
+
+def define_family(con, where: str | None = None, alpha: float = 0.01, run: str | None = None,
+                  allow_empty: bool = False) -> Family:
+    """(Re)define the temp view `family` that the analysis queries read.
+
+    Default: the latest result of each hypothesis over the whole store (view
+    `latest_results`), so replicates never add to m. `run`: one run's results ('latest'
+    for the newest run), again one row per hypothesis. `where`: an SQL condition that
+    filters the family (checked to be part of a single SELECT)."""
+    alpha = validate_alpha(alpha)
+    if run is not None:
+        run_id = latest_run(con) if run == "latest" else run
+        if run_id is None or not store.one(con, "SELECT 1 FROM runs WHERE run_id = ?", [run_id]):
+            raise StimkitError(f"--run {run}: no such run" + ("" if run_id else " (the store has no runs)"))
+        base = (f"SELECT * FROM result_hypotheses WHERE run_id = '{run_id}' QUALIFY row_number() OVER "
+                "(PARTITION BY hypothesis ORDER BY created_at DESC, result_id DESC) = 1")
+        definition = f"the latest result per hypothesis ({HYPOTHESIS}) in run {run_id}"
+    else:
+        run_id, base = None, "SELECT * FROM latest_results"
+        definition = f"the latest result per hypothesis ({HYPOTHESIS}) over the whole store"
+    sql = f"SELECT * FROM ({base}) WHERE ({where})" if where else base
+    if where:
+        store.single_select(sql, f"--where {where!r}")
+        definition += f", where {where}"
     try:
-        con.execute(f"CREATE OR REPLACE TEMP VIEW family AS SELECT * FROM results WHERE {clause}")
-        con.execute(f"SET VARIABLE alpha = {float(alpha)!r}")
-        n = store.one(con, "SELECT count(*) FROM family")[0]
+        con.execute(f"CREATE OR REPLACE TEMP VIEW family AS {sql}")
+        con.execute(f"SET VARIABLE alpha = {alpha!r}")
+        m = store.one(con, "SELECT count(*) FROM family")[0]
     except Exception as e:
-        raise StimkitError(f"--where {clause!r}: {str(e).splitlines()[0]}") from None
-    if n == 0:
-        raise StimkitError(f"no results where {clause} (run `stimkit test` first)")
-    return n
+        raise StimkitError(f"--where {where!r}: {str(e).splitlines()[0]}") from None
+    if m == 0 and not allow_empty:
+        raise StimkitError(f"no results in {definition} (run `stimkit test` first)")
+    return Family(definition, m, run_id, where)
 
 
 def named_query(name: str) -> str | None:
@@ -41,20 +85,34 @@ def run_sql(con, sql: str) -> pl.DataFrame:
 
 
 def corrected(con, method: str) -> pl.DataFrame:
+    """The family with adjusted p-values and decisions; `can_reject`: whether the test
+    could reach p <= alpha at all (min_p)."""
     if method not in CORRECTIONS:
         raise StimkitError(f"unknown correction {method!r} (known: {', '.join(CORRECTIONS)})")
     if method == "none":
-        return run_sql(con, "SELECT *, p_value AS p_adjusted, p_value <= getvariable('alpha') AS rejected FROM family ORDER BY p_value")
-    return run_sql(con, named_query(method))
+        sql = ("SELECT *, count(*) OVER () AS m, p_value AS p_adjusted, p_value <= getvariable('alpha') AS rejected "
+               "FROM family ORDER BY p_value, result_id")
+    else:
+        sql = named_query(method)
+    df = run_sql(con, sql)
+    return df.with_columns(can_reject=pl.col("min_p").is_null() | (pl.col("min_p") <= pl.lit(store.one(con, "SELECT getvariable('alpha')")[0])))
+
+
+def consistency(con) -> pl.DataFrame:
+    """Every comparison the family allows, with its verdict (queries/consistency.sql)."""
+    return run_sql(con, named_query("consistency"))
 
 
 def table4(df: pl.DataFrame, alpha: float, order: list[str], encoders: list[str] | None = None) -> tuple[list[str], list[dict]]:
-    """Tests x encoders with d and May et al.'s marks: * p <= alpha, ** still after correction."""
+    """Tests x encoders with d and May et al.'s marks: * p <= alpha, ** still after correction,
+    and a dagger where the test cannot reach p <= alpha at all."""
     present = set(df["encoder"].to_list())
     encoders = [e for e in (encoders or []) if e in present] + sorted(present - set(encoders or []))
     cells: dict[str, dict] = {}
     for r in df.iter_rows(named=True):
         mark = "**" if r["rejected"] else ("*" if r["p_value"] <= alpha else "")
+        if r.get("can_reject") is False:
+            mark += "†"
         cells.setdefault(r["test"], {"test": r["test"]})[r["encoder"]] = f"{r['effect_size']:+.2f}{mark}"
     rank = {t: i for i, t in enumerate(order)}
     rows = sorted(cells.values(), key=lambda c: (rank.get(c["test"], len(rank)), c["test"]))
@@ -64,13 +122,8 @@ def table4(df: pl.DataFrame, alpha: float, order: list[str], encoders: list[str]
 SEAT_NAMES = {"n_x": "num_targ1", "n_y": "num_targ2", "n_a": "num_attr1", "n_b": "num_attr2"}
 
 
-def with_seat_names(df: pl.DataFrame) -> pl.DataFrame:
-    """Results with the original SEAT code's column names where the two overlap
-    (num_targ1.., and `options`: the encoder's options), so its analysis scripts read them."""
-    options = pl.col("encoder").str.splitn(",", 2).struct.field("field_1").fill_null("").str.replace_all(",", ";")
-    return df.rename({k: v for k, v in SEAT_NAMES.items() if k in df.columns}).with_columns(options=options)
-
-
 def sentbias_rows(df: pl.DataFrame) -> pl.DataFrame:
-    """The original SEAT code's results.tsv layout."""
-    return with_seat_names(df).select(SENTBIAS_COLUMNS)
+    """The original SEAT code's results.tsv layout (its column names, and `options`: the
+    encoder's options), so its analysis scripts read it. Only this format renames."""
+    options = pl.col("encoder").str.splitn(",", 2).struct.field("field_1").fill_null("").str.replace_all(",", ";")
+    return df.rename(SEAT_NAMES).with_columns(options=options).select(SENTBIAS_COLUMNS)

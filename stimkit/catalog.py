@@ -133,18 +133,16 @@ class Balanced:
 def balance(x: pl.DataFrame, y: pl.DataFrame, policy: str, seed: int, test_name: str) -> Balanced:
     """Equalise target sizes. cut: seeded sample of stimuli (order kept), as the published
     sets were cut. drop-words: drop seeded random whole words from the larger set while
-    it stays at least as large, then cut the rest."""
-    if x.height == y.height:
-        return Balanced(x, y, policy)
-    if policy == "none":
-        raise StimkitError(
-            f"test {test_name!r}: unequal target sizes (X has {x.height}, Y has {y.height}); "
-            "choose --balance cut or --balance drop-words"
-        )
+    it stays at least as large, then cut the rest. none: keep both as they are (the test
+    then compares means of unequal sets). The draw depends on the seed (the cut seed, not
+    the permutation seed), the test and its set versions only."""
     if policy not in BALANCE_POLICIES:
         raise StimkitError(f"unknown balance policy {policy!r} (known: {', '.join(BALANCE_POLICIES)})")
+    if x.height == y.height or policy == "none":
+        return Balanced(x, y, policy)
     big_role, big, small = ("x", x, y) if x.height > y.height else ("y", y, x)
-    rng = rng_for(seed, "balance", test_name, policy)
+    versions = sorted({v for f in (x, y) if "set_version" in f.columns for v in f["set_version"].cast(pl.String).unique().to_list()})
+    rng = rng_for(seed, "balance", test_name, policy, *versions)
     before = big.height
     if policy == "drop-words" and "word" in big.columns:
         counts = big.group_by("word", maintain_order=True).len()
@@ -169,3 +167,31 @@ def default_specs(lists: dict) -> list[SetSpec]:
     for name in lists:
         specs += [SetSpec(name, "word"), SetSpec(name, "may2019")]
     return list(dict.fromkeys(specs))
+
+
+SOURCES = ("catalog", "imported")
+
+
+def select(con, patterns: list[str] | None, everything: bool = False, source: str | None = None) -> list[TestDef]:
+    """Tests by shell-style patterns over catalog and imported names ('sent-weat*',
+    '*angry*'), or every test; `source` narrows to the catalog or to imported tests.
+    A pattern that matches nothing is an error: a typo must not run a smaller study."""
+    from fnmatch import fnmatchcase
+
+    from . import UsageError
+
+    if source is not None and source not in SOURCES:
+        raise UsageError(f"--source must be one of {', '.join(SOURCES)}, not {source!r}")
+    known = [t for t in load(con).values()
+             if source is None or (t.source == "catalog") == (source == "catalog")]
+    if everything:
+        return known
+    chosen: dict[str, TestDef] = {}
+    for pattern in patterns or []:
+        found = [t for t in known if fnmatchcase(t.name, pattern)]
+        if not found:
+            close = [t.name for t in known if pattern.strip("*?").lower() in t.name.lower()][:5]
+            hint = f" (did you mean: {', '.join(close)}?)" if close else " (see `stimkit catalog`)"
+            raise UsageError(f"no test matches {pattern!r}" + (f" among {source} tests" if source else "") + hint)
+        chosen.update((t.name, t) for t in found)
+    return list(chosen.values())

@@ -15,13 +15,13 @@ null distribution is the distribution of a random n-subset sum of the s(w) value
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import combinations
+from itertools import combinations, islice
 from math import comb
 
 import numpy as np
 from scipy import stats as sps
 
-from . import sampler
+from . import StimkitError, sampler
 
 DEFAULT_BUDGET = 100_000
 ALTERNATIVES = ("greater", "less", "two-sided")
@@ -29,6 +29,47 @@ METHODS = ("auto", "exact", "sampled", "parametric")
 # Two partition sums closer than this (relative to the scale of the values) are a tie:
 # the same multiset of values summed in another order differs in the last bits.
 _TIE_RTOL = 1e-11
+
+
+# Exact enumeration beyond this many partitions takes minutes: sample instead.
+EXACT_LIMIT = 5_000_000
+_EXACT_CHUNK = 200_000   # partitions enumerated at a time: memory stays bounded
+
+
+class InvalidInput(StimkitError, ValueError):
+    """Inputs on which the statistics have no meaning (the message names test and encoder)."""
+
+
+def check_inputs(X, Y, A, B, what: str = "test") -> None:
+    """Refuse inputs on which s(w) or d has no meaning, before computing anything."""
+    for name, m in (("X", X), ("Y", Y), ("A", A), ("B", B)):
+        m = np.asarray(m)
+        if m.ndim != 2 or m.shape[0] == 0:
+            raise InvalidInput(f"{what}: set {name} must be a non-empty 2-d array of vectors, got shape {m.shape}")
+        if not np.isfinite(m).all():
+            raise InvalidInput(f"{what}: set {name} holds NaN or infinite values")
+        zero = np.flatnonzero(np.linalg.norm(m, axis=1) == 0)
+        if zero.size:
+            raise InvalidInput(f"{what}: set {name} item {int(zero[0])} is a zero vector (cosine undefined)")
+    dims = {np.asarray(m).shape[1] for m in (X, Y, A, B)}
+    if len(dims) > 1:
+        raise InvalidInput(f"{what}: the sets have vectors of different sizes {sorted(dims)}")
+    for name, m in (("X", X), ("Y", Y)):
+        if len(m) < 2:
+            raise InvalidInput(f"{what}: set {name} has {len(m)} item; d needs at least 2 per target set "
+                               "(with 1 a side |d| = sqrt(2) whatever the data)")
+    if _rows(X) == _rows(Y):
+        raise InvalidInput(f"{what}: X and Y hold the same items: there is nothing to compare")
+
+
+def _rows(m) -> set:
+    m = np.ascontiguousarray(m, dtype=np.float64)
+    return {r.tobytes() for r in m}
+
+
+def check_associations(sx: np.ndarray, sy: np.ndarray, what: str = "test") -> None:
+    if np.std(np.concatenate([sx, sy])) == 0:
+        raise InvalidInput(f"{what}: every target has the same association s(w): d is undefined (0/0)")
 
 
 def unit_rows(m: np.ndarray) -> np.ndarray:
@@ -69,6 +110,32 @@ def exact_subset_sums(values: np.ndarray, k: int) -> np.ndarray:
     return values[idx].sum(axis=1)
 
 
+def subset_sum_chunks(values: np.ndarray, k: int, chunk: int = _EXACT_CHUNK):
+    """exact_subset_sums in chunks of `chunk` subsets, so memory stays bounded."""
+    it = combinations(range(len(values)), k)
+    while True:
+        flat = np.fromiter((i for c in islice(it, chunk) for i in c), dtype=np.int32)
+        if flat.size == 0:
+            return
+        yield values[flat.reshape(-1, k)].sum(axis=1)
+
+
+def check_exact(partitions: int, what: str = "") -> None:
+    if partitions > EXACT_LIMIT:
+        raise InvalidInput(f"{what + ': ' if what else ''}exact enumeration of {partitions:,} partitions is over the limit "
+                           f"({EXACT_LIMIT:,}): use --method sampled (or auto)")
+
+
+def min_p(partitions: int, method: str, budget: int, alternative: str, symmetric: bool) -> float | None:
+    """The smallest p-value the procedure can produce: 1/C exact (2/C two-sided when each
+    partition's mirror image counts too), 1/budget sampled, none for the normal fit."""
+    if method.startswith("exact"):
+        return min(1.0, (2 if alternative == "two-sided" and symmetric else 1) / partitions)
+    if method.startswith("sampled"):
+        return 1.0 / budget
+    return None
+
+
 # --------------------------------------------------------------------------- p-values
 
 @dataclass(frozen=True)
@@ -76,7 +143,8 @@ class PValue:
     p: float
     method: str        # exact | sampled | parametric
     samples: int       # partitions enumerated or drawn (observed one included when sampled)
-    partitions: int    # C(N, n): how many equal-size partitions exist
+    partitions: int    # C(N, n): how many partitions into the two sizes exist
+    min_p: float | None = None  # the smallest p this procedure can give
 
 
 def _exceeds(null: np.ndarray, observed: float, alternative: str, center: float, scale: float) -> np.ndarray:
@@ -107,15 +175,16 @@ def permutation_p(values: np.ndarray, n: int, alternative: str = "greater", meth
     scale = float(np.abs(values).sum()) or 1.0
     if method == "auto":
         method = "exact" if partitions <= budget else "sampled"
+    floor = min_p(partitions, method, budget, alternative, 2 * n == N)
     if method == "exact":
-        null = exact_subset_sums(values, n)
-        p = float(_exceeds(null, observed, alternative, center, scale).mean())
-        return PValue(p, "exact", partitions, partitions)
+        check_exact(partitions)
+        hits = sum(int(_exceeds(null, observed, alternative, center, scale).sum()) for null in subset_sum_chunks(values, n))
+        return PValue(hits / partitions, "exact", partitions, partitions, floor)
     rng = rng if rng is not None else np.random.default_rng()
     if method == "sampled":
         null = sampler.subset_sums(values, n, budget - 1, rng)
         hits = int(_exceeds(null, observed, alternative, center, scale).sum())
-        return PValue((1 + hits) / budget, "sampled", budget, partitions)
+        return PValue((1 + hits) / budget, "sampled", budget, partitions, floor)
     # parametric (Caliskan et al.'s replication): normal fit to the sampled test statistic
     null = sampler.subset_sums(values, n, budget, rng)
     total = float(values.sum())
@@ -127,16 +196,19 @@ def permutation_p(values: np.ndarray, n: int, alternative: str = "greater", meth
         p = sps.norm.cdf(stat, mu, sd)
     else:
         p = 2 * sps.norm.sf(abs(stat - mu), 0, sd)
-    return PValue(float(min(p, 1.0)), "parametric", budget, partitions)
+    return PValue(float(min(p, 1.0)), "parametric", budget, partitions, None)
 
 
 def clustered_p(values: np.ndarray, groups: np.ndarray, n_groups_x: int, alternative: str = "greater",
-                budget: int = DEFAULT_BUDGET, rng: np.random.Generator | None = None) -> PValue:
+                budget: int = DEFAULT_BUDGET, rng: np.random.Generator | None = None, method: str = "auto") -> PValue:
     """Word-level permutation for sentence tests: whole words move with all their sentences.
 
     values: s(w) per stimulus, X first; groups: a word id per stimulus, X's words being
     0..n_groups_x-1 and Y's the rest. Statistic: mean over X_i minus mean over Y_i (words
-    may carry different numbers of sentences, so sums are not comparable)."""
+    may carry different numbers of sentences, so sums are not comparable).
+    method: auto | exact | sampled (a normal fit has no clustered form)."""
+    if method not in ("auto", "exact", "sampled"):
+        raise InvalidInput(f"clustered permutation has no {method!r} form (use auto, exact or sampled)")
     values = np.asarray(values, dtype=np.float64)
     G = int(groups.max()) + 1
     per_group = np.zeros((G, 2))
@@ -150,14 +222,18 @@ def clustered_p(values: np.ndarray, groups: np.ndarray, n_groups_x: int, alterna
     observed = float(mean_diff(per_group[:n_groups_x].sum(axis=0)))
     partitions = comb(G, n_groups_x)
     scale = float(np.abs(values).mean()) or 1.0
-    if partitions <= budget:
-        null = mean_diff(exact_subset_sums(per_group, n_groups_x))
-        p = float(_exceeds(null, observed, alternative, 0.0, scale).mean())
-        return PValue(p, "exact-clustered", partitions, partitions)
+    if method == "auto":
+        method = "exact" if partitions <= budget else "sampled"
+    floor = min_p(partitions, method, budget, alternative, 2 * n_groups_x == G)
+    if method == "exact":
+        check_exact(partitions)
+        hits = sum(int(_exceeds(mean_diff(null), observed, alternative, 0.0, scale).sum())
+                   for null in subset_sum_chunks(per_group, n_groups_x))
+        return PValue(hits / partitions, "exact-clustered", partitions, partitions, floor)
     rng = rng if rng is not None else np.random.default_rng()
     null = mean_diff(sampler.subset_sums(per_group, n_groups_x, budget - 1, rng))
     hits = int(_exceeds(null, observed, alternative, 0.0, scale).sum())
-    return PValue((1 + hits) / budget, "sampled-clustered", budget, partitions)
+    return PValue((1 + hits) / budget, "sampled-clustered", budget, partitions, floor)
 
 
 def bootstrap_d(sim_a: np.ndarray, sim_b: np.ndarray, nx: int, reps: int, rng: np.random.Generator,

@@ -32,9 +32,40 @@ def connect(path: str | Path | None = None, read_only: bool = False) -> duckdb.D
         con = duckdb.connect(str(path), read_only=read_only)
     except duckdb.Error as e:
         raise StimkitError(f"{path}: cannot open store: {e}") from None
-    if not read_only:
-        migrate(con)
+    try:
+        check_schema(con, path, read_only)
+        if not read_only:
+            migrate(con)
+    except BaseException:
+        con.close()
+        raise
     return con
+
+
+def check_schema(con, path, read_only: bool) -> None:
+    """Refuse a store from a newer stimkit (its tables may mean other things), and a
+    read-only open of an older one (its views are missing until a write migrates it)."""
+    from . import __version__
+
+    have, known = schema_version(con), max(n for n, _ in migrations())
+    if have > known:
+        raise StimkitError(f"{path}: made by a newer stimkit (schema {have}; stimkit {__version__} knows {known}): upgrade stimkit")
+    if read_only and have < known:
+        raise StimkitError(f"{path}: schema {have} is older than this stimkit's ({known}): "
+                           "run a writing command (e.g. `stimkit generate`) once to upgrade it")
+
+
+def single_select(sql: str, what: str) -> str:
+    """`sql` if it is exactly one SELECT statement (DuckDB's own parser decides), else a
+    one-line error: a fragment a user typed can only read."""
+    try:
+        statements = duckdb.extract_statements(sql)
+    except duckdb.Error as e:
+        raise StimkitError(f"{what}: {str(e).splitlines()[0]}") from None
+    if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
+        kinds = ", ".join(s.type.name for s in statements) or "nothing"
+        raise StimkitError(f"{what}: must be a single SELECT statement (found: {kinds})")
+    return sql.strip().rstrip(";").strip()
 
 
 def schema_version(con) -> int:

@@ -111,9 +111,9 @@ def test_balance_drop_words_drops_whole_words():
     assert b.y.group_by("word").len()["len"].to_list() == [8, 8]
 
 
-def test_balance_none_refuses_unequal_targets():
-    with pytest.raises(StimkitError, match="unequal target sizes \\(X has 24, Y has 16\\)"):
-        catalog.balance(frame([("a", 24)]), frame([("b", 16)]), "none", seed=0, test_name="t")
+def test_balance_none_keeps_unequal_targets():
+    b = catalog.balance(frame([("a", 24)]), frame([("b", 16)]), "none", seed=0, test_name="t")
+    assert (b.x.height, b.y.height) == (24, 16) and b.dropped == {}
 
 
 def test_export_with_balance_equalises_targets(catalog_con, tmp_path):

@@ -78,9 +78,10 @@ def test_sql_corrections_equal_python(family_con, method):
 
 def test_family_is_chosen_by_where(family_con):
     con, p = family_con
-    assert analysis.define_family(con, "run_id = 'r2'") == 1
-    assert analysis.define_family(con) == 1  # latest run by default... r1 and r2 started together: r2 sorts last
-    with pytest.raises(Exception, match="no results where"):
+    assert analysis.define_family(con, "run_id = 'r2'").m == 1
+    assert analysis.define_family(con).m == len(p) + 1  # every hypothesis over the whole store
+    assert analysis.define_family(con, run="r1").m == len(p)
+    with pytest.raises(Exception, match="no results in .* where test = 'nope'"):
         analysis.define_family(con, "test = 'nope'")
 
 
@@ -161,14 +162,16 @@ def store_copy(catalog_db, tmp_path):
 def test_cli_test_results_and_formats(store_copy):
     r = cli_run(store_copy, "test", "weat7", "weat8", "sent-weat7", "sent-weat8", "-e", "glove-6b-50d", "--budget", "5000")
     assert r.exit_code == 0, r.output
-    assert ": 4 tests x 1 encoder. See" in r.output
+    assert "4 results from 4 tests x 1 encoder, 0 failures. See" in r.output
     r = cli_run(store_copy, "results", "--format", "sentbias")
-    lines = r.output.strip().splitlines()
+    lines = r.stdout.strip().splitlines()
     assert lines[0].split("\t") == analysis.SENTBIAS_COLUMNS
     assert len(lines) == 5 and lines[1].startswith("glove-6b-50d\t\t")
-    data = json.loads(cli_run(store_copy, "results", "--format", "json").output)
+    doc = json.loads(cli_run(store_copy, "results", "--format", "json").stdout)
+    data = doc["results"]
+    assert doc["family"]["m"] == 4 and doc["correction"] == {"method": "holm", "alpha": 0.01}
     assert {d["test"] for d in data} == {"weat7", "weat8", "sent-weat7", "sent-weat8"}
-    assert all("p_adjusted" in d and "rejected" in d for d in data)
+    assert all("p_adjusted" in d and "rejected" in d and d["n_x"] for d in data)
     r = cli_run(store_copy, "results", "--table")
     assert "weat7" in r.output and "glove-6b-50d" in r.output
     con = store.connect(store_copy)
@@ -177,11 +180,11 @@ def test_cli_test_results_and_formats(store_copy):
     con.close()
     r = cli_run(store_copy, "query", "SELECT count(*) AS n FROM result_items WHERE result_id IN (SELECT result_id FROM family)",
                 "--format", "csv")
-    assert r.output.splitlines() == ["n", str(selected)]  # every selected stimulus, dropped ones included
+    assert r.stdout.splitlines() == ["n", str(selected)]  # every selected stimulus, dropped ones included
     r = cli_run(store_copy, "query", "holm", "--format", "csv")
     assert r.exit_code == 0 and "p_adjusted" in r.output.splitlines()[0]
     r = cli_run(store_copy, "check")
-    assert r.exit_code == 0 and ("C7 vs C8" in r.output or "no consistency violations" in r.output)
+    assert r.exit_code == 0 and "C7 vs C8" in r.output and "comparisons" in r.stderr
 
 
 def test_check_finds_a_c7_c8_disagreement(family_con):
@@ -189,11 +192,12 @@ def test_check_finds_a_c7_c8_disagreement(family_con):
     con.execute("UPDATE results SET test = 'weat7', effect_size = 1.2, p_value = 1e-5 WHERE test = 't00'")
     con.execute("UPDATE results SET test = 'weat8', effect_size = -0.3, p_value = 0.4 WHERE test = 't01'")
     analysis.define_family(con, "run_id = 'r1'")
-    df = analysis.run_sql(con, analysis.named_query("consistency"))
+    df = analysis.consistency(con)
     row = df.filter(pl.col("check_name") == "C7 vs C8").row(0, named=True)
-    assert row["tests"] == "weat7 / weat8"
-    assert row["violation"] == ("different decision at alpha; p-values 2+ orders of magnitude apart; "
-                                "opposite signs of d; d differs by 0.5 or more")
+    assert row["tests"] == "weat7 / weat8" and row["verdict"] == "violation" and not row["heuristic"]
+    assert row["reason"] == ("different decision at alpha; p-values 2+ orders of magnitude apart; "
+                             "opposite signs of d; d differs by 0.5 or more")
+    assert row["result_ids"] == ["r1/t00/f", "r1/t01/f"]
 
 
 def test_adhoc_test_with_sql_sets(store_copy):
@@ -206,26 +210,28 @@ def test_adhoc_test_with_sql_sets(store_copy):
     assert row == (25, 25, "adhoc")
 
 
-@pytest.mark.parametrize("args, message", [
+@pytest.mark.parametrize("args, message, code", [
     (["test", "--x", "SELECT * FROM current_stimuli WHERE word = 'zzz'", "--y", "flowers@word", "--a", "pleasant@word", "--b", "unpleasant@word"],
-     "set X: selects no stimuli"),
-    (["test", "--x", "flowers@word", "--y", "mental_disease@word", "--a", "pleasant@word", "--b", "unpleasant@word"],
-     "unequal target sizes (X has 25, Y has 6)"),
-    (["test", "--x", "flowers@word", "--y", "insects@word"], "needs all four of --x --y --a --b"),
-    (["test", "weat1", "-e", "nosuch"], "unknown encoder 'nosuch'"),
-    (["test", "weat1", "--method", "magic"], "unknown p-value method 'magic'"),
-    (["results", "--where", "test = 'none'"], "no results where test = 'none'"),
-    (["results", "--correct", "bonferonni"], "unknown correction 'bonferonni'"),
-    (["query", "SELEKT 1"], "query failed"),
+     "failed: test adhoc, encoder *: test 'adhoc' set X: selects no stimuli", 1),
+    (["test", "--x", "flowers@word", "--y", "insects@word"], "needs all four of --x --y --a --b", 2),
+    (["test", "weat1", "-e", "nosuch"], "failed: test *, encoder nosuch: unknown encoder 'nosuch'", 1),
+    (["test", "weat1", "--method", "magic"], "unknown p-value method 'magic'", 1),
+    (["test", "weat1", "--clustered", "--method", "parametric"], "--clustered has no parametric form", 1),
+    (["test", "sent-weat1", "--cuts", "3", "--balance", "none"], "--cuts needs a random balance", 1),
+    (["test", "nosuchtest*"], "no test matches 'nosuchtest*'", 2),
+    (["results", "--where", "test = 'none'"], "no results in the latest result per hypothesis", 1),
+    (["results", "--correct", "bonferonni"], "unknown correction 'bonferonni'", 1),
+    (["results", "--alpha", "2"], "--alpha must be between 0 and 1", 1),
+    (["results", "--run", "nosuchrun"], "--run nosuchrun: no such run", 1),
+    (["query", "SELEKT 1"], "query failed", 1),
 ])
-def test_bad_input_leaves_no_results(store_copy, args, message):
-    if args[0] == "results":
-        cli_run(store_copy, "test", "weat6", "--budget", "1000")
+def test_bad_input_leaves_no_results(store_copy, args, message, code):
+    cli_run(store_copy, "test", "weat6", "--budget", "1000")
     con = store.connect(store_copy)
     before = snapshot(con)
     con.close()
     r = cli_run(store_copy, *args)
-    assert r.exit_code == 1, r.output
-    assert message in r.output and len(r.output.strip().splitlines()) == 1, r.output
+    assert r.exit_code == code, r.output
+    assert message in r.stderr.splitlines()[0] and r.stdout == "", r.output
     con = store.connect(store_copy)
     assert snapshot(con) == before

@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .. import StimkitError, __version__, store
+from .. import StimkitError, UsageError, __version__, store
 from ..paths import default_db
 
 app = typer.Typer(help="stimkit: bias-test stimuli, embeddings and association tests in one DuckDB store.",
@@ -23,33 +23,64 @@ err = Console(stderr=True, soft_wrap=True)
 state = {"db": None}
 
 
+def fail(message: str, code: int = 1):
+    """One line on stderr, never read as markup, then exit with `code`."""
+    from rich.text import Text
+
+    err.print(Text.assemble(("error: ", "bold red"), str(message).replace("\n", " ")), highlight=False)
+    raise typer.Exit(code)
+
+
 def handles_errors(fn):
-    """Print a StimkitError as one line on stderr and exit 1."""
+    """Every expected error becomes one line on stderr: exit 1, 2 for a usage error, 130
+    for Ctrl-C. Anything else is a bug: one line too, the traceback only with --debug."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        import duckdb
+
         try:
             return fn(*args, **kwargs)
+        except typer.Exit:
+            raise
+        except UsageError as e:
+            fail(str(e), 2)
         except StimkitError as e:
-            err.print(f"[bold red]error:[/] {e}", highlight=False, markup=True)
-            raise typer.Exit(1)
+            fail(str(e), 1)
+        except KeyboardInterrupt:
+            fail("interrupted; nothing half-written was kept", 130)
+        except duckdb.Error as e:
+            fail(f"store {db_path()}: {str(e).splitlines()[0]}", 1)
+        except OSError as e:
+            fail(f"{e.filename + ': ' if e.filename else ''}{e.strerror or e}", 1)
+        except Exception as e:
+            if state.get("debug"):
+                raise
+            fail(f"internal error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''} "
+                 "(run with --debug for the traceback)", 1)
 
     return wrapper
 
 
 def open_store(read_only: bool = False):
-    return store.connect(state["db"] or default_db(), read_only=read_only)
+    return store.connect(db_path(), read_only=read_only)
+
+
+def _print_version(value: bool):
+    if value:
+        out.print(f"stimkit {__version__}", highlight=False)
+        raise typer.Exit()
 
 
 @app.callback()
 def main_options(
     db: Annotated[Optional[Path], typer.Option("--db", envvar="STIMKIT_DB", help="The DuckDB store (default ./stimkit.duckdb).")] = None,
-    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False,
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of unexpected errors.")] = False,
+    version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
 ):
-    if version:
-        out.print(f"stimkit {__version__}")
-        raise typer.Exit()
     state["db"] = db
+    state["debug"] = debug
 
 
 def print_rows(rows: list[dict], columns: list[str], title: str | None = None):

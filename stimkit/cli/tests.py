@@ -2,62 +2,83 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Annotated, Optional
 
 import typer
 
-from .. import StimkitError, analysis, catalog, embeddings, encoders, generate, runner, store, wordlists
-from .common import app, count as _count, emit, err, handles_errors, open_store, out, print_rows, state
+from .. import StimkitError, UsageError, analysis, catalog, generate, runner, stats, wordlists
+from .common import app, count as _count, db_path, emit, err, handles_errors, open_store, out, print_rows
 from .encode import encode_with_progress
-from ..paths import default_db
 
 DEFAULT_ENCODERS = ["glove-6b-50d", "minilm", "minilm,pooling=cls", "use-m3"]
 
+AlphaOption = Annotated[float, typer.Option("--alpha", help="Significance level, in (0, 1).")]
+RunOption = Annotated[Optional[str], typer.Option(
+    "--run", help="One run's results (a run id, or `latest`) instead of the latest result of every hypothesis in the store.")]
+WhereOption = Annotated[Optional[str], typer.Option("--where", help="SQL condition that filters the family (one expression).")]
 
-def run_tests(con, tests: list, encoder_specs: list[str], opts: runner.Options, command: str, verbose: bool = True) -> str:
-    opts.validate()
-    encs = [encoders.resolve(spec) for spec in encoder_specs]  # fail on a bad spec before any work
-    sets = {t.name: catalog.fetch_sets(con, t) for t in tests}  # select each test's stimuli once
-    for t in tests:  # refuse unequal targets before encoding anything
-        if (opts.balance or t.balance) == "none":
-            catalog.balance(sets[t.name]["x"], sets[t.name]["y"], "none", opts.seed, t.name)
-    every = embeddings.stimuli_of(f for s in sets.values() for f in s.values())
-    for enc in encs:  # encode what is missing once per encoder, not once per test
-        r = encode_with_progress(con, enc, every, 256)
-        out.print(f"encoded {r['encoder']}: {r['cached']} cached, {r['encoded']} new in {r['seconds']:.1f}s", highlight=False)
+
+def run_tests(con, tests: list, encoder_specs: list[str], opts: runner.Options, command: str,
+              verbose: bool = True) -> runner.RunReport:
+    """Run the tests with progress and one line per failure on stderr; warn once about
+    results that cannot reject at alpha."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    total = len(tests) * len(encs)
-    done = 0
+    def encode(con, enc, stimuli):
+        r = encode_with_progress(con, enc, stimuli, 256)
+        err.print(f"encoded {r['encoder']}: {r['cached']} cached, {r['encoded']} new in {r['seconds']:.1f}s", highlight=False)
+
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                    console=err, transient=True, disable=verbose or not err.is_terminal)
-    with bar, store.transaction(con):  # a run is all or nothing: a failing test leaves no partial run
-        task = bar.add_task("tests", total=total)
-        run_id = runner.start_run(con, command, opts.seed)
-        for enc in encs:
-            for test in tests:
-                bar.update(task, description=f"{test.name} / {enc.spec}")
-                row = runner.run_one(con, run_id, test, enc, opts, sets[test.name], encode=False)
-                done += 1
-                bar.advance(task)
-                notes = []
-                if row["n_dropped_oov"]:
-                    notes.append(f"{row['n_dropped_oov']} stimuli without a vector dropped")
-                if row["n_balanced_away"]:
-                    notes.append(f"{row['n_balanced_away']} cut by balance={row['balance']}")
-                if verbose:
-                    err.print(f"[{done}/{total}] {test.name:<45} {enc.spec:<22} d={row['effect_size']:+.3f} "
-                              f"p={row['p_value']:.3g} ({row['p_method']}) n={row['n_x']}/{row['n_y']}/{row['n_a']}/{row['n_b']}"
-                              + (f"  [{'; '.join(notes)}]" if notes else ""), highlight=False)
-    return run_id
+    task = bar.add_task("tests", total=None)
+
+    def on_result(row, done, total):
+        bar.update(task, completed=done, total=total, description=f"{row['test']} / {row['encoder']}")
+        if verbose:
+            notes = [f"{row['n_dropped_oov']} stimuli without a vector dropped"] if row["n_dropped_oov"] else []
+            if row["n_balanced_away"]:
+                notes.append(f"{row['n_balanced_away']} cut by balance={row['balance']}")
+            if row.get("cuts"):
+                notes.append(f"{row['cuts']} cuts: d {row['cut_d_min']:+.2f}..{row['cut_d_max']:+.2f}, "
+                             f"{row['cut_reject_share']:.0%} reject")
+            err.print(f"[{done}/{total}] {row['test']:<45} {row['encoder']:<22} d={row['effect_size']:+.3f} "
+                      f"p={row['p_value']:.3g} ({row['p_method']}) n={row['n_x']}/{row['n_y']}/{row['n_a']}/{row['n_b']}"
+                      + (f"  [{'; '.join(notes)}]" if notes else ""), highlight=False)
+
+    def on_failure(f):
+        err.print(f"failed: {f}", style="red", highlight=False, markup=False)
+
+    with bar:
+        report = runner.run_tests(con, tests, encoder_specs, opts, command, encode, on_result, on_failure)
+    weak = report.cannot_reject
+    if weak:
+        names = ", ".join(sorted({r["test"] for r in weak})[:5]) + (", ..." if len({r["test"] for r in weak}) > 5 else "")
+        err.print(f"warning: {_count(len(weak), 'result')} cannot reach p <= {opts.alpha} whatever the data "
+                  f"(smallest possible p above alpha; marked † in tables): {names}", highlight=False, markup=False)
+    return report
+
+
+def finish(report: runner.RunReport, n_tests: int, n_encoders: int) -> None:
+    """The run's summary line; exit 1 when any test or encoder failed."""
+    if report.run_id:
+        err.print(f"run {report.run_id}: {_count(len(report.rows), 'result')} from {_count(n_tests, 'test')} x "
+                  f"{_count(n_encoders, 'encoder')}, {_count(len(report.failures), 'failure')}. "
+                  f"See `stimkit results --run {report.run_id}`.", highlight=False, markup=False)
+    if report.failures:
+        if not report.run_id:
+            err.print(f"nothing stored: all {_count(len(report.failures), 'failure')}", highlight=False)
+        raise typer.Exit(1)
 
 
 @app.command("test")
 @handles_errors
 def test_cmd(
-    names: Annotated[Optional[list[str]], typer.Argument(help="Catalog tests to run.")] = None,
-    everything: Annotated[bool, typer.Option("--all", help="Every catalog test.")] = False,
+    patterns: Annotated[Optional[list[str]], typer.Argument(
+        help="Tests by name or shell-style pattern over catalog and imported tests ('sent-weat*', '*angry*').")] = None,
+    everything: Annotated[bool, typer.Option("--all", help="Every test: the catalog and imported ones.")] = False,
+    source: Annotated[Optional[str], typer.Option("--source", help="Only catalog or only imported tests.")] = None,
     encoder: Annotated[Optional[list[str]], typer.Option("--encoder", "-e", help="Encoder spec (repeatable).")] = None,
     x: Annotated[Optional[str], typer.Option("--x", help="Ad-hoc test: SQL or set name for X.")] = None,
     y: Annotated[Optional[str], typer.Option("--y")] = None,
@@ -65,93 +86,130 @@ def test_cmd(
     b: Annotated[Optional[str], typer.Option("--b")] = None,
     name: Annotated[str, typer.Option("--name", help="Name of the ad-hoc test.")] = "adhoc",
     context: Annotated[str, typer.Option("--context", help="Ad-hoc test context: word | sentence.")] = "sentence",
-    budget: Annotated[int, typer.Option("--budget", help="Permutation sample budget.")] = runner.stats.DEFAULT_BUDGET,
+    budget: Annotated[int, typer.Option("--budget", help="Permutation sample budget.")] = stats.DEFAULT_BUDGET,
     method: Annotated[str, typer.Option("--method", help="auto | exact | sampled | parametric.")] = "auto",
     alternative: Annotated[str, typer.Option("--alternative", help="greater | less | two-sided.")] = "greater",
-    seed: Annotated[int, typer.Option("--seed")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the permutation samples and bootstrap draws (never of the cut).")] = 0,
     clustered: Annotated[bool, typer.Option("--clustered", help="Permute whole words with all their sentences.")] = False,
     bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates for a CI of d (0: none).")] = 0,
     balance: Annotated[Optional[str], typer.Option("--balance", help="cut | drop-words | none (default: the test's).")] = None,
+    cut_seed: Annotated[int, typer.Option("--cut-seed", help="Which items balance=cut drops (default 0: fixed per test).")] = 0,
+    cuts: Annotated[int, typer.Option("--cuts", min=1, help="Also run K independent cuts and store the spread of d and p.")] = 1,
+    alpha: AlphaOption = 0.01,
 ):
-    """Run association tests (catalog or ad-hoc) for one or more encoders; results go to the store."""
+    """Run association tests (catalog, imported or ad-hoc) for one or more encoders; results go to the store.
+
+    Example: stimkit test 'sent-weat*' -e minilm --cuts 20
+    """
     con = open_store()
     adhoc = [x, y, a, b]
     if any(adhoc):
         if not all(adhoc):
-            raise StimkitError("an ad-hoc test needs all four of --x --y --a --b")
+            raise UsageError("an ad-hoc test needs all four of --x --y --a --b")
         tests = [catalog.TestDef(name, tuple(adhoc), context, None, balance or "none", source="adhoc")]
+    elif patterns or everything:
+        tests = catalog.select(con, patterns, everything, source)
     else:
-        known = catalog.load(con)
-        if everything:
-            tests = [t for t in known.values() if t.source == "catalog"]
-        elif names:
-            tests = [catalog.get(con, n) for n in names]
-        else:
-            raise StimkitError("name tests, or pass --all, or give an ad-hoc test with --x --y --a --b")
-    opts = runner.Options(budget=budget, method=method, alternative=alternative, seed=seed,
-                          clustered=clustered, bootstrap=bootstrap, balance=balance)
-    encoders = encoder or ["glove-6b-50d"]
-    run_id = run_tests(con, tests, encoders, opts, " ".join(sys.argv[1:]))
-    out.print(f"run {run_id}: {_count(len(tests), 'test')} x {_count(len(encoders), 'encoder')}. See `stimkit results --where \"run_id = '{run_id}'\"`.", highlight=False)
+        raise UsageError("name tests (or patterns), or pass --all, or give an ad-hoc test with --x --y --a --b")
+    opts = runner.Options(budget=budget, method=method, alternative=alternative, seed=seed, clustered=clustered,
+                          bootstrap=bootstrap, balance=balance, cut_seed=cut_seed, cuts=cuts, alpha=alpha)
+    opts.validate()
+    specs = encoder or ["glove-6b-50d"]
+    report = run_tests(con, tests, specs, opts, " ".join(sys.argv[1:]))
+    finish(report, len(tests), len(specs))
 
 
-RESULT_COLUMNS = ["test", "encoder", "context", "num_targ1", "num_targ2", "num_attr1", "num_attr2",
-                  "effect_size", "p_value", "p_method", "p_adjusted", "rejected"]
+def emit_with_family(df, fmt: str, family: analysis.Family, extra: dict, columns: list[str] | None = None) -> None:
+    """Rows, with the family and the correction's own parameters: in the JSON document,
+    or on stderr for the other formats."""
+    if fmt == "json":
+        rows = json.loads(df.write_json()) if df.height else []
+        sys.stdout.write(json.dumps({"family": family.as_dict(), **extra, "results": rows}) + "\n")
+        return
+    emit(df, fmt, columns)
+
+
+RESULT_COLUMNS = ["test", "encoder", "context", "n_x", "n_y", "n_a", "n_b",
+                  "effect_size", "p_value", "p_method", "p_adjusted", "rejected", "can_reject"]
 
 
 @app.command("results")
 @handles_errors
 def results_cmd(
-    where: Annotated[Optional[str], typer.Option("--where", help="SQL condition on `results` choosing the family (default: latest run).")] = None,
+    where: WhereOption = None,
+    run: RunOption = None,
     correct: Annotated[str, typer.Option("--correct", help="holm | bh | by | none.")] = "holm",
-    alpha: Annotated[float, typer.Option("--alpha")] = 0.01,
+    alpha: AlphaOption = 0.01,
     fmt: Annotated[str, typer.Option("--format", help="table | csv | json | sentbias.")] = "table",
     table: Annotated[bool, typer.Option("--table", help="Tests x encoders with d and significance marks (Table 4 of May et al.).")] = False,
 ):
-    """Show results with a multiple-testing correction over the chosen family."""
+    """Results with a multiple-testing correction over a family of hypotheses, each counted once.
+
+    The family is the latest result of each hypothesis (test, encoder, context, alternative,
+    balance, clustering, p-value procedure) over the whole store; --where filters it and
+    --run takes one run instead. Replicates never add to m.
+
+    Example: stimkit results --where "test LIKE 'sent-%'" --correct by --format json
+    """
     con = open_store()
-    analysis.define_family(con, where, alpha)
+    family = analysis.define_family(con, where, alpha, run)
     df = analysis.corrected(con, correct)
+    err.print(f"family: {family.definition}; m = {family.m}; {correct} at alpha {alpha}", highlight=False, markup=False)
     if table:
         columns, rows = analysis.table4(df, alpha, list(catalog.load_toml()))
-        print_rows(rows, columns, title=f"d by test and encoder; * p <= {alpha}, ** also after {correct} correction")
+        print_rows(rows, columns, title=f"d by test and encoder; * p <= {alpha}, ** also after {correct} correction "
+                                        f"over m = {family.m}; † cannot reach p <= {alpha}")
     elif fmt == "sentbias":
         sys.stdout.write(analysis.sentbias_rows(df).write_csv(separator="\t", quote_style="never"))
     else:
-        emit(analysis.with_seat_names(df), fmt, RESULT_COLUMNS if fmt == "table" else None)
+        emit_with_family(df, fmt, family, {"correction": {"method": correct, "alpha": alpha}},
+                         RESULT_COLUMNS if fmt == "table" else None)
 
 
 @app.command("check")
 @handles_errors
 def check_cmd(
-    where: Annotated[Optional[str], typer.Option("--where", help="SQL condition on `results` (default: latest run).")] = None,
-    alpha: Annotated[float, typer.Option("--alpha")] = 0.01,
+    where: WhereOption = None,
+    run: RunOption = None,
+    alpha: AlphaOption = 0.01,
     fmt: Annotated[str, typer.Option("--format")] = "table",
 ):
-    """Consistency checks: C7 vs C8, C3/C4/C5, word vs sentence, across encoders (queries/consistency.sql)."""
+    """Consistency checks over the family: C7 vs C8, C3/C4/C5, word vs sentence, across encoders.
+
+    Every comparison the family allows is listed with its verdict: consistent, violation,
+    or not comparable (and why). Heuristic checks are marked as such.
+
+    Example: stimkit check --format json
+    """
     con = open_store()
-    analysis.define_family(con, where, alpha)
-    df = analysis.run_sql(con, analysis.named_query("consistency"))
-    if df.height == 0:
-        out.print("no consistency violations")
-        return
-    emit(df, fmt)
-    out.print(f"{df.height} violations", highlight=False)
+    family = analysis.define_family(con, where, alpha, run, allow_empty=True)
+    df = analysis.consistency(con)
+    n = {v: int((df["verdict"] == v).sum()) for v in ("consistent", "violation", "not comparable")} if df.height else {}
+    summary = (f"{_count(df.height, 'comparison')}, {_count(n.get('violation', 0), 'violation')}, "
+               f"{n.get('not comparable', 0)} not comparable; family: {family.definition}; m = {family.m}")
+    if fmt == "json":
+        emit_with_family(df, fmt, family, {"alpha": alpha, "comparisons": df.height, "violations": n.get("violation", 0)})
+    elif df.height:
+        emit(df, fmt)
+    err.print(summary, highlight=False, markup=False)
 
 
 @app.command("query")
 @handles_errors
 def query_cmd(
     sql: Annotated[str, typer.Argument(help="A named query from queries/ (e.g. holm, consistency) or any SQL.")],
-    where: Annotated[Optional[str], typer.Option("--where", help="Family for the analysis queries (default: latest run).")] = None,
-    alpha: Annotated[float, typer.Option("--alpha")] = 0.01,
+    where: WhereOption = None,
+    run: RunOption = None,
+    alpha: AlphaOption = 0.01,
     fmt: Annotated[str, typer.Option("--format")] = "table",
 ):
-    """Run a named query or any SQL against the store."""
+    """Run a named query or any SQL against the store.
+
+    Example: stimkit query holm --format csv
+    """
     con = open_store()
     text = analysis.named_query(sql)
-    if store.one(con, "SELECT count(*) FROM results")[0]:
-        analysis.define_family(con, where, alpha)
+    analysis.define_family(con, where, alpha, run, allow_empty=True)
     emit(analysis.run_sql(con, text or sql), fmt)
 
 
@@ -159,32 +217,38 @@ def query_cmd(
 @handles_errors
 def run_cmd(
     encoder: Annotated[Optional[list[str]], typer.Option("--encoder", "-e", help="Encoders (default: the embedded four).")] = None,
-    budget: Annotated[int, typer.Option("--budget")] = runner.stats.DEFAULT_BUDGET,
+    budget: Annotated[int, typer.Option("--budget")] = stats.DEFAULT_BUDGET,
     seed: Annotated[int, typer.Option("--seed")] = 0,
-    alpha: Annotated[float, typer.Option("--alpha")] = 0.01,
+    alpha: AlphaOption = 0.01,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="A line per test as it runs.")] = False,
 ):
-    """The main job: generate the catalog, encode, run all 46 tests per encoder, Holm at alpha, Table 4, checks."""
+    """The main job: generate the catalog, encode, run all 46 tests per encoder, Holm at alpha, Table 4, checks.
+
+    Example: stimkit run -e glove-6b-50d
+    """
     import time
     started = time.perf_counter()
+    analysis.validate_alpha(alpha)
     con = open_store()
     lists = wordlists.load_all()
     report = generate.generate(con, catalog.default_specs(lists), lists)
-    out.print(f"stimuli: {sum(r['status'] == 'new' for r in report)} new sets, {len(report)} in all", highlight=False)
+    err.print(f"stimuli: {sum(r['status'] == 'new' for r in report)} new sets, {len(report)} in all", highlight=False)
     specs = encoder or DEFAULT_ENCODERS
     tests = list(catalog.load_toml().values())
-    opts = runner.Options(budget=budget, seed=seed)
-    run_id = run_tests(con, tests, specs, opts, "run", verbose=verbose)
-    where = f"run_id = '{run_id}'"
-    analysis.define_family(con, where, alpha)
+    opts = runner.Options(budget=budget, seed=seed, alpha=alpha)
+    run = run_tests(con, tests, specs, opts, "run", verbose=verbose)
+    if not run.run_id:
+        finish(run, len(tests), len(specs))
+    family = analysis.define_family(con, None, alpha, run.run_id)
     df = analysis.corrected(con, "holm")
-    columns, rows = analysis.table4(df, alpha, list(catalog.load_toml()), [encoders.resolve(s).spec for s in specs])
-    print_rows(rows, columns, title=f"Effect size d; * p <= {alpha}; ** significant after Holm over all {df.height} rows")
-    checks = analysis.run_sql(con, analysis.named_query("consistency"))
-    out.print(f"\n{checks.height} consistency violations (queries/consistency.sql):", highlight=False)
-    if checks.height:
-        emit(checks, "table")
-    out.print(f"\nrun {run_id} in {time.perf_counter() - started:.1f}s; {df['rejected'].sum()} of {df.height} "
-              f"significant after Holm at {alpha}. Store: {state['db'] or default_db()}", highlight=False)
-
-
+    columns, rows = analysis.table4(df, alpha, list(catalog.load_toml()), [r["encoder"] for r in run.rows])
+    print_rows(rows, columns, title=f"Effect size d; * p <= {alpha}; ** significant after Holm over all {family.m} rows")
+    checks = analysis.consistency(con)
+    violations = checks.filter(checks["verdict"] == "violation") if checks.height else checks
+    out.print(f"\n{violations.height} consistency violations in {checks.height} comparisons (queries/consistency.sql):",
+              highlight=False)
+    if violations.height:
+        emit(violations.drop("verdict"), "table")
+    out.print(f"\nrun {run.run_id} in {time.perf_counter() - started:.1f}s; {df['rejected'].sum()} of {df.height} "
+              f"significant after Holm at {alpha}. Store: {db_path()}", highlight=False)
+    finish(run, len(tests), len(specs))
