@@ -102,7 +102,9 @@ def fetch(con, sql: str, what: str = "set") -> pl.DataFrame:
         raise StimkitError(f"{what}: query must return a `stimulus` column -- in: {sql}")
     if df.height == 0:
         raise StimkitError(f"{what}: selects no stimuli -- in: {sql} (run `stimkit generate`?)")
-    return df
+    # A hand-written query may return text alone: no span means "the whole text".
+    missing = [c for c in ("span_start", "span_end") if c not in df.columns]
+    return df.with_columns(pl.lit(None, dtype=pl.Int32).alias(c) for c in missing) if missing else df
 
 
 def fetch_sets(con, test: TestDef) -> dict[str, pl.DataFrame]:

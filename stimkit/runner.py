@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from dataclasses import asdict, dataclass
@@ -312,7 +313,9 @@ def run_tests(con, tests: list[TestDef], encoder_specs: list[str], opts: Options
     failures: list[Failure] = []
 
     def fail(test, enc, e):
-        f = Failure(test, enc, str(e).splitlines()[0] if str(e) else type(e).__name__)
+        cause = str(e).splitlines()[0] if str(e) else type(e).__name__
+        cause = re.sub(r"^test '[^']*'(, encoder '[^']*')?: ", "", cause)  # the failure line names them already
+        f = Failure(test, enc, cause)
         failures.append(f)
         if on_failure:
             on_failure(f)
