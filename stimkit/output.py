@@ -19,6 +19,7 @@ Titles, row counts and notes about hidden columns go to stderr, except a table's
 from __future__ import annotations
 
 import json
+import math
 import numbers
 import re
 import sys
@@ -66,7 +67,7 @@ def check_format(fmt: str | None, extra: tuple[str, ...] = ()) -> str:
 
 
 def format_option(*extra: str, help: str | None = None):
-    """`--format/-f` declared the same way by every command: `fmt: Annotated[Optional[str], format_option()] = None`.
+    """`--format/-f` declared the same way by every command: `fmt: Annotated[str | None, format_option()] = None`.
 
     `extra` adds a command's own formats (e.g. "sentbias"); STIMKIT_FORMAT sets a default."""
     import typer
@@ -94,47 +95,40 @@ def emit(df, fmt: str | None = None, columns: list[str] | None = None, *, title:
     left out (e.g. a query fetched with LIMIT). stream: where data goes (stdout); width: the
     table width (the terminal's, or unbounded off a terminal); notes: where notes go (stderr)."""
     fmt = check_format(fmt)
-    if columns:
-        df = df.select([c for c in columns if c in df.columns])
-    if limit is not None and df.height > limit:
-        more += df.height - limit
-        df = df.head(limit)
+    df, more = _select(df, columns, limit, more)
     if fmt == "table":
         _print_table(_grid_from_frame(df), title, stream, width, notes)
     else:
         if title:
             _note(title, notes)
         _write(render(df, fmt), stream)
-    if more:
-        _note(f"{more} more row{'' if more == 1 else 's'}", notes)
+    _note_more(more, notes)
 
 
-def emit_document(meta: dict, df, fmt: str | None = None, **kwargs) -> None:
-    """A frame with metadata: json prints one object {**meta, "rows": [...]}; other formats print
-    the metadata as `key: value` lines on stderr and the rows as `emit` does."""
+def emit_document(meta: dict, df, fmt: str | None = None, columns: list[str] | None = None, *,
+                  limit: int | None = None, more: int = 0, stream: IO[str] | None = None,
+                  notes: IO[str] | None = None, **table) -> None:
+    """A frame with metadata (e.g. a family's size): json prints ONE object {**meta, "rows": [...]};
+    other formats print the metadata as `key: value` lines on stderr and the rows as `emit` does."""
     fmt = check_format(fmt)
     if "rows" in meta:
         raise ValueError("meta may not have a key 'rows': the rows go there")
     if fmt != "json":
         for key, value in meta.items():
-            _note(f"{key}: {_display(value)}", kwargs.get("notes"))
-        return emit(df, fmt, **kwargs)
-    columns, limit = kwargs.pop("columns", None), kwargs.pop("limit", None)
-    if columns:
-        df = df.select([c for c in columns if c in df.columns])
-    if limit is not None and df.height > limit:
-        kwargs["more"] = kwargs.get("more", 0) + df.height - limit
-        df = df.head(limit)
+            _note(f"{key}: {_display(value)}", notes)
+        return emit(df, fmt, columns, limit=limit, more=more, stream=stream, notes=notes, **table)
+    if table.get("title"):
+        _note(table["title"], notes)
+    df, more = _select(df, columns, limit, more)
     head = json.dumps(_finite(meta), default=_json_default, ensure_ascii=False)
-    _write(head[:-1] + (", " if meta else "") + '"rows": ' + render(df, "json").rstrip("\n") + "}\n",
-           kwargs.get("stream"))
-    if kwargs.get("more"):
-        _note(f"{kwargs['more']} more rows", kwargs.get("notes"))
+    _write(head[:-1] + (", " if meta else "") + '"rows": ' + render(df, "json").rstrip("\n") + "}\n", stream)
+    _note_more(more, notes)
 
 
-def print_rows(rows: list[dict], columns: list[str], title: str | None = None, **kwargs) -> None:
+def print_rows(rows: list[dict], columns: list[str], title: str | None = None, *, stream: IO[str] | None = None,
+               width: int | None = None, notes: IO[str] | None = None) -> None:
     """A table of plain rows (dicts whose values need not share a type per column)."""
-    _print_table(_grid_from_rows(rows, columns), title, kwargs.get("stream"), kwargs.get("width"), kwargs.get("notes"))
+    _print_table(_grid_from_rows(rows, columns), title, stream, width, notes)
 
 
 def render(df, fmt: str) -> str:
@@ -152,6 +146,20 @@ def render(df, fmt: str) -> str:
     if fmt == "ndjson":
         return df.write_ndjson()
     return _nested_as_json_text(df).write_csv(separator="," if fmt == "csv" else "\t")
+
+
+def _select(df, columns, limit, more):
+    """The chosen columns and the first `limit` rows; `more` counts the rows left out."""
+    if columns:
+        df = df.select([c for c in columns if c in df.columns])
+    if limit is not None and df.height > limit:
+        return df.head(limit), more + df.height - limit
+    return df, more
+
+
+def _note_more(more: int, notes: IO[str] | None) -> None:
+    if more:
+        _note(f"{more} more row{'' if more == 1 else 's'}", notes)
 
 
 def _write(text: str, stream: IO[str] | None) -> None:
@@ -198,7 +206,7 @@ def _nested_as_json_text(df):
 
 def _finite(value):
     """NaN and infinities as None, through dicts and lists (JSON has no NaN)."""
-    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+    if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
         return {k: _finite(v) for k, v in value.items()}
@@ -235,7 +243,7 @@ def _display(value) -> str:
         return "true" if value else "false"
     if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
         value = float(value)
-        return "NaN" if value != value else f"{value:.4g}"
+        return "NaN" if math.isnan(value) else f"{value:.4g}"
     if hasattr(value, "tolist") and not isinstance(value, str):  # numpy arrays and scalars
         return _display(value.tolist())
     if isinstance(value, (list, tuple)):

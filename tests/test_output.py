@@ -5,7 +5,7 @@ import io
 import json
 import math
 import re
-from typing import Annotated, Optional
+from typing import Annotated
 
 import duckdb
 import polars as pl
@@ -192,6 +192,9 @@ def test_document_is_one_json_object_and_meta_goes_to_stderr_otherwise(frame):
     assert doc["family"] == "run_id = 'r1'" and doc["m"] == 3 and doc["tau2"] is None
     assert doc["rows"] == json.loads(emitted(frame, "json")[0]) and notes.getvalue() == ""
     data, notes = io.StringIO(), io.StringIO()
+    output.emit_document({}, frame, "json", limit=1, stream=data, notes=notes, title="family r1")
+    assert json.loads(data.getvalue()) == {"rows": doc["rows"][:1]} and notes.getvalue() == "family r1\n2 more rows\n"
+    data, notes = io.StringIO(), io.StringIO()
     output.emit_document({"m": 3}, frame, "csv", stream=data, notes=notes)
     assert len(list(csv.reader(io.StringIO(data.getvalue())))) == 1 + 3 and notes.getvalue() == "m: 3\n"
 
@@ -229,7 +232,7 @@ def test_format_option_is_validated_by_the_command_line(monkeypatch):
     demo = typer.Typer()
 
     @demo.command()
-    def show(fmt: Annotated[Optional[str], output.format_option("sentbias")] = None):
+    def show(fmt: Annotated[str | None, output.format_option("sentbias")] = None):
         output.emit(pl.DataFrame({"a": [1, 2]}), None if fmt == "sentbias" else fmt)
 
     runner = CliRunner()
