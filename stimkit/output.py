@@ -6,7 +6,7 @@ Formats (modelled on sqlite-utils and Datasette):
   `emit_document` an object whose "rows" hold them), `ndjson` (one row object per line).
   NaN and infinities are JSON null (csv/tsv keep `NaN`/`inf`, which CSV readers parse back);
   dates and times are ISO 8601 strings; list, array and struct cells (vectors) are JSON values,
-  written as JSON text inside csv/tsv cells.
+  written as JSON text inside csv/tsv cells; binary is base64 text.
 - human formats show floats to 4 significant digits and a float vector as `[384 floats]`:
   `table` (rich; the default when stdout is a terminal, csv otherwise), `markdown` (GitHub
   pipes), `latex` (a booktabs tabular).
@@ -236,7 +236,7 @@ class _Grid:
 
 
 def _display(value) -> str:
-    """One cell for people: floats to 4 significant digits, float vectors as `[N floats]`."""
+    """One cell for people: floats to 4 significant digits, float vectors as `[N floats]`, blobs as `[N bytes]`."""
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -252,6 +252,8 @@ def _display(value) -> str:
         return json.dumps(_finite(list(value)), default=_json_default, ensure_ascii=False)
     if isinstance(value, dict):
         return json.dumps(_finite(value), default=_json_default, ensure_ascii=False)
+    if isinstance(value, bytes):
+        return f"[{len(value)} bytes]"
     if hasattr(value, "isoformat"):
         return value.isoformat()
     return str(value)

@@ -255,3 +255,15 @@ def test_error_messages_with_markup_print_literally():
     r = CliRunner().invoke(demo, [])
     assert r.exit_code == 1 and r.stdout == ""
     assert r.stderr == "error: bad item '[/]' in [bold]x.txt:3 :x:\n"
+
+
+def test_other_store_types_in_machine_formats():
+    df = duckdb.sql("""SELECT 1.50::DECIMAL(10, 2) AS dec, TIMESTAMP '2024-01-02 03:04:05.5' AS ts,
+                              'ab'::BLOB AS b, {'k': 1, 'w': ['x']} AS st, [1, 2] AS ints""").pl()
+    (row,) = json.loads(emitted(df, "json")[0])
+    assert row == {"dec": 1.5, "ts": "2024-01-02T03:04:05.500000", "b": "YWI=", "st": {"k": 1, "w": ["x"]}, "ints": [1, 2]}
+    (header, values) = list(csv.reader(io.StringIO(emitted(df, "csv")[0])))
+    assert dict(zip(header, values)) == {"dec": "1.5", "ts": "2024-01-02T03:04:05.500000", "b": "YWI=",
+                                         "st": '{"k":1,"w":["x"]}', "ints": "[1,2]"}
+    text, _ = emitted(df, "markdown")
+    assert cells(text.splitlines()[2], "|")[1:-1] == ["1.50", "2024-01-02T03:04:05.500000", "[2 bytes]", '{"k": 1, "w": ["x"]}', "[1, 2]"]
