@@ -95,9 +95,9 @@ def test_running_twice_gives_the_single_run_adjusted_p(db, correct):
     assert run_cli(db, "test", *tests, "--budget", "2000").exit_code == 0
     twice = json.loads(run_cli(db, "results", "--correct", correct, "--format", "json").stdout)
     assert once["family"]["m"] == twice["family"]["m"] == 4
-    adjusted = lambda doc: {r["test"]: r["p_adjusted"] for r in doc["results"]}  # noqa: E731
+    adjusted = lambda doc: {r["test"]: r["p_adjusted"] for r in doc["rows"]}  # noqa: E731
     assert adjusted(once) == adjusted(twice)
-    assert {r["run_id"] for r in twice["results"]} != {r["run_id"] for r in once["results"]}
+    assert {r["run_id"] for r in twice["rows"]} != {r["run_id"] for r in once["rows"]}
 
 
 def test_results_say_m_and_the_family_on_stderr(db):
@@ -117,9 +117,9 @@ def test_check_finds_c7_vs_c8_across_runs(db):
     run_cli(db, "test", "weat1", "--budget", "1000")  # the latest run alone holds neither
     r = run_cli(db, "check", "--format", "json")
     doc = json.loads(r.stdout)
-    c7 = [c for c in doc["results"] if c["check_name"] == "C7 vs C8" and c["tests"] == "weat7 / weat8"]
+    c7 = [c for c in doc["rows"] if c["check_name"] == "C7 vs C8" and c["tests"] == "weat7 / weat8"]
     assert len(c7) == 1 and c7[0]["verdict"] in ("consistent", "violation") and len(c7[0]["result_ids"]) == 2
-    assert doc["comparisons"] == len(doc["results"]) and f"{doc['comparisons']} comparisons" in r.stderr
+    assert doc["comparisons"] == len(doc["rows"]) and f"{doc['comparisons']} comparisons" in r.stderr
 
 
 def test_check_on_an_empty_store_says_zero_comparisons(empty_con, tmp_path):
@@ -230,7 +230,7 @@ def test_a_tiny_test_is_flagged_as_unable_to_reject(db):
     r = run_cli(db, "test", "--x", x, "--y", y, "--a", "pleasant@word", "--b", "unpleasant@word", "--name", "tiny")
     assert r.exit_code == 0 and r.stderr.count("cannot reach p <= 0.01") == 1
     doc = json.loads(run_cli(db, "results", "--format", "json").stdout)
-    row = doc["results"][0]
+    row = doc["rows"][0]
     assert row["min_p"] == pytest.approx(1 / 70) and row["can_reject"] is False
     assert "†" in run_cli(db, "results", "--table").stdout
 

@@ -168,7 +168,7 @@ def test_cli_test_results_and_formats(store_copy):
     assert lines[0].split("\t") == analysis.SENTBIAS_COLUMNS
     assert len(lines) == 5 and lines[1].startswith("glove-6b-50d\t\t")
     doc = json.loads(cli_run(store_copy, "results", "--format", "json").stdout)
-    data = doc["results"]
+    data = doc["rows"]
     assert doc["family"]["m"] == 4 and doc["correction"] == {"method": "holm", "alpha": 0.01}
     assert {d["test"] for d in data} == {"weat7", "weat8", "sent-weat7", "sent-weat8"}
     assert all("p_adjusted" in d and "rejected" in d and d["n_x"] for d in data)

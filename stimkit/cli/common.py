@@ -3,23 +3,19 @@
 from __future__ import annotations
 
 import functools
-import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from .. import StimkitError, UsageError, __version__, store
+from ..output import FORMATS, emit, emit_document, err, format_option, out, print_rows  # noqa: F401  (one output layer)
 from ..paths import default_db
 
 app = typer.Typer(help="stimkit: bias-test stimuli, embeddings and association tests in one DuckDB store.",
                   no_args_is_help=True, add_completion=False)
 
-# Piped output (files, CI, tests) gets wide tables rather than wrapped cells.
-out = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 240)
-err = Console(stderr=True, soft_wrap=True)
+# `out` and `err` (from output.py) print text as it is: prose that wants markup passes markup=True.
 state = {"db": None}
 
 
@@ -81,37 +77,6 @@ def main_options(
 ):
     state["db"] = db
     state["debug"] = debug
-
-
-def print_rows(rows: list[dict], columns: list[str], title: str | None = None):
-    table = Table(title=title, show_lines=False, header_style="bold")
-    for c in columns:
-        table.add_column(c)
-    for r in rows:
-        table.add_row(*("" if r.get(c) is None else str(r[c]) for c in columns))
-    out.print(table)
-
-
-FORMATS = ("table", "csv", "json")
-
-
-def emit(df, fmt: str, columns: list[str] | None = None):
-    """Print a frame as a table, CSV or JSON (machine formats go to stdout untouched)."""
-    if columns:
-        df = df.select([c for c in columns if c in df.columns])
-    if fmt == "csv":  # CSV has no lists: join them
-        import polars as pl
-        lists = [c for c, t in df.schema.items() if isinstance(t, pl.List)]
-        df = df.with_columns(pl.col(c).cast(pl.List(pl.String)).list.join(";") for c in lists)
-        sys.stdout.write(df.write_csv())
-    elif fmt == "json":
-        sys.stdout.write(df.write_json() + "\n")
-    elif fmt == "table":
-        rows = [{k: (f"{v:.4g}" if isinstance(v, float) else v) for k, v in r.items()} for r in df.iter_rows(named=True)]
-        print_rows(rows, df.columns)
-    else:
-        raise StimkitError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
-
 
 
 def db_path() -> Path:

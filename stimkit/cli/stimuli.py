@@ -86,14 +86,14 @@ def catalog_show(name: str):
     """Print a test's four set queries and the sizes they select."""
     con = open_store()
     test = catalog.get(con, name)
-    out.print(f"[bold]{test.name}[/]  context={test.context} family={test.family} balance={test.balance} source={test.source}")
+    out.print(f"{test.name}  context={test.context} family={test.family} balance={test.balance} source={test.source}")
     for role in catalog.ROLES:
         sql = test.sql(role)
         try:
             n = store.one(con, f"SELECT count(*) FROM ({sql})")[0]
         except Exception as e:
             n = f"error: {str(e).splitlines()[0]}"
-        out.print(f"\n[bold]{role.upper()}[/] ({n} stimuli)\n  {sql}", highlight=False)
+        out.print(f"\n{role.upper()} ({n} stimuli)\n  {sql}", highlight=False)
 
 
 @export_app.command("sentbias")

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Annotated, Optional
 
 import typer
 
 from .. import StimkitError, UsageError, analysis, catalog, generate, runner, stats, wordlists
-from .common import app, count as _count, db_path, emit, err, handles_errors, open_store, out, print_rows
+from .common import app, count as _count, db_path, emit, emit_document, err, handles_errors, open_store, out, print_rows
 from .encode import encode_with_progress
 
 DEFAULT_ENCODERS = ["glove-6b-50d", "minilm", "minilm,pooling=cls", "use-m3"]
@@ -123,10 +122,9 @@ def emit_with_family(df, fmt: str, family: analysis.Family, extra: dict, columns
     """Rows, with the family and the correction's own parameters: in the JSON document,
     or on stderr for the other formats."""
     if fmt == "json":
-        rows = json.loads(df.write_json()) if df.height else []
-        sys.stdout.write(json.dumps({"family": family.as_dict(), **extra, "results": rows}) + "\n")
-        return
-    emit(df, fmt, columns)
+        emit_document({"family": family.as_dict(), **extra}, df, fmt)
+    else:
+        emit(df, fmt, columns)
 
 
 RESULT_COLUMNS = ["test", "encoder", "context", "n_x", "n_y", "n_a", "n_b",

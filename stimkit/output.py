@@ -1,0 +1,404 @@
+"""One output layer: every command that prints data prints a polars frame through `emit`.
+
+Formats (modelled on sqlite-utils and Datasette):
+- machine formats carry full precision and nothing else on stdout: `csv`, `tsv` (a header, then
+  one record per row, CSV quoting), `json` (ONE document: a list of row objects, or with
+  `emit_document` an object whose "rows" hold them), `ndjson` (one row object per line).
+  NaN and infinities are JSON null (csv/tsv keep `NaN`/`inf`, which CSV readers parse back);
+  dates and times are ISO 8601 strings; list, array and struct cells (vectors) are JSON values,
+  written as JSON text inside csv/tsv cells; binary is base64 text.
+- human formats show floats to 4 significant digits and a float vector as `[384 floats]`:
+  `table` (rich; the default when stdout is a terminal, csv otherwise), `markdown` (GitHub
+  pipes), `latex` (a booktabs tabular).
+
+Store data is never read as rich markup or emoji: table cells are rich Text objects, and the
+consoles `out`/`err` interpret markup only where a caller asks (print(..., markup=True)).
+Titles, row counts and notes about hidden columns go to stderr, except a table's own title.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import re
+import sys
+from dataclasses import dataclass
+from typing import IO
+
+from rich.console import Console
+
+from . import StimkitError
+
+FORMATS = ("table", "csv", "tsv", "json", "ndjson", "markdown", "latex")
+
+# Tables printed to a file or pipe are as wide as their content: nothing hidden, nothing wrapped.
+UNBOUNDED = 100_000
+# A column of text (cells with spaces) may wrap, but not narrower than this (or its longest word).
+MIN_TEXT_WIDTH = 20
+
+
+def make_console(stderr: bool = False, **kwargs) -> Console:
+    """A console that prints strings as they are: no markup, no :emoji:, no highlighting, unless asked."""
+    return Console(stderr=stderr, markup=False, emoji=False, highlight=False, soft_wrap=True, **kwargs)
+
+
+def _stdout_is_terminal() -> bool:
+    return bool(getattr(sys.stdout, "isatty", None)) and sys.stdout.isatty()
+
+
+out = make_console(width=None if _stdout_is_terminal() else UNBOUNDED)
+err = make_console(stderr=True)
+
+
+def default_format() -> str:
+    """`table` when a person reads stdout (a terminal), `csv` when a program or file does."""
+    return "table" if _stdout_is_terminal() else "csv"
+
+
+def check_format(fmt: str | None, extra: tuple[str, ...] = ()) -> str:
+    """The one place a format name is checked; None means `default_format()`."""
+    if fmt is None:
+        return default_format()
+    name = fmt.strip().lower()
+    if name not in FORMATS + extra:
+        raise StimkitError(f"unknown format {fmt!r} (known: {', '.join(FORMATS + extra)})")
+    return name
+
+
+def format_option(*extra: str, help: str | None = None):
+    """`--format/-f` declared the same way by every command: `fmt: Annotated[str | None, format_option()] = None`.
+
+    `extra` adds a command's own formats (e.g. "sentbias"); STIMKIT_FORMAT sets a default."""
+    import typer
+
+    def validate(value):
+        try:
+            return None if value is None else check_format(value, extra)
+        except StimkitError as e:
+            raise typer.BadParameter(str(e)) from None
+
+    names = " | ".join(FORMATS + extra)
+    return typer.Option("--format", "-f", envvar="STIMKIT_FORMAT", callback=validate, show_default=False,
+                        help=help or f"{names} (default: table on a terminal, csv otherwise).")
+
+
+# ---------------------------------------------------------------- emit
+
+def emit(df, fmt: str | None = None, columns: list[str] | None = None, *, title: str | None = None,
+         limit: int | None = None, more: int = 0, stream: IO[str] | None = None, width: int | None = None,
+         notes: IO[str] | None = None) -> None:
+    """Print a polars frame in one of FORMATS (None: `default_format()`).
+
+    columns: the columns to show, in order (missing ones are skipped). limit: print the first
+    `limit` rows and say on stderr how many more there are; `more` adds rows the caller already
+    left out (e.g. a query fetched with LIMIT). stream: where data goes (stdout); width: the
+    table width (the terminal's, or unbounded off a terminal); notes: where notes go (stderr)."""
+    fmt = check_format(fmt)
+    df, more = _select(df, columns, limit, more)
+    if fmt == "table":
+        _print_table(_grid_from_frame(df), title, stream, width, notes)
+    else:
+        if title:
+            _note(title, notes)
+        _write(render(df, fmt), stream)
+    _note_more(more, notes)
+
+
+def emit_document(meta: dict, df, fmt: str | None = None, columns: list[str] | None = None, *,
+                  limit: int | None = None, more: int = 0, stream: IO[str] | None = None,
+                  notes: IO[str] | None = None, **table) -> None:
+    """A frame with metadata (e.g. a family's size): json prints ONE object {**meta, "rows": [...]};
+    other formats print the metadata as `key: value` lines on stderr and the rows as `emit` does."""
+    fmt = check_format(fmt)
+    if "rows" in meta:
+        raise ValueError("meta may not have a key 'rows': the rows go there")
+    if fmt != "json":
+        for key, value in meta.items():
+            _note(f"{key}: {_display(value)}", notes)
+        return emit(df, fmt, columns, limit=limit, more=more, stream=stream, notes=notes, **table)
+    if table.get("title"):
+        _note(table["title"], notes)
+    df, more = _select(df, columns, limit, more)
+    head = json.dumps(_finite(meta), default=_json_default, ensure_ascii=False)
+    _write(head[:-1] + (", " if meta else "") + '"rows": ' + render(df, "json").rstrip("\n") + "}\n", stream)
+    _note_more(more, notes)
+
+
+def print_rows(rows: list[dict], columns: list[str], title: str | None = None, *, stream: IO[str] | None = None,
+               width: int | None = None, notes: IO[str] | None = None) -> None:
+    """A table of plain rows (dicts whose values need not share a type per column)."""
+    _print_table(_grid_from_rows(rows, columns), title, stream, width, notes)
+
+
+def render(df, fmt: str) -> str:
+    """A frame as text in a non-table format (what `emit` writes)."""
+    fmt = check_format(fmt)
+    if fmt == "markdown":
+        return _markdown(_grid_from_frame(df))
+    if fmt == "latex":
+        return _latex(_grid_from_frame(df))
+    if fmt == "table":
+        raise ValueError("render a table with emit or print_rows")
+    df = _machine_frame(df)
+    if fmt == "json":
+        return df.write_json() + "\n"
+    if fmt == "ndjson":
+        return df.write_ndjson()
+    return _nested_as_json_text(df).write_csv(separator="," if fmt == "csv" else "\t")
+
+
+def _select(df, columns, limit, more):
+    """The chosen columns and the first `limit` rows; `more` counts the rows left out."""
+    if columns:
+        df = df.select([c for c in columns if c in df.columns])
+    if limit is not None and df.height > limit:
+        return df.head(limit), more + df.height - limit
+    return df, more
+
+
+def _note_more(more: int, notes: IO[str] | None) -> None:
+    if more:
+        _note(f"{more} more row{'' if more == 1 else 's'}", notes)
+
+
+def _write(text: str, stream: IO[str] | None) -> None:
+    (stream or sys.stdout).write(text)
+
+
+def _note(text: str, notes: IO[str] | None) -> None:
+    (notes or sys.stderr).write(text + "\n")
+
+
+# ---------------------------------------------------------------- machine formats
+
+def _machine_frame(df):
+    """Columns JSON and CSV writers cannot take, or would write ambiguously, as plain values."""
+    import polars as pl
+
+    exprs = []
+    for name, dtype in df.schema.items():
+        col = pl.col(name)
+        if isinstance(dtype, pl.Decimal):
+            col = col.cast(pl.Float64)
+        elif isinstance(dtype, (pl.Datetime, pl.Duration)):
+            col = col.dt.to_string("iso:strict" if isinstance(dtype, pl.Datetime) else "iso")
+        elif isinstance(dtype, pl.Binary):
+            col = col.bin.encode("base64")
+        elif isinstance(dtype, pl.Object):
+            col = col.map_elements(str, return_dtype=pl.String)
+        exprs.append(col.alias(name))
+    return df.select(exprs)
+
+
+def _nested_as_json_text(df):
+    """List, array and struct cells as JSON text for csv/tsv (null stays an empty cell)."""
+    import polars as pl
+
+    def as_json(name):
+        encoded = pl.struct(pl.col(name).alias("v")).struct.json_encode()
+        text = encoded.str.strip_prefix('{"v":').str.strip_suffix("}")
+        return pl.when(pl.col(name).is_null()).then(None).otherwise(text).alias(name)
+
+    nested = [n for n, t in df.schema.items() if t.is_nested()]
+    return df.with_columns(as_json(n) for n in nested) if nested else df
+
+
+def _finite(value):
+    """NaN and infinities as None, through dicts and lists (JSON has no NaN)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _json_default(value):
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    if hasattr(value, "tolist"):  # numpy arrays and scalars
+        return _finite(value.tolist())
+    return str(value)
+
+
+# ---------------------------------------------------------------- human formats
+
+@dataclass
+class _Grid:
+    """A frame as display strings: what table, markdown and latex print."""
+
+    columns: list[str]
+    rows: list[list[str]]
+    numeric: list[bool]  # right-aligned
+    vector: list[bool]   # float vectors, shown as `[N floats]`
+
+
+def _display(value) -> str:
+    """One cell for people: floats to 4 significant digits, float vectors as `[N floats]`, blobs as `[N bytes]`."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
+        value = float(value)
+        return "NaN" if math.isnan(value) else f"{value:.4g}"
+    if hasattr(value, "tolist") and not isinstance(value, str):  # numpy arrays and scalars
+        return _display(value.tolist())
+    if isinstance(value, (list, tuple)):
+        if _is_float_vector(value):
+            return f"[{len(value)} floats]"
+        return json.dumps(_finite(list(value)), default=_json_default, ensure_ascii=False)
+    if isinstance(value, dict):
+        return json.dumps(_finite(value), default=_json_default, ensure_ascii=False)
+    if isinstance(value, bytes):
+        return f"[{len(value)} bytes]"
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    return str(value)
+
+
+def _is_float_vector(values) -> bool:
+    real = [v for v in values if v is not None]
+    return bool(real) and all(isinstance(v, numbers.Real) and not isinstance(v, numbers.Integral) for v in real)
+
+
+def _grid_from_frame(df) -> _Grid:
+    import polars as pl
+
+    def float_vector(dtype):
+        return isinstance(dtype, (pl.List, pl.Array)) and dtype.inner.is_float()
+
+    vector = [float_vector(t) for t in df.schema.values()]
+    # Count vector lengths in polars rather than pulling every float into Python.
+    shown = df.with_columns(
+        pl.when(pl.col(n).is_null()).then(None)
+        .otherwise(pl.format("[{} floats]", pl.col(n).cast(pl.List(t.inner)).list.len())).alias(n)
+        for (n, t), v in zip(df.schema.items(), vector) if v)
+    rows = [[_display(v) for v in row] for row in shown.iter_rows()]
+    numeric = [t.is_numeric() for t in df.schema.values()]
+    return _Grid(list(df.columns), rows, numeric, vector)
+
+
+def _grid_from_rows(rows: list[dict], columns: list[str]) -> _Grid:
+    values = [[r.get(c) for c in columns] for r in rows]
+    cells = [[_display(v) for v in row] for row in values]
+
+    def kind(i, test):
+        present = [row[i] for row in values if row[i] is not None]
+        return bool(present) and all(test(v) for v in present)
+
+    numeric = [kind(i, lambda v: isinstance(v, numbers.Real) and not isinstance(v, bool)) for i in range(len(columns))]
+    vector = [kind(i, lambda v: isinstance(v, (list, tuple)) and _is_float_vector(v)) for i in range(len(columns))]
+    return _Grid(list(columns), cells, numeric, vector)
+
+
+def _markdown(grid: _Grid) -> str:
+    """A GitHub table: `|` escaped, line breaks as <br>."""
+    def cell(text):
+        return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r\n", "<br>").replace("\n", "<br>")
+
+    lines = ["| " + " | ".join(cell(c) for c in grid.columns) + " |",
+             "|" + "|".join("---:" if n else "---" for n in grid.numeric) + "|"]
+    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in grid.rows]
+    return "\n".join(lines) + "\n"
+
+
+_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+                  "\n": " ", "\r": ""}
+_LATEX_RE = re.compile("|".join(re.escape(k) for k in _LATEX_SPECIAL))
+
+
+def latex_escape(text: str) -> str:
+    """Text as LaTeX typesets it literally (one pass, so inserted braces are not escaped again)."""
+    return _LATEX_RE.sub(lambda m: _LATEX_SPECIAL[m.group()], text)
+
+
+def _latex(grid: _Grid) -> str:
+    """A booktabs tabular (needs \\usepackage{booktabs})."""
+    def line(cells):
+        return " & ".join(latex_escape(c) for c in cells) + r" \\"
+
+    spec = "".join("r" if n else "l" for n in grid.numeric)
+    body = [line(row) for row in grid.rows]
+    return "\n".join([rf"\begin{{tabular}}{{{spec}}}", r"\toprule", line(grid.columns), r"\midrule",
+                      *body, r"\bottomrule", r"\end{tabular}"]) + "\n"
+
+
+# ---------------------------------------------------------------- table
+
+def _print_table(grid: _Grid, title: str | None, stream: IO[str] | None, width: int | None,
+                 notes: IO[str] | None) -> None:
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    if stream is None and width is None:
+        console = out
+    else:
+        console = make_console(file=stream, width=width or (UNBOUNDED if stream else out.width))
+    available = console.width
+    keep, widths = _fit(grid, available)
+    hidden = [c for i, c in enumerate(grid.columns) if i not in keep]
+    if hidden:
+        _note(f"{len(hidden)} column{'' if len(hidden) == 1 else 's'} not shown to fit {available} characters "
+              f"(a wider terminal or another --format shows them): {', '.join(hidden)}", notes)
+    table = Table(title=Text(title) if title else None, box=box.HEAVY_HEAD, header_style="bold")
+    for i in keep:
+        table.add_column(Text(grid.columns[i]), width=widths[i], overflow="fold",
+                         justify="right" if grid.numeric[i] else "left")
+    for row in grid.rows:
+        table.add_row(*(Text(row[i]) for i in keep))
+    console.print(table, soft_wrap=False, crop=False)
+
+
+def _overhead(n_columns: int) -> int:
+    """Borders and padding of a boxed rich table: one space each side of a cell, n + 1 rules."""
+    return 3 * n_columns + 1
+
+
+def _fit(grid: _Grid, available: int) -> tuple[list[int], dict[int, int]]:
+    """Which columns to show and how wide, so that no name is cut.
+
+    A column of names (no spaces) is never narrower than its longest name; a column of text
+    wraps at spaces, but not narrower than its longest word. If even that does not fit, the
+    least useful columns go first: all empty, then one value throughout, then float vectors,
+    then from the right. The first column always stays."""
+    from rich.cells import cell_len
+
+    natural, minimum = [], []
+    for i, name in enumerate(grid.columns):
+        texts = [name] + [row[i] for row in grid.rows]
+        natural.append(max((cell_len(line) for t in texts for line in t.splitlines() or [""]), default=0))
+        words = max((cell_len(w) for t in texts for w in t.split()), default=0)
+        is_text = any(any(ch.isspace() for ch in row[i].strip()) for row in grid.rows)
+        minimum.append(max(words, min(natural[i], MIN_TEXT_WIDTH)) if is_text else words)
+    keep = list(range(len(grid.columns)))
+
+    def needed(cols):
+        return sum(minimum[i] for i in cols) + _overhead(len(cols))
+
+    cells = [[row[i] for row in grid.rows] for i in keep]
+    empty = [i for i in keep if all(c == "" for c in cells[i])]
+    constant = [i for i in keep if len(grid.rows) > 1 and len(set(cells[i])) == 1 and i not in empty]
+    vectors = [i for i in keep if grid.vector[i] and i not in empty + constant]
+    order = empty + constant + vectors + [i for i in reversed(keep) if i not in empty + constant + vectors]
+    for i in order:
+        if needed(keep) <= available or len(keep) == 1:
+            break
+        if i != 0:
+            keep.remove(i)
+    widths = {i: natural[i] for i in keep}
+    excess = sum(widths.values()) + _overhead(len(keep)) - available
+    while excess > 0:  # narrow the widest column that may still wrap, one character at a time
+        wrappable = [i for i in keep if widths[i] > minimum[i]]
+        if not wrappable:
+            break
+        widest = max(wrappable, key=lambda i: widths[i])
+        widths[widest] -= 1
+        excess -= 1
+    if excess > 0 and len(keep) == 1:  # a lone column wider than the screen folds
+        widths[keep[0]] = max(1, available - _overhead(1))
+    return keep, widths
