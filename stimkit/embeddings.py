@@ -40,6 +40,7 @@ def register(con, enc: Encoder) -> str:
                 encoded_at  TIMESTAMP NOT NULL DEFAULT current_timestamp,
                 PRIMARY KEY (fingerprint, text, span_start, span_end)
             )""")
+        store.refresh_vector_view(con)
         if not store.one(con, "SELECT 1 FROM encoders WHERE fingerprint = ?", [fp]):
             con.execute(
                 "INSERT INTO encoders (fingerprint, spec, name, dim, uses_span, vector_table, details) VALUES (?, ?, ?, ?, ?, ?, ?)",

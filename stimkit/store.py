@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import re
+import time
 from pathlib import Path
 
 import duckdb
@@ -23,15 +25,36 @@ def migrations() -> list[tuple[int, Path]]:
     return found
 
 
-def connect(path: str | Path | None = None, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """Open the store and bring its schema up to date (each migration once, in order)."""
+LOCK_TIMEOUT = float(os.environ.get("STIMKIT_LOCK_TIMEOUT", "120"))
+
+
+def connect(path: str | Path | None = None, read_only: bool = False, wait: float | None = None,
+            on_wait=None) -> duckdb.DuckDBPyConnection:
+    """Open the store (read-write: bring its schema up to date, each migration once).
+
+    A read-only open never creates a store. DuckDB lets one process write or many read:
+    while another process holds the file, retry for up to `wait` seconds (default
+    STIMKIT_LOCK_TIMEOUT, 120), telling `on_wait` once what we wait for."""
+    from . import UsageError
+
     path = Path(path) if path is not None else default_db()
     if read_only and not path.exists():
-        raise StimkitError(f"{path}: no such store (run `stimkit generate` first)")
-    try:
-        con = duckdb.connect(str(path), read_only=read_only)
-    except duckdb.Error as e:
-        raise StimkitError(f"{path}: cannot open store: {e}") from None
+        raise UsageError(f"no store at {path}: run `stimkit generate` first")
+    deadline = time.monotonic() + (LOCK_TIMEOUT if wait is None else wait)
+    told = False
+    while True:
+        try:
+            con = duckdb.connect(str(path), read_only=read_only)
+            break
+        except duckdb.IOException as e:
+            if "lock" not in str(e).lower() or time.monotonic() > deadline:
+                raise StimkitError(f"{path}: cannot open store: {str(e).splitlines()[0]}") from None
+            if not told and on_wait is not None:
+                on_wait(f"waiting for {path}: another process is {'writing to' if read_only else 'using'} it")
+                told = True
+            time.sleep(0.1)
+        except duckdb.Error as e:
+            raise StimkitError(f"{path}: cannot open store: {str(e).splitlines()[0]}") from None
     try:
         check_schema(con, path, read_only)
         if not read_only:
@@ -42,15 +65,33 @@ def connect(path: str | Path | None = None, read_only: bool = False) -> duckdb.D
     return con
 
 
+def refresh_vector_view(con) -> None:
+    """(Re)define `stimulus_vectors`: current stimuli joined to their vectors, for every
+    encoder and every embeddings_<dim> table (vectors as FLOAT[] so dimensions mix)."""
+    tables = [t for (t,) in rows(con, "SELECT table_name FROM information_schema.tables "
+                                      "WHERE regexp_matches(table_name, '^embeddings_[0-9]+$') ORDER BY 1")]
+    if not tables:
+        return
+    parts = [f"""
+        SELECT s.set_name, s.set_version, s.ordinal, s.word, s.template_id, s.stimulus, enc.spec AS encoder,
+               enc.fingerprint, enc.dim, e.vector::FLOAT[] AS vector, e.note
+        FROM current_stimuli s
+        JOIN {t} e ON e.text = s.stimulus
+             AND (e.span_start = -1 OR (e.span_start = s.span_start AND e.span_end = s.span_end))
+        JOIN encoders enc ON enc.fingerprint = e.fingerprint""" for t in tables]
+    con.execute("CREATE OR REPLACE VIEW stimulus_vectors AS " + " UNION ALL ".join(parts))
+
+
 def check_schema(con, path, read_only: bool) -> None:
     """Refuse a store from a newer stimkit (its tables may mean other things), and a
     read-only open of an older one (its views are missing until a write migrates it)."""
     from . import __version__
 
     have, known = schema_version(con), max(n for n, _ in migrations())
+    applied = {n for (n,) in rows(con, "SELECT version FROM schema_migrations")} if have else set()
     if have > known:
         raise StimkitError(f"{path}: made by a newer stimkit (schema {have}; stimkit {__version__} knows {known}): upgrade stimkit")
-    if read_only and have < known:
+    if read_only and applied != {n for n, _ in migrations()}:
         raise StimkitError(f"{path}: schema {have} is older than this stimkit's ({known}): "
                            "run a writing command (e.g. `stimkit generate`) once to upgrade it")
 
@@ -79,13 +120,14 @@ def migrate(con) -> int:
     con.execute(
         "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name VARCHAR, applied_at TIMESTAMP DEFAULT current_timestamp)"
     )
-    current = schema_version(con)
+    applied = {n for (n,) in rows(con, "SELECT version FROM schema_migrations")}
     for number, path in migrations():
-        if number <= current:
+        if number in applied:  # each once, in order; one missing from the middle is applied too
             continue
         with transaction(con):
             con.execute(path.read_text())
             con.execute("INSERT INTO schema_migrations (version, name) VALUES (?, ?)", [number, path.name])
+            refresh_vector_view(con)
     return schema_version(con)
 
 

@@ -83,7 +83,7 @@ def test_template_change_makes_a_new_version(empty_con, tmp_path, monkeypatch):
     from stimkit.paths import data_dir
     root = tmp_path / "templates"
     shutil.copytree(data_dir("templates"), root)
-    monkeypatch.setenv("STIMKIT_TEMPLATES", str(root))
+    monkeypatch.setenv("STIMKIT_TEMPLATES_DIR", str(root))
     d = write_lists(tmp_path, SMALL)
     v1 = gen(empty_con, d, "targets@may2019")[0]["version"]
     (root / "may2019" / "name.j2").write_text("Meet {{ word }}.\n")

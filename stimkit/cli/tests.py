@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .. import StimkitError, UsageError, analysis, catalog, generate, runner, stats, wordlists
+from .. import UsageError, analysis, catalog, generate, runner, stats, wordlists
 from .common import app, count as _count, db_path, emit, emit_document, err, handles_errors, open_store, out, print_rows
 from .encode import encode_with_progress
 
