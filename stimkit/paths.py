@@ -9,7 +9,7 @@ _PACKAGE = Path(__file__).resolve().parent
 
 
 def data_dir(name: str) -> Path:
-    """The folder `name` (templates, wordlists, db, queries)."""
+    """The folder `name` (templates, wordlists, db, queries, properties)."""
     override = os.environ.get(f"STIMKIT_{name.upper()}")
     if override:
         return Path(override)

@@ -184,6 +184,9 @@ def run_cmd(
     out.print(f"\n{checks.height} consistency violations (queries/consistency.sql):", highlight=False)
     if checks.height:
         emit(checks, "table")
+    from .wefat import run_catalog as run_wefat_catalog
+    out.print("\nWEFAT (queries/wefat.toml):", highlight=False)
+    run_wefat_catalog(con, specs, budget, seed, run_id)
     out.print(f"\nrun {run_id} in {time.perf_counter() - started:.1f}s; {df['rejected'].sum()} of {df.height} "
               f"significant after Holm at {alpha}. Store: {state['db'] or default_db()}", highlight=False)
 
