@@ -12,14 +12,12 @@ import pytest
 from scipy import stats as sps
 from typer.testing import CliRunner
 
-from stimkit import StimkitError, encoders, generate, properties, store, wefat, wordlists
+from stimkit import StimkitError, encoders, properties, store, wefat, wordlists
 from stimkit.cli import app
-from stimkit.generate import SetSpec
 
 from conftest import REPO, snapshot
 
 WEFAT_REF = REPO.parent / "shared" / "reference" / "wefat"
-LISTS = ["occupations", "androgynous_names", "female_terms", "male_terms"]
 
 
 # --------------------------------------------------------------------------- statistics
@@ -174,23 +172,10 @@ def test_non_numeric_property_is_one_line_naming_file_and_line(tmp_path):
 
 # --------------------------------------------------------------------------- the store and the CLI
 
-@pytest.fixture(scope="module")
-def wefat_db(tmp_path_factory):
-    path = tmp_path_factory.mktemp("wefat") / "wefat.duckdb"
-    con = store.connect(path)
-    generate.generate(con, [SetSpec(n, t) for n in LISTS for t in ("word", "may2019")], wordlists.load_all())
-    con.close()
-    return path
-
-
 @pytest.fixture
-def con(wefat_db, tmp_path):
-    import shutil
-    path = tmp_path / "copy.duckdb"
-    shutil.copy(wefat_db, path)
-    con = store.connect(path)
-    yield con
-    con.close()
+def con(catalog_con):
+    """A private copy of the catalog store (conftest), which holds every word list under word and may2019."""
+    return catalog_con
 
 
 @pytest.fixture(scope="module")
@@ -304,3 +289,12 @@ def test_cli_bad_property_file_is_one_line_and_help_says_sizes_may_differ(con, t
     assert snapshot(store.connect(db)) == before
     help_text = cli.invoke(app, ["wefat", "--help"], env={"COLUMNS": "300"}).output
     assert "A and B may differ in size" in " ".join(help_text.split())
+
+
+def test_run_catalog_runs_both_entries_under_one_run(con, glove):
+    from stimkit import runner
+    with store.transaction(con):
+        run_id = runner.start_run(con, "run", 0)
+    rows = wefat.run_catalog(con, [glove], wefat.Options(budget=5000), run_id)
+    assert [r["name"] for r in rows] == ["wefat-occupations", "wefat-names"]
+    assert store.rows(con, "SELECT DISTINCT run_id FROM wefat_results") == [(run_id,)]
