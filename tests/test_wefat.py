@@ -283,10 +283,12 @@ def test_cli_bad_property_file_is_one_line_and_help_says_sizes_may_differ(con, t
     bad = tmp_path / "bad.csv"
     bad.write_text("word,value\nnurse,ninety\n")
     r = cli.invoke(app, ["--db", db, "wefat", "--targets", "occupations", "--a", "female_terms", "--b", "male_terms",
-                         "--property", str(bad)])
+                         "--property", str(bad), "--name", "bad"])
     assert r.exit_code == 1
     assert r.output.strip().splitlines() == [f"error: {bad}:2: value 'ninety' of word 'nurse' is not a number"]
-    assert snapshot(store.connect(db)) == before
+    after = store.connect(db)
+    assert snapshot(after) == before
+    after.close()
     help_text = cli.invoke(app, ["wefat", "--help"], env={"COLUMNS": "300"}).output
     assert "A and B may differ in size" in " ".join(help_text.split())
 
@@ -298,3 +300,19 @@ def test_run_catalog_runs_both_entries_under_one_run(con, glove):
     rows = wefat.run_catalog(con, [glove], wefat.Options(budget=5000), run_id)
     assert [r["name"] for r in rows] == ["wefat-occupations", "wefat-names"]
     assert store.rows(con, "SELECT DISTINCT run_id FROM wefat_results") == [(run_id,)]
+    wefat.run_catalog(con, [glove], wefat.Options(budget=5000), run_id + "-again")
+    # a property table version is stored once, however often it is used
+    assert store.rows(con, "SELECT name, count(*) FROM property_tables GROUP BY name ORDER BY name") == [
+        ("bls2015_percent_women", 1), ("census1990_percent_female", 1)]
+
+
+def test_contextual_word_context_reads_the_words_span(con):
+    """c-word: a token-pooling encoder embeds the target word inside each of its sentences."""
+    enc = encoders.resolve("minilm,pooling=token")
+    first = "SELECT * FROM current_stimuli WHERE set_name = '{}@may2019' AND word_ordinal < {}"
+    test = wefat.WefatDef("cword", first.format("occupations", 5), first.format("female_terms", 4),
+                          first.format("male_terms", 4), "bls2015_percent_women", context="sentence")
+    row = wefat.run_wefat(con, test, enc, wefat.Options(budget=50))
+    assert row["context"] == "token" and row["n"] == 5
+    assert [it["word"] for it in row["items"]] == ["technician", "accountant", "supervisor", "engineer", "worker"]
+    assert row["word_p_method"] == "sampled-clustered"  # C(8, 4) = 70 attribute-word splits > the budget of 50

@@ -45,6 +45,7 @@ def wefat_cmd(
     a: Annotated[Optional[str], typer.Option("--a", help="Attribute set A (e.g. female_terms): word-list name, set name or SQL.")] = None,
     b: Annotated[Optional[str], typer.Option("--b", help="Attribute set B; A and B may differ in size (WEFAT does not need equal sizes).")] = None,
     prop: Annotated[Optional[str], typer.Option("--property", help="Property table (properties/<name>.csv or a .csv path), or SQL returning word, value.")] = None,
+    label: Annotated[str, typer.Option("--name", help="Name of the ad-hoc WEFAT.")] = "adhoc",
     encoder: Annotated[str, typer.Option("--encoder", "-e", help="Encoder spec.")] = "glove-6b-50d",
     context: Annotated[Optional[str], typer.Option("--context", help="word | sentence: bare list names go through `word` or --templates.")] = None,
     templates: Annotated[str, typer.Option("--templates", help="Template set of the sentence context.")] = "may2019",
@@ -66,7 +67,7 @@ def wefat_cmd(
         if any(adhoc):
             raise StimkitError("give a catalog name or --targets --a --b --property, not both")
     elif all(adhoc):
-        test = wefat.WefatDef("adhoc", targets, a, b, prop, source="adhoc")
+        test = wefat.WefatDef(label, targets, a, b, prop, source="adhoc")
     else:
         raise StimkitError("name a WEFAT (wefat-occupations, wefat-names) or give all of --targets --a --b --property")
     if context is not None:
