@@ -264,6 +264,7 @@ def run_wefat(con, test: WefatDef, enc: Encoder, opts: Options = Options(), run_
 
     fraction = test.drop_least_typical if opts.drop_least_typical is None else opts.drop_least_typical
     if fraction and kept:
+        # a word's point for the filter: the mean unit vector of its stimuli (one, in word context)
         centroids = np.stack([stats.unit_rows(T[items[k]["rows"]]).mean(axis=0) for k in kept])
         for j in least_typical(centroids, fraction):
             items[kept[j]]["dropped"] = "least typical"
