@@ -189,6 +189,8 @@ class Options:
             raise StimkitError(f"unknown per-word p-value method {self.method!r} (known: auto, exact, sampled)")
         if self.budget < 2:
             raise StimkitError("the sample budget must be at least 2")
+        if self.drop_least_typical is not None and not 0 <= self.drop_least_typical < 1:
+            raise StimkitError(f"--drop-least-typical must be in [0, 1), got {self.drop_least_typical}")
         if not 0 < self.ci_level < 1:
             raise StimkitError(f"the CI level must be in (0, 1), got {self.ci_level}")
 
