@@ -316,3 +316,11 @@ def test_contextual_word_context_reads_the_words_span(con):
     assert row["context"] == "token" and row["n"] == 5
     assert [it["word"] for it in row["items"]] == ["technician", "accountant", "supervisor", "engineer", "worker"]
     assert row["word_p_method"] == "sampled-clustered"  # C(8, 4) = 70 attribute-word splits > the budget of 50
+
+
+def test_same_seed_same_sampled_word_p_values(con, glove):
+    test = wefat.get("wefat-occupations")
+    first, again, other = (wefat.run_wefat(con, test, glove, wefat.Options(budget=1000, seed=seed)) for seed in (1, 1, 2))
+    p = lambda row: [it["word_p_value"] for it in row["items"]]  # noqa: E731
+    assert first["word_p_method"] == "sampled" and p(first) == p(again) != p(other)
+    assert first["r"] == other["r"]  # the correlation itself does not depend on the seed
