@@ -77,6 +77,9 @@ def catalog_list(ctx: typer.Context):
     con = open_store()
     rows = [{"test": t.name, "context": t.context, "family": t.family, "source": t.source,
              "X": t.sets[0], "Y": t.sets[1], "A": t.sets[2], "B": t.sets[3]} for t in catalog.load(con).values()]
+    from .. import wefat  # WEFAT entries: one target set and a property in place of Y
+    rows += [{"test": t.name, "context": t.context, "family": "WEFAT", "X": t.targets, "Y": f"property {t.property}",
+              "A": t.a, "B": t.b} for t in wefat.load_catalog().values()]
     print_rows(rows, ["test", "context", "family", "X", "Y", "A", "B"])
 
 

@@ -247,6 +247,9 @@ def run_cmd(
               highlight=False)
     if violations.height:
         emit(violations.drop("verdict"), "table")
+    from .wefat import run_catalog as run_wefat_catalog
+    out.print("\nWEFAT (queries/wefat.toml):", highlight=False)
+    run_wefat_catalog(con, specs, budget, seed, run.run_id)
     out.print(f"\nrun {run.run_id} in {time.perf_counter() - started:.1f}s; {df['rejected'].sum()} of {df.height} "
               f"significant after Holm at {alpha}. Store: {db_path()}", highlight=False)
     finish(run, len(tests), len(specs))

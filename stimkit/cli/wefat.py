@@ -1,0 +1,118 @@
+"""WEFAT commands: wefat (run one, catalog or ad hoc), wefat-results (stored results)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import sys
+from typing import Annotated, Optional
+
+import polars as pl
+import typer
+
+from .. import StimkitError, encoders, store, wefat
+from .common import app, emit, err, handles_errors, open_store, out
+
+SUMMARY_COLUMNS = ["name", "encoder", "context", "n", "r", "p_value", "rho", "slope", "intercept", "dropped_words"]
+WORD_COLUMNS = ["word", "association", "property", "word_p_value", "n_stimuli", "dropped"]
+
+
+def _clean(value):
+    """JSON has no NaN: a missing number is null."""
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
+def document(result: dict) -> dict:
+    """The one JSON document of a run: the summary, and a row per target word."""
+    summary = {k: _clean(v) for k, v in result.items() if k != "items"}
+    summary["options"] = json.loads(summary["options"])
+    return {"summary": summary, "words": [{k: _clean(v) for k, v in it.items()} for it in result["items"]]}
+
+
+def summary_line(row: dict) -> str:
+    dropped = f"; dropped {', '.join(row['dropped_words'])}" if row["dropped_words"] else ""
+    return (f"{row['name']} / {row['encoder']} ({row['context']}): r = {row['r']:.3f}, p = {row['p_value']:.3g}, "
+            f"rho = {row['rho']:.3f}, n = {row['n']}, slope = {row['slope']:.3g} "
+            f"[{row['slope_ci_low']:.3g}, {row['slope_ci_high']:.3g}]{dropped}")
+
+
+@app.command("wefat")
+@handles_errors
+def wefat_cmd(
+    name: Annotated[Optional[str], typer.Argument(help="A WEFAT from queries/wefat.toml (wefat-occupations, wefat-names).")] = None,
+    targets: Annotated[Optional[str], typer.Option("--targets", help="Target words: word-list name, set name or SQL.")] = None,
+    a: Annotated[Optional[str], typer.Option("--a", help="Attribute set A (e.g. female_terms): word-list name, set name or SQL.")] = None,
+    b: Annotated[Optional[str], typer.Option("--b", help="Attribute set B; A and B may differ in size (WEFAT does not need equal sizes).")] = None,
+    prop: Annotated[Optional[str], typer.Option("--property", help="Property table (properties/<name>.csv or a .csv path), or SQL returning word, value.")] = None,
+    label: Annotated[str, typer.Option("--name", help="Name of the ad-hoc WEFAT.")] = "adhoc",
+    encoder: Annotated[str, typer.Option("--encoder", "-e", help="Encoder spec.")] = "glove-6b-50d",
+    context: Annotated[Optional[str], typer.Option("--context", help="word | sentence: bare list names go through `word` or --templates.")] = None,
+    templates: Annotated[str, typer.Option("--templates", help="Template set of the sentence context.")] = "may2019",
+    drop: Annotated[Optional[float], typer.Option("--drop-least-typical", help="Leave out this fraction of targets farthest from their centroid (e.g. 0.2; default: off, or the catalog entry's).")] = None,
+    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates for a CI of r (0: none).")] = 0,
+    method: Annotated[str, typer.Option("--method", help="Per-word p-value: auto | exact | sampled.")] = "auto",
+    budget: Annotated[int, typer.Option("--budget", help="Partitions per word beyond which p is sampled.")] = wefat.stats.DEFAULT_BUDGET,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    fmt: Annotated[str, typer.Option("--format", help="table | json | any output format (per-word rows).")] = "table",
+):
+    """Word Embedding Factual Association Test: correlate s(w, A, B) of target words with a property.
+
+    s(w) = (mean_a cos(w,a) - mean_b cos(w,b)) / std over A u B (ddof 1); per word a permutation
+    p over partitions of A u B; overall Pearson r (p as scipy.stats.pearsonr), Spearman rho and the
+    regression of the property on s(w). A and B may differ in size. The result goes to the store."""
+    adhoc = [targets, a, b, prop]
+    if name:
+        test = wefat.get(name)
+        if any(adhoc):
+            raise StimkitError("give a catalog name or --targets --a --b --property, not both")
+    elif all(adhoc):
+        test = wefat.WefatDef(label, targets, a, b, prop, source="adhoc")
+    else:
+        raise StimkitError("name a WEFAT (wefat-occupations, wefat-names) or give all of --targets --a --b --property")
+    if context is not None:
+        if context not in ("word", "sentence"):
+            raise StimkitError(f"unknown context {context!r} (known: word, sentence)")
+        test = dataclasses.replace(test, context=context, templates=templates)
+    opts = wefat.Options(method=method, budget=budget, seed=seed, bootstrap=bootstrap, drop_least_typical=drop)
+    enc = encoders.resolve(encoder)
+    con = open_store()
+    result = wefat.run_wefat(con, test, enc, opts)
+    if fmt == "json":
+        sys.stdout.write(json.dumps(document(result)) + "\n")
+        return
+    err.print(summary_line(result), highlight=False)
+    emit(pl.DataFrame(result["items"]).drop("set_version", "template_ids", "ordinal"), fmt,
+         WORD_COLUMNS if fmt == "table" else None)
+
+
+@app.command("wefat-results")
+@handles_errors
+def wefat_results_cmd(
+    where: Annotated[Optional[str], typer.Option("--where", help="SQL condition on `wefat_results` (default: latest run).")] = None,
+    words: Annotated[bool, typer.Option("--words", help="Per-word rows (wefat_items) instead of summaries.")] = False,
+    fmt: Annotated[str, typer.Option("--format")] = "table",
+):
+    """Stored WEFAT results (or their per-word rows)."""
+    con = open_store()
+    cond = where or "run_id = (SELECT run_id FROM wefat_results ORDER BY created_at DESC LIMIT 1)"
+    sql = f"SELECT * FROM wefat_results WHERE {cond} ORDER BY created_at, name, encoder"
+    if words:
+        sql = (f"SELECT r.name, r.encoder, r.context, i.* EXCLUDE (result_id) FROM wefat_items i "
+               f"JOIN ({sql}) r USING (result_id) ORDER BY r.created_at, r.name, r.encoder, i.ordinal")
+    try:
+        df = store.frame(con, sql)
+    except Exception as e:  # a bad --where
+        raise StimkitError(f"query failed: {str(e).splitlines()[0]} -- in: {sql}") from None
+    if df.height == 0:
+        out.print("no WEFAT results (run `stimkit wefat`)")
+        return
+    emit(df, fmt, (["name", "encoder", "context", "word", "association", "property", "word_p_value", "dropped"] if words
+                   else SUMMARY_COLUMNS) if fmt == "table" else None)
+
+
+def run_catalog(con, specs: list[str], budget: int, seed: int, run_id: str) -> None:
+    """`stimkit run`'s WEFAT part: every catalog WEFAT per encoder, a line each."""
+    opts = wefat.Options(budget=budget, seed=seed)
+    for row in wefat.run_catalog(con, [encoders.resolve(s) for s in specs], opts, run_id):
+        out.print(summary_line(row), highlight=False)
