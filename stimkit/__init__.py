@@ -1,6 +1,22 @@
 """stimkit: stimuli, embeddings and association tests (WEAT / SEAT) in one DuckDB store."""
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
+
+# The library's face, imported on first use so that `import stimkit` (and the CLI's
+# start-up) stays light: stimkit.weat(...), stimkit.open(path), stimkit.Store.
+_LAZY = {"weat": ("api", "weat"), "WeatResult": ("api", "WeatResult"), "open": ("api", "open"), "Store": ("api", "Store")}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        return getattr(importlib.import_module(f".{module}", __name__), attr)
+    raise AttributeError(f"module 'stimkit' has no attribute {name!r}")
+
+
+__all__ = ["weat", "WeatResult", "open", "Store", "StimkitError", "UsageError", "__version__"]
 
 
 class StimkitError(Exception):

@@ -84,6 +84,32 @@ def run_sql(con, sql: str) -> pl.DataFrame:
         raise StimkitError(f"query failed: {str(e).splitlines()[0]}") from None
 
 
+READING = {"SELECT", "EXPLAIN", "PRAGMA", "CALL", "MULTI"}  # MULTI: PIVOT expands to several reading steps
+
+
+def read_query(con, sql: str, params: dict | None = None, allow_files: bool = False) -> pl.DataFrame:
+    """One reading statement a user typed, with named parameters ($name). Writes are
+    refused before they run (and the store is open read-only besides); files on the host
+    are out of reach unless `allow_files`."""
+    import duckdb
+
+    try:
+        statements = duckdb.extract_statements(sql)
+    except duckdb.Error as e:
+        raise StimkitError(f"query failed: {str(e).splitlines()[0]}") from None
+    if len(statements) != 1:
+        raise StimkitError(f"query: one statement at a time, not {len(statements)}")
+    kind = statements[0].type.name
+    if kind not in READING:
+        raise StimkitError(f"query can only read: a {kind} statement is refused (writes go through stimkit commands)")
+    if not allow_files:
+        con.execute("SET enable_external_access = false")
+    try:
+        return con.sql(sql.strip().rstrip(";"), params=params or None).pl()
+    except Exception as e:
+        raise StimkitError(f"query failed: {str(e).splitlines()[0]}") from None
+
+
 def corrected(con, method: str) -> pl.DataFrame:
     """The family with adjusted p-values and decisions; `can_reject`: whether the test
     could reach p <= alpha at all (min_p)."""

@@ -239,3 +239,61 @@ def summary(con, where: str | None = None, top: int = 3) -> tuple[pl.DataFrame, 
         QUALIFY row_number() OVER (PARTITION BY t.audit_id ORDER BY abs(t.shift) DESC) <= {int(top)}
         ORDER BY a.test, a.encoder, a.template_set, abs(t.shift) DESC""")
     return audits, movers
+
+
+def caliskan_sentence_tests() -> list[str]:
+    """The default audit: every sent- Caliskan test of the catalog."""
+    return [n for n in catalog.load_toml() if n.startswith("sent-weat")]
+
+
+def run_templates(con, names: list[str] | None, encoder_specs: list[str], template_sets: list[str] | None,
+                  opts: runner.Options, alpha: float, command: str, on_audit=None) -> tuple[str, list[dict]]:
+    """Audit every test under every template set for every encoder, in one run (all or nothing)."""
+    from . import encoders
+
+    tests = [catalog.get(con, n) for n in (names or caliskan_sentence_tests())]
+    sets = template_sets or [SENTENCE_SET]
+    for t in tests:
+        for sname in sets:
+            retemplate(t, sname)  # refuse a test without sentence sets before any work
+    encs = [encoders.resolve(e) for e in encoder_specs]
+    audits = []
+    with store.transaction(con):
+        run_id = runner.start_run(con, command, opts.seed)
+        for enc in encs:
+            for t in tests:
+                for sname in sets:
+                    a = audit_one(con, run_id, t, enc, sname, opts, alpha)
+                    audits.append(a)
+                    if on_audit:
+                        on_audit(a)
+    return run_id, audits
+
+
+def run_compare(con, names: list[str], encoder_specs: list[str], template_sets: list[str], opts: runner.Options,
+                alpha: float, command: str) -> tuple[str, list[dict]]:
+    """The same tests under each template set: d, its shift and flips against the first set."""
+    from . import encoders
+
+    if len(template_sets) < 2:
+        raise StimkitError("compare needs at least two template sets")
+    tests = [catalog.get(con, n) for n in names]
+    for t in tests:
+        for sname in template_sets:
+            retemplate(t, sname)
+    encs = [encoders.resolve(e) for e in encoder_specs]
+    rows = []
+    with store.transaction(con):
+        run_id = runner.start_run(con, command, opts.seed)
+        for enc in encs:
+            for t in tests:
+                found = compare(con, run_id, t, enc, template_sets, opts)
+                base = found[0]
+                for r in found:
+                    decision = (r["p_value"] <= alpha) != (base["p_value"] <= alpha)
+                    sign = (r["effect_size"] > 0) != (base["effect_size"] > 0)
+                    rows.append({"test": t.name, "encoder": enc.spec, "template_set": r["template_set"], "n_x": r["n_x"],
+                                 "d": r["effect_size"], "d_shift": r["effect_size"] - base["effect_size"],
+                                 "p": r["p_value"], "significant": r["p_value"] <= alpha,
+                                 "flips": "decision" if decision else ("sign" if sign else "")})
+    return run_id, rows

@@ -197,3 +197,17 @@ def select(con, patterns: list[str] | None, everything: bool = False, source: st
             raise UsageError(f"no test matches {pattern!r}" + (f" among {source} tests" if source else "") + hint)
         chosen.update((t.name, t) for t in found)
     return list(chosen.values())
+
+
+def select_stimuli(con, sets: list[str] | None = None, tests: list[str] | None = None, everything: bool = False) -> pl.DataFrame:
+    """The stimuli (text and span) of sets by name or SQL, of tests, or of every current set."""
+    from .embeddings import stimuli_of
+
+    if everything:
+        return stimuli_of([fetch(con, "SELECT * FROM current_stimuli", "all stimuli")])
+    frames = [fetch(con, set_sql(name), f"set {name!r}") for name in sets or []]
+    for name in tests or []:
+        frames += list(fetch_sets(con, get(con, name)).values())
+    if not frames:
+        raise StimkitError("say what to encode: a set (--set), a test (--test) or everything (--all)")
+    return stimuli_of(frames)

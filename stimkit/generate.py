@@ -137,3 +137,22 @@ def generate(con, specs: list[SetSpec], wordlists: dict[str, WordList], template
     template_sets = template_sets if template_sets is not None else {}
     rendered = [render(s, wordlists, template_sets) for s in dict.fromkeys(specs)]
     return write(con, rendered)
+
+
+def plan(lists: dict, wordlist_names: list[str] | None = None, template_sets: list[str] | None = None) -> list[SetSpec]:
+    """The sets to generate: named lists under named template sets ('set' or 'set/file';
+    default word and may2019), or, with neither named, every catalog set and every list
+    under `word` and `may2019`."""
+    from . import catalog
+
+    if not (wordlist_names or template_sets):
+        return catalog.default_specs(lists)
+    names = wordlist_names or list(lists)
+    unknown = [n for n in names if n not in lists]
+    if unknown:
+        raise StimkitError(f"unknown word list {unknown[0]!r} (see wordlists/*.toml)")
+    specs = []
+    for t in template_sets or ["word", "may2019"]:
+        tset, _, file = t.partition("/")
+        specs += [SetSpec(n, tset, file or None) for n in names]
+    return specs

@@ -145,6 +145,7 @@ class PValue:
     samples: int       # partitions enumerated or drawn (observed one included when sampled)
     partitions: int    # C(N, n): how many partitions into the two sizes exist
     min_p: float | None = None  # the smallest p this procedure can give
+    null: np.ndarray | None = None  # the drawn subset sums (sampled or parametric), when asked for
 
 
 def _exceeds(null: np.ndarray, observed: float, alternative: str, center: float, scale: float) -> np.ndarray:
@@ -157,7 +158,7 @@ def _exceeds(null: np.ndarray, observed: float, alternative: str, center: float,
 
 
 def permutation_p(values: np.ndarray, n: int, alternative: str = "greater", method: str = "auto",
-                  budget: int = DEFAULT_BUDGET, rng: np.random.Generator | None = None) -> PValue:
+                  budget: int = DEFAULT_BUDGET, rng: np.random.Generator | None = None, return_null: bool = False) -> PValue:
     """p-value of the first n of `values` (the observed X) against every equal-size split.
 
     values: s(w) for X then Y (or any per-item statistic); the statistic is the sum over X.
@@ -184,7 +185,7 @@ def permutation_p(values: np.ndarray, n: int, alternative: str = "greater", meth
     if method == "sampled":
         null = sampler.subset_sums(values, n, budget - 1, rng)
         hits = int(_exceeds(null, observed, alternative, center, scale).sum())
-        return PValue((1 + hits) / budget, "sampled", budget, partitions, floor)
+        return PValue((1 + hits) / budget, "sampled", budget, partitions, floor, null if return_null else None)
     # parametric (Caliskan et al.'s replication): normal fit to the sampled test statistic
     null = sampler.subset_sums(values, n, budget, rng)
     total = float(values.sum())
@@ -196,7 +197,7 @@ def permutation_p(values: np.ndarray, n: int, alternative: str = "greater", meth
         p = sps.norm.cdf(stat, mu, sd)
     else:
         p = 2 * sps.norm.sf(abs(stat - mu), 0, sd)
-    return PValue(float(min(p, 1.0)), "parametric", budget, partitions, None)
+    return PValue(float(min(p, 1.0)), "parametric", budget, partitions, None, null if return_null else None)
 
 
 def clustered_p(values: np.ndarray, groups: np.ndarray, n_groups_x: int, alternative: str = "greater",
