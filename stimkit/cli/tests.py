@@ -172,7 +172,7 @@ def run_cmd(
     report = generate.generate(con, catalog.default_specs(lists), lists)
     out.print(f"stimuli: {sum(r['status'] == 'new' for r in report)} new sets, {len(report)} in all", highlight=False)
     specs = encoder or DEFAULT_ENCODERS
-    tests = list(catalog.load_toml().values())
+    tests = list(catalog.by_paper(catalog.load_toml(), catalog.DEFAULT_PAPER).values())
     opts = runner.Options(budget=budget, seed=seed)
     run_id = run_tests(con, tests, specs, opts, "run", verbose=verbose)
     where = f"run_id = '{run_id}'"
