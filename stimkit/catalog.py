@@ -92,6 +92,14 @@ def by_paper(tests: dict[str, TestDef], paper: str | None) -> dict[str, TestDef]
     return {n: t for n, t in tests.items() if t.paper == paper}
 
 
+def listing(tests: dict[str, TestDef]) -> pl.DataFrame:
+    """One row per test: what `stimkit catalog` prints."""
+    return pl.DataFrame([{"test": t.name, "paper": t.paper, "context": t.context, "family": t.family,
+                          "unbleached": t.unbleached, "source": t.source,
+                          "X": t.sets[0], "Y": t.sets[1], "A": t.sets[2], "B": t.sets[3]} for t in tests.values()],
+                        schema_overrides={"paper": pl.String, "family": pl.String})
+
+
 def load(con=None) -> dict[str, TestDef]:
     tests = load_toml()
     if con is not None:

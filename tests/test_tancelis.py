@@ -8,7 +8,7 @@ import pytest
 
 from stimkit import StimkitError, catalog, sentbias, wordlists
 
-from conftest import REPO
+from conftest import REPO, snapshot
 
 TC_REFERENCE = REPO.parent / "shared" / "reference" / "tan-celis" / "tests"
 TC_FILES = sorted(p.stem for p in TC_REFERENCE.glob("*.jsonl"))
@@ -79,3 +79,117 @@ def test_bad_derivation_rules_are_refused(tmp_path, body, message):
     with pytest.raises(StimkitError, match=message) as e:
         wordlists.parse_file(path)
     assert "bad.toml" in str(e.value) and "'occ'" in str(e.value)
+
+
+# --- c-word: a sentence test's inserted word, through the encoder's token variant -------------
+
+import numpy as np  # noqa: E402
+from typer.testing import CliRunner  # noqa: E402
+
+from stimkit import encoders, generate, runner, store  # noqa: E402
+from stimkit.cli import app  # noqa: E402
+from stimkit.generate import SetSpec  # noqa: E402
+from stimkit.templates import TemplateSet  # noqa: E402
+
+SMALL = "sent-weat_hdb_unbleach_likable"  # 8/8/8/8 sentences: quick to encode
+
+
+def run_test(con, name, spec, context=None, budget=2_000):
+    test = runner.in_context(catalog.get(con, name), context)
+    sets = {test.name: catalog.fetch_sets(con, test)}
+    enc = runner.encoders_for([test], [encoders.resolve(spec)], sets)[0]
+    with store.transaction(con):
+        run_id = runner.start_run(con, "test", 0)
+        embeddings_ok = runner.prepare(con, test, enc, runner.Options(budget=budget), sets[test.name])
+        return runner.run_one(con, run_id, test, enc, runner.Options(budget=budget), prep=embeddings_ok)
+
+
+def items(con, result_id):
+    return store.rows(con, "SELECT role, ordinal, set_version, stimulus, word, template_id, dropped FROM result_items "
+                           "WHERE result_id = ? ORDER BY role, ordinal", [result_id])
+
+
+def test_cword_stores_context_cword_with_the_sent_results_stimuli(catalog_con):
+    sent = run_test(catalog_con, SMALL, "minilm")
+    cword = run_test(catalog_con, SMALL, "minilm", "c-word")
+    assert (sent["context"], cword["context"]) == ("sentence", "c-word")
+    assert cword["encoder"] == sent["encoder"] == "minilm,pooling=mean"  # the spec as named
+    assert cword["fingerprint"] == encoders.resolve("minilm,pooling=token,subtoken=first").fingerprint
+    assert cword["fingerprint"] != sent["fingerprint"] and cword["effect_size"] != sent["effect_size"]
+    assert items(catalog_con, cword["result_id"]) == items(catalog_con, sent["result_id"])
+    assert len(items(catalog_con, cword["result_id"])) == 32
+
+
+def test_cword_vectors_are_the_models_hidden_state_of_the_inserted_word():
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    from stimkit.encoders.transformer import minilm_path
+
+    texts = ["This is Shaniqua.", "The engineer is unassertive.", "Here is a hairdresser, there a ceo."]
+    words = ["Shaniqua", "unassertive", "ceo"]
+    spans = [(t.index(w), t.index(w) + len(w)) for t, w in zip(texts, words)]
+    first = encoders.token_variant("minilm").encode(texts, spans).vectors
+    mean = encoders.token_variant("minilm,subtoken=mean").encode(texts, spans).vectors
+    tokenizer, model = AutoTokenizer.from_pretrained(minilm_path()), AutoModel.from_pretrained(minilm_path()).eval()
+    for i, (text, (s, e)) in enumerate(zip(texts, spans)):
+        batch = tokenizer(text, return_tensors="pt")
+        with torch.no_grad():
+            hidden = model(**batch).last_hidden_state[0].numpy()
+        tokens = sorted({batch.char_to_token(c) for c in range(s, e)})
+        assert len(tokens) >= 2 or i == 2  # the names and the long adjective split into sub-tokens
+        assert np.allclose(first[i], hidden[tokens[0]], atol=1e-5)
+        assert np.allclose(mean[i], hidden[tokens].mean(axis=0), atol=1e-5)
+        assert not np.allclose(first[i], hidden[tokens[0] - 1], atol=1e-3)  # not the token before
+
+
+def test_word_test_and_sentence_only_encoders_refuse_cword():
+    weat = catalog.load_toml()["weat+11"]
+    with pytest.raises(StimkitError, match="test 'weat\\+11' has context word.*try 'sent-weat\\+11'"):
+        runner.in_context(weat, "c-word")
+    with pytest.raises(StimkitError, match="encoder 'use-m3' cannot give c-word vectors"):
+        encoders.token_variant("use-m3")
+    with pytest.raises(StimkitError, match="not applicable to static word vectors"):
+        encoders.token_variant("glove-6b-50d")
+    with pytest.raises(StimkitError, match="unknown context 'cword'"):
+        runner.in_context(catalog.load_toml()["sent-weat1"], "cword")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["test", "weat1", "--context", "c-word", "-e", "minilm"], "test 'weat1' has context word: only a sentence test runs as c-word (try 'sent-weat1')"),
+    (["test", SMALL, "--context", "c-word", "-e", "use-m3"], "encoder 'use-m3' cannot give c-word vectors"),
+])
+def test_cli_cword_bad_input_is_one_line(catalog_db, tmp_path, args, message):
+    import shutil
+    db = tmp_path / "copy.duckdb"
+    shutil.copy(catalog_db, db)
+    before = snapshot_of(db)
+    result = CliRunner().invoke(app, ["--db", str(db), *args])
+    assert result.exit_code == 1
+    assert message in result.output
+    assert len(result.output.strip().splitlines()) == 1, result.output
+    assert snapshot_of(db) == before
+
+
+def snapshot_of(db):
+    con = store.connect(db)
+    try:
+        return snapshot(con)
+    finally:
+        con.close()
+
+
+def test_a_word_beyond_the_models_reach_is_refused_with_template_and_sentence(catalog_con, tmp_path):
+    root = tmp_path / "templates"
+    (root / "toolong").mkdir(parents=True)
+    (root / "toolong" / "name.j2").write_text("{# the word lands past the model's 512 tokens #}\n"
+                                               "This is {{ word }}.\n" + "It is {{ 'very ' * 600 }}much {{ word }}.\n")
+    lists = wordlists.load_all()
+    tsets = {"toolong": TemplateSet("toolong", root)}
+    generate.generate(catalog_con, [SetSpec("male_names", "toolong"), SetSpec("female_names", "toolong")], lists, tsets)
+    test = catalog.TestDef("long", ("male_names@toolong", "female_names@toolong", "pleasant@may2019", "unpleasant@may2019"),
+                           "c-word", source="adhoc")
+    sets = {"long": catalog.fetch_sets(catalog_con, test)}
+    with pytest.raises(StimkitError, match=r"test 'long': template toolong/name:3: no token of 'minilm' covers "
+                                           r"the inserted word \(characters 3\d\d\d-3\d\d\d\) in 'It is very very"):
+        runner.encoders_for([test], [encoders.resolve("minilm")], sets)

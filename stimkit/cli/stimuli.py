@@ -9,7 +9,7 @@ import typer
 
 from .. import StimkitError, catalog, generate, sentbias, store, wordlists
 from ..paths import default_db
-from .common import app, handles_errors, open_store, out, print_rows, state
+from .common import app, emit, handles_errors, open_store, out, print_rows, state
 
 catalog_app = typer.Typer(help="The test catalog: list tests, show their set queries.", invoke_without_command=True)
 export_app = typer.Typer(help="Export stimulus sets in other tools' formats.")
@@ -70,14 +70,17 @@ def sets_cmd(
 
 @catalog_app.callback()
 @handles_errors
-def catalog_list(ctx: typer.Context):
+def catalog_list(
+    ctx: typer.Context,
+    paper: Annotated[Optional[str], typer.Option("--paper", help="Only one paper's tests: may-2019 | tan-celis-2019.")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="table | csv | json.")] = "table",
+):
     """List the catalog's tests."""
     if ctx.invoked_subcommand:
         return
     con = open_store()
-    rows = [{"test": t.name, "context": t.context, "family": t.family, "source": t.source,
-             "X": t.sets[0], "Y": t.sets[1], "A": t.sets[2], "B": t.sets[3]} for t in catalog.load(con).values()]
-    print_rows(rows, ["test", "context", "family", "X", "Y", "A", "B"])
+    df = catalog.listing(catalog.by_paper(catalog.load(con), paper))
+    emit(df, fmt, ["test", "context", "family", "X", "Y", "A", "B"] if fmt == "table" else None)
 
 
 @catalog_app.command("show")

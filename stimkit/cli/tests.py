@@ -19,6 +19,7 @@ def run_tests(con, tests: list, encoder_specs: list[str], opts: runner.Options, 
     opts.validate()
     encs = [encoders.resolve(spec) for spec in encoder_specs]  # fail on a bad spec before any work
     sets = {t.name: catalog.fetch_sets(con, t) for t in tests}  # select each test's stimuli once
+    encs = runner.encoders_for(tests, encs, sets)  # c-word: the token variants
     for t in tests:  # refuse unequal targets before encoding anything
         if (opts.balance or t.balance) == "none":
             catalog.balance(sets[t.name]["x"], sets[t.name]["y"], "none", opts.seed, t.name)
@@ -64,7 +65,7 @@ def test_cmd(
     a: Annotated[Optional[str], typer.Option("--a")] = None,
     b: Annotated[Optional[str], typer.Option("--b")] = None,
     name: Annotated[str, typer.Option("--name", help="Name of the ad-hoc test.")] = "adhoc",
-    context: Annotated[str, typer.Option("--context", help="Ad-hoc test context: word | sentence.")] = "sentence",
+    context: Annotated[Optional[str], typer.Option("--context", help="word | sentence | c-word (a sentence test's inserted word; default: the test's own).")] = None,
     budget: Annotated[int, typer.Option("--budget", help="Permutation sample budget.")] = runner.stats.DEFAULT_BUDGET,
     method: Annotated[str, typer.Option("--method", help="auto | exact | sampled | parametric.")] = "auto",
     alternative: Annotated[str, typer.Option("--alternative", help="greater | less | two-sided.")] = "greater",
@@ -79,7 +80,7 @@ def test_cmd(
     if any(adhoc):
         if not all(adhoc):
             raise StimkitError("an ad-hoc test needs all four of --x --y --a --b")
-        tests = [catalog.TestDef(name, tuple(adhoc), context, None, balance or "none", source="adhoc")]
+        tests = [catalog.TestDef(name, tuple(adhoc), context or "sentence", None, balance or "none", source="adhoc")]
     else:
         known = catalog.load(con)
         if everything:
@@ -88,6 +89,7 @@ def test_cmd(
             tests = [catalog.get(con, n) for n in names]
         else:
             raise StimkitError("name tests, or pass --all, or give an ad-hoc test with --x --y --a --b")
+        tests = [runner.in_context(t, context) for t in tests]
     opts = runner.Options(budget=budget, method=method, alternative=alternative, seed=seed,
                           clustered=clustered, bootstrap=bootstrap, balance=balance)
     encoders = encoder or ["glove-6b-50d"]
