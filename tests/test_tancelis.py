@@ -1,12 +1,18 @@
 """Tan & Celis 2019: the 42 stimulus files, c-word as a context, the Tables 7/8 layout."""
 
 import json
+import shutil
 from collections import Counter
-from pathlib import Path
 
+import numpy as np
+import polars as pl
 import pytest
+from typer.testing import CliRunner
 
-from stimkit import StimkitError, catalog, sentbias, wordlists
+from stimkit import StimkitError, catalog, encoders, generate, runner, sentbias, store, tancelis, wordlists
+from stimkit.cli import app
+from stimkit.generate import SetSpec
+from stimkit.templates import TemplateSet
 
 from conftest import REPO, snapshot
 
@@ -83,13 +89,6 @@ def test_bad_derivation_rules_are_refused(tmp_path, body, message):
 
 # --- c-word: a sentence test's inserted word, through the encoder's token variant -------------
 
-import numpy as np  # noqa: E402
-from typer.testing import CliRunner  # noqa: E402
-
-from stimkit import encoders, generate, runner, store  # noqa: E402
-from stimkit.cli import app  # noqa: E402
-from stimkit.generate import SetSpec  # noqa: E402
-from stimkit.templates import TemplateSet  # noqa: E402
 
 SMALL = "sent-weat_hdb_unbleach_likable"  # 8/8/8/8 sentences: quick to encode
 
@@ -160,7 +159,6 @@ def test_word_test_and_sentence_only_encoders_refuse_cword():
     (["test", SMALL, "--context", "c-word", "-e", "use-m3"], "encoder 'use-m3' cannot give c-word vectors"),
 ])
 def test_cli_cword_bad_input_is_one_line(catalog_db, tmp_path, args, message):
-    import shutil
     db = tmp_path / "copy.duckdb"
     shutil.copy(catalog_db, db)
     before = snapshot_of(db)
@@ -193,3 +191,62 @@ def test_a_word_beyond_the_models_reach_is_refused_with_template_and_sentence(ca
     with pytest.raises(StimkitError, match=r"test 'long': template toolong/name:3: no token of 'minilm' covers "
                                            r"the inserted word \(characters 3\d\d\d-3\d\d\d\) in 'It is very very"):
         runner.encoders_for([test], [encoders.resolve("minilm")], sets)
+
+
+# --- Tables 7 and 8 -------------------------------------------------------------------------
+
+
+def frame(rows):
+    return pl.DataFrame(rows, schema={"test": pl.String, "encoder": pl.String, "context": pl.String,
+                                      "effect_size": pl.Float64, "rejected": pl.Boolean}, orient="row")
+
+
+def test_layout_places_each_result_and_marks_sent_against_cword():
+    tests = catalog.load_toml()
+    df = frame([
+        ("weat+11", "glove", "word", -1.314, True),
+        ("sent-weat+11", "glove", "sentence", -0.87, False),
+        ("sent-weat+11", "minilm", "sentence", 0.68, True),
+        ("sent-weat+11", "minilm", "c-word", -0.44, False),      # sent only: ✗
+        ("sent-weat_hdb_bleach_competent", "minilm", "sentence", 0.2, False),
+        ("sent-weat_hdb_bleach_competent", "minilm", "c-word", 0.42, True),   # c-word only: ✓
+        ("sent-weat_hdb_unbleach_competent", "minilm", "sentence", 1.26, True),
+        ("sent-weat_hdb_unbleach_competent", "minilm", "c-word", 0.57, True),  # both: ▲ (the (u) pair)
+        ("weat1", "glove", "word", 1.5, True),
+        ("nosuchtest", "glove", "word", 9.0, True),               # not a paper row: left out
+    ])
+    t = tancelis.layout(df, tests, ["glove"])
+    assert t.columns == ["section", "test", "encoding", "glove", "minilm"]
+    got = {(r["test"], r["encoding"]): (r["glove"], r["minilm"]) for r in t.iter_rows(named=True)}
+    assert got == {
+        ("C1: Flowers/Insects, P/U", "word"): ("+1.50*", ""),
+        ("+C11: M/F Names, P/U", "word"): ("-1.31*", ""),
+        ("+C11: M/F Names, P/U", "sent"): ("-0.87", "+0.68*"),
+        ("+C11: M/F Names, P/U", "c-word"): ("NA", "-0.44✗"),
+        ("Double Bind M/F (Competent)", "sent"): ("", "+0.20"),
+        ("Double Bind M/F (Competent)", "c-word"): ("NA", "+0.42*✓"),
+        ("Double Bind M/F (Competent)", "sent (u)"): ("", "+1.26*"),
+        ("Double Bind M/F (Competent)", "c-word (u)"): ("NA", "+0.57*▲"),
+    }
+    # the paper's row order: Neutral first, then Gender; within a test word, sent, sent (u), c-word, c-word (u)
+    assert t["section"].to_list()[0] == "Neutral"
+    assert t.filter(pl.col("test") == "Double Bind M/F (Competent)")["encoding"].to_list() == ["sent", "sent (u)", "c-word", "c-word (u)"]
+
+
+def test_layout_keeps_the_latest_of_repeated_results():
+    df = frame([("weat+12", "glove", "word", 0.1, False), ("weat+12", "glove", "word", -0.15, True)])
+    df = df.with_columns(created_at=pl.Series([2, 1]))
+    assert tancelis.layout(df, catalog.load_toml())["glove"].to_list() == ["+0.10"]
+
+
+def test_layout_refuses_a_frame_without_its_columns():
+    with pytest.raises(StimkitError, match="lacks column\\(s\\) rejected"):
+        tancelis.layout(frame([]).drop("rejected"), catalog.load_toml())
+
+
+def test_paper_tests_cover_every_row_once_per_encoding():
+    tests = tancelis.paper_tests()
+    keys = [(t.family, tancelis.encoding(t, t.context)) for t in tests]
+    assert len(keys) == len(set(keys)) == 64
+    assert {f for f, _ in keys} == set(tancelis.FAMILIES)
+    assert sum(e == "sent (u)" for _, e in keys) == 4  # the four double binds

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .. import StimkitError, analysis, catalog, embeddings, encoders, generate, runner, store, wordlists
+from .. import StimkitError, analysis, catalog, embeddings, encoders, generate, runner, store, tancelis, wordlists
 from .common import app, count as _count, emit, err, handles_errors, open_store, out, print_rows, state
 from .encode import encode_with_progress
 from ..paths import default_db
@@ -109,12 +109,17 @@ def results_cmd(
     alpha: Annotated[float, typer.Option("--alpha")] = 0.01,
     fmt: Annotated[str, typer.Option("--format", help="table | csv | json | sentbias.")] = "table",
     table: Annotated[bool, typer.Option("--table", help="Tests x encoders with d and significance marks (Table 4 of May et al.).")] = False,
+    layout: Annotated[Optional[str], typer.Option("--layout", help="tan-celis: Tables 7/8 of Tan & Celis 2019 (tests x word/sent/c-word x encoders).")] = None,
 ):
     """Show results with a multiple-testing correction over the chosen family."""
     con = open_store()
     analysis.define_family(con, where, alpha)
     df = analysis.corrected(con, correct)
-    if table:
+    if layout not in (None, "tan-celis"):
+        raise StimkitError(f"unknown layout {layout!r} (known: tan-celis)")
+    if layout:
+        emit(tancelis.layout(df, catalog.load(con)), fmt)
+    elif table:
         columns, rows = analysis.table4(df, alpha, list(catalog.load_toml()))
         print_rows(rows, columns, title=f"d by test and encoder; * p <= {alpha}, ** also after {correct} correction")
     elif fmt == "sentbias":
@@ -165,11 +170,17 @@ def run_cmd(
     seed: Annotated[int, typer.Option("--seed")] = 0,
     alpha: Annotated[float, typer.Option("--alpha")] = 0.01,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="A line per test as it runs.")] = False,
+    paper: Annotated[str, typer.Option("--paper", help="may-2019 (Table 4) | tan-celis-2019 (Tables 7 and 8).")] = catalog.DEFAULT_PAPER,
+    fmt: Annotated[str, typer.Option("--format", help="Output format of the Tan & Celis table.")] = "table",
 ):
-    """The main job: generate the catalog, encode, run all 46 tests per encoder, Holm at alpha, Table 4, checks."""
+    """The main job: generate the catalog, encode, run all 46 tests per encoder, Holm at alpha, Table 4, checks.
+    With --paper tan-celis-2019: Tan & Celis's tests in word, sent and c-word, and their Tables 7 and 8."""
     import time
     started = time.perf_counter()
     con = open_store()
+    if paper == tancelis.PAPER:
+        return run_tan_celis(con, encoder, budget, seed, alpha, fmt, started)
+    catalog.by_paper(catalog.load_toml(), paper)  # an unknown paper is refused
     lists = wordlists.load_all()
     report = generate.generate(con, catalog.default_specs(lists), lists)
     out.print(f"stimuli: {sum(r['status'] == 'new' for r in report)} new sets, {len(report)} in all", highlight=False)
@@ -189,4 +200,21 @@ def run_cmd(
     out.print(f"\nrun {run_id} in {time.perf_counter() - started:.1f}s; {df['rejected'].sum()} of {df.height} "
               f"significant after Holm at {alpha}. Store: {state['db'] or default_db()}", highlight=False)
 
+
+def run_tan_celis(con, encoder, budget, seed, alpha, fmt, started):
+    def log(line: str) -> None:
+        err.print(line, highlight=False)
+
+    run_id = tancelis.run_job(con, tuple(encoder or tancelis.JOB_ENCODERS), runner.Options(budget=budget, seed=seed), log)
+    analysis.define_family(con, f"run_id = '{run_id}'", alpha)
+    df = analysis.corrected(con, "holm")
+    order = [encoders.resolve(s).spec for s in (encoder or tancelis.JOB_ENCODERS)]
+    emit(tancelis.layout(df, catalog.load_toml(), order), fmt)
+    err.print(f"run {run_id} in {time_since(started):.1f}s; {df['rejected'].sum()} of {df.height} significant after Holm "
+              f"at {alpha} (*); c-word vs sent: ✓ c-word only, ✗ sent only, ▲ both.", highlight=False)
+
+
+def time_since(started: float) -> float:
+    import time
+    return time.perf_counter() - started
 
