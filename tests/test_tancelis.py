@@ -99,8 +99,7 @@ def run_test(con, name, spec, context=None, budget=2_000):
     enc = runner.encoders_for([test], [encoders.resolve(spec)], sets)[0]
     with store.transaction(con):
         run_id = runner.start_run(con, "test", 0)
-        embeddings_ok = runner.prepare(con, test, enc, runner.Options(budget=budget), sets[test.name])
-        return runner.run_one(con, run_id, test, enc, runner.Options(budget=budget), prep=embeddings_ok)
+        return runner.run_one(con, run_id, test, enc, runner.Options(budget=budget), sets[test.name])
 
 
 def items(con, result_id):
@@ -250,3 +249,19 @@ def test_paper_tests_cover_every_row_once_per_encoding():
     assert len(keys) == len(set(keys)) == 64
     assert {f for f, _ in keys} == set(tancelis.FAMILIES)
     assert sum(e == "sent (u)" for _, e in keys) == 4  # the four double binds
+
+
+def test_the_job_on_glove_fills_every_word_and_sent_cell(catalog_con):
+    from stimkit import analysis
+
+    lines = []
+    run_id = tancelis.run_job(catalog_con, ("glove-6b-50d",), runner.Options(budget=2_000), lines.append)
+    assert "glove-6b-50d: no c-word vectors (NA)" in lines
+    analysis.define_family(catalog_con, f"run_id = '{run_id}'")
+    df = analysis.corrected(catalog_con, "holm")
+    assert df.height == 64 and set(df["context"]) == {"word", "sentence"}
+    table = tancelis.layout(df, catalog.load_toml())
+    assert table.height == 64 and table["glove-6b-50d"].str.contains(r"^[+-]\d\.\d\d\*?$").all()
+    # the weat+11 cell is that test's d, rounded
+    d = df.filter(pl.col("test") == "weat+11")["effect_size"][0]
+    assert table.filter((pl.col("test") == "+C11: M/F Names, P/U") & (pl.col("encoding") == "word"))["glove-6b-50d"][0].startswith(f"{d:+.2f}")
