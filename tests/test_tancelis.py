@@ -93,13 +93,10 @@ def test_bad_derivation_rules_are_refused(tmp_path, body, message):
 SMALL = "sent-weat_hdb_unbleach_likable"  # 8/8/8/8 sentences: quick to encode
 
 
-def run_test(con, name, spec, context=None, budget=2_000):
-    test = runner.in_context(catalog.get(con, name), context)
-    sets = {test.name: catalog.fetch_sets(con, test)}
-    enc = runner.encoders_for([test], [encoders.resolve(spec)], sets)[0]
-    with store.transaction(con):
-        run_id = runner.start_run(con, "test", 0)
-        return runner.run_one(con, run_id, test, enc, runner.Options(budget=budget), sets[test.name])
+def cli(db, *args):
+    result = CliRunner().invoke(app, ["--db", str(db), *args])
+    assert result.exit_code == 0, result.output
+    return result.output
 
 
 def items(con, result_id):
@@ -107,15 +104,38 @@ def items(con, result_id):
                            "WHERE result_id = ? ORDER BY role, ordinal", [result_id])
 
 
-def test_cword_stores_context_cword_with_the_sent_results_stimuli(catalog_con):
-    sent = run_test(catalog_con, SMALL, "minilm")
-    cword = run_test(catalog_con, SMALL, "minilm", "c-word")
-    assert (sent["context"], cword["context"]) == ("sentence", "c-word")
-    assert cword["encoder"] == sent["encoder"] == "minilm,pooling=mean"  # the spec as named
-    assert cword["fingerprint"] == encoders.resolve("minilm,pooling=token,subtoken=first").fingerprint
-    assert cword["fingerprint"] != sent["fingerprint"] and cword["effect_size"] != sent["effect_size"]
-    assert items(catalog_con, cword["result_id"]) == items(catalog_con, sent["result_id"])
-    assert len(items(catalog_con, cword["result_id"])) == 32
+def test_cword_stores_context_cword_with_the_sent_results_stimuli(catalog_db, tmp_path):
+    db = tmp_path / "copy.duckdb"
+    shutil.copy(catalog_db, db)
+    cli(db, "test", SMALL, "-e", "minilm", "--budget", "2000")
+    cli(db, "test", SMALL, "-e", "minilm", "--context", "c-word", "--budget", "2000")
+    con = store.connect(db)
+    try:
+        sent, cword = store.frame(con, "SELECT * FROM results ORDER BY created_at").iter_rows(named=True)
+        assert (sent["context"], cword["context"]) == ("sentence", "c-word")
+        assert cword["encoder"] == sent["encoder"] == "minilm,pooling=mean"  # the spec as named
+        assert cword["fingerprint"] == encoders.resolve("minilm,pooling=token,subtoken=first").fingerprint
+        assert cword["fingerprint"] != sent["fingerprint"] and cword["effect_size"] != sent["effect_size"]
+        assert items(con, cword["result_id"]) == items(con, sent["result_id"])
+        assert len(items(con, cword["result_id"])) == 32
+    finally:
+        con.close()
+    # and the Tan & Celis layout of the two: the (u) pair of the likable double bind
+    table = cli(db, "results", "--where", "true", "--correct", "none", "--layout", "tan-celis", "--format", "json")
+    rows = json.loads(table)
+    assert [(r["test"], r["encoding"]) for r in rows] == [("Double Bind M/F (Likable)", "sent (u)"),
+                                                          ("Double Bind M/F (Likable)", "c-word (u)")]
+    assert rows[0]["minilm,pooling=mean"].startswith(f"{sent['effect_size']:+.2f}")
+    assert rows[1]["minilm,pooling=mean"].startswith(f"{cword['effect_size']:+.2f}")
+
+
+def test_catalog_lists_one_paper_as_one_json_document(catalog_db, tmp_path):
+    db = tmp_path / "copy.duckdb"
+    shutil.copy(catalog_db, db)
+    tc = json.loads(cli(db, "catalog", "--paper", "tan-celis-2019", "--format", "json"))
+    assert sorted(r["test"] for r in tc) == TC_FILES and {r["paper"] for r in tc} == {"tan-celis-2019"}
+    may = json.loads(cli(db, "catalog", "--paper", "may-2019", "--format", "json"))
+    assert len(may) == 46 and not set(r["test"] for r in may) & set(TC_FILES)
 
 
 def test_cword_vectors_are_the_models_hidden_state_of_the_inserted_word():
