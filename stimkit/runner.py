@@ -69,7 +69,9 @@ def check_token_spans(enc: Encoder, frame: pl.DataFrame, test_name: str) -> None
     """c-word: refuse, before encoding, a stimulus whose inserted word falls on no token of the
     model's tokenizer, naming its template and sentence (the encoder knows neither)."""
     texts = frame["stimulus"].to_list()
-    offsets = _tokenizer(enc.model_id)(texts, return_offsets_mapping=True, truncation=True)["offset_mapping"]
+    tokenizer = _tokenizer(enc.model_id)
+    limit = int(enc.options.get("max_length", tokenizer.model_max_length))  # where the encoder truncates
+    offsets = tokenizer(texts, return_offsets_mapping=True, truncation=True, max_length=limit)["offset_mapping"]
     for i, (offs, s, e) in enumerate(zip(offsets, frame["span_start"], frame["span_end"])):
         if s is None or e is None or not any(b > a and a < e and b > s for a, b in offs):
             template = frame["template_id"][i] if "template_id" in frame.columns else None

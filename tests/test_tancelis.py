@@ -135,7 +135,7 @@ def test_catalog_lists_one_paper_as_one_json_document(catalog_db, tmp_path):
     tc = json.loads(cli(db, "catalog", "--paper", "tan-celis-2019", "--format", "json"))
     assert sorted(r["test"] for r in tc) == TC_FILES and {r["paper"] for r in tc} == {"tan-celis-2019"}
     may = json.loads(cli(db, "catalog", "--paper", "may-2019", "--format", "json"))
-    assert len(may) == 46 and not set(r["test"] for r in may) & set(TC_FILES)
+    assert len(may) == 46 and not {r["test"] for r in may} & set(TC_FILES)
 
 
 def test_cword_vectors_are_the_models_hidden_state_of_the_inserted_word():
@@ -285,3 +285,12 @@ def test_the_job_on_glove_fills_every_word_and_sent_cell(catalog_con):
     # the weat+11 cell is that test's d, rounded
     d = df.filter(pl.col("test") == "weat+11")["effect_size"][0]
     assert table.filter((pl.col("test") == "+C11: M/F Names, P/U") & (pl.col("encoding") == "word"))["glove-6b-50d"][0].startswith(f"{d:+.2f}")
+
+
+def test_the_span_check_truncates_where_the_encoder_does(catalog_con):
+    test = runner.in_context(catalog.get(catalog_con, "sent-weat6"), "c-word")
+    sets = {test.name: catalog.fetch_sets(catalog_con, test)}
+    assert runner.encoders_for([test], [encoders.resolve("minilm")], sets)[0].spec == "minilm,pooling=token,subtoken=first"
+    # 8 tokens: [CLS] the person ' s name is [SEP] -- the name is cut off
+    with pytest.raises(StimkitError, match=r"template may2019/name:\d+: .* in \"The person's name is John.\""):
+        runner.encoders_for([test], [encoders.resolve("minilm,max_length=8")], sets)
