@@ -15,16 +15,7 @@ from collections.abc import Callable
 
 import polars as pl
 
-from . import (
-    StimkitError,
-    catalog,
-    embeddings,
-    encoders,
-    generate,
-    runner,
-    store,
-    wordlists,
-)
+from . import StimkitError, catalog, cword, embeddings, encoders, generate, runner, store, wordlists
 from .catalog import TestDef
 
 PAPER = "tan-celis-2019"
@@ -146,7 +137,7 @@ def run_job(con, specs: tuple[str, ...] = JOB_ENCODERS, opts: runner.Options | N
     tests = paper_tests()
     sets = {t.name: catalog.fetch_sets(con, t) for t in tests}
     encs = [encoders.resolve(s) for s in specs]
-    cword_tests = [runner.in_context(t, "c-word") for t in tests if t.context == "sentence"]
+    cword_tests = [cword.in_context(t, "c-word") for t in tests if t.context == "sentence"]
     capable = []
     for enc in encs:
         try:
@@ -154,7 +145,7 @@ def run_job(con, specs: tuple[str, ...] = JOB_ENCODERS, opts: runner.Options | N
             capable.append(enc)
         except StimkitError:
             log(f"{enc.spec}: no c-word vectors (NA)")
-    token_encs = runner.encoders_for(cword_tests, capable, sets) if cword_tests and capable else []
+    token_encs = cword.encoders_for(cword_tests, capable, sets) if cword_tests and capable else []
     plan = [(t, e) for e in encs for t in tests] + [(t, e) for e in token_encs for t in cword_tests]
     for enc in [*encs, *token_encs]:
         needed = [f for t in (cword_tests if enc in token_encs else tests) for f in sets[t.name].values()]

@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from stimkit import StimkitError, catalog, encoders, generate, runner, sentbias, store, tancelis, wordlists
+from stimkit import StimkitError, catalog, cword, encoders, generate, runner, sentbias, store, tancelis, wordlists
 from stimkit.cli import app
 from stimkit.generate import SetSpec
 from stimkit.templates import TemplateSet
@@ -164,13 +164,13 @@ def test_cword_vectors_are_the_models_hidden_state_of_the_inserted_word():
 def test_word_test_and_sentence_only_encoders_refuse_cword():
     weat = catalog.load_toml()["weat+11"]
     with pytest.raises(StimkitError, match="test 'weat\\+11' has context word.*try 'sent-weat\\+11'"):
-        runner.in_context(weat, "c-word")
+        cword.in_context(weat, "c-word")
     with pytest.raises(StimkitError, match="encoder 'use-m3' cannot give c-word vectors"):
         encoders.token_variant("use-m3")
     with pytest.raises(StimkitError, match="not applicable to static word vectors"):
         encoders.token_variant("glove-6b-50d")
     with pytest.raises(StimkitError, match="unknown context 'cword'"):
-        runner.in_context(catalog.load_toml()["sent-weat1"], "cword")
+        cword.in_context(catalog.load_toml()["sent-weat1"], "cword")
 
 
 @pytest.mark.parametrize("args, message", [
@@ -209,7 +209,7 @@ def test_a_word_beyond_the_models_reach_is_refused_with_template_and_sentence(ca
     sets = {"long": catalog.fetch_sets(catalog_con, test)}
     with pytest.raises(StimkitError, match=r"test 'long': template toolong/name:3: no token of 'minilm' covers "
                                            r"the inserted word \(characters 3\d\d\d-3\d\d\d\) in 'It is very very"):
-        runner.encoders_for([test], [encoders.resolve("minilm")], sets)
+        cword.encoders_for([test], [encoders.resolve("minilm")], sets)
 
 
 # --- Tables 7 and 8 -------------------------------------------------------------------------
@@ -288,9 +288,9 @@ def test_the_job_on_glove_fills_every_word_and_sent_cell(catalog_con):
 
 
 def test_the_span_check_truncates_where_the_encoder_does(catalog_con):
-    test = runner.in_context(catalog.get(catalog_con, "sent-weat6"), "c-word")
+    test = cword.in_context(catalog.get(catalog_con, "sent-weat6"), "c-word")
     sets = {test.name: catalog.fetch_sets(catalog_con, test)}
-    assert runner.encoders_for([test], [encoders.resolve("minilm")], sets)[0].spec == "minilm,pooling=token,subtoken=first"
+    assert cword.encoders_for([test], [encoders.resolve("minilm")], sets)[0].spec == "minilm,pooling=token,subtoken=first"
     # 8 tokens: [CLS] the person ' s name is [SEP] -- the name is cut off
     with pytest.raises(StimkitError, match=r"template may2019/name:\d+: .* in \"The person's name is John.\""):
-        runner.encoders_for([test], [encoders.resolve("minilm,max_length=8")], sets)
+        cword.encoders_for([test], [encoders.resolve("minilm,max_length=8")], sets)

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .. import StimkitError, analysis, catalog, embeddings, encoders, generate, runner, store, tancelis, wordlists
+from .. import StimkitError, analysis, catalog, cword, embeddings, encoders, generate, runner, store, tancelis, wordlists
 from .common import app, count as _count, emit, err, handles_errors, open_store, out, print_rows, state
 from .encode import encode_with_progress
 from ..paths import default_db
@@ -19,7 +19,7 @@ def run_tests(con, tests: list, encoder_specs: list[str], opts: runner.Options, 
     opts.validate()
     encs = [encoders.resolve(spec) for spec in encoder_specs]  # fail on a bad spec before any work
     sets = {t.name: catalog.fetch_sets(con, t) for t in tests}  # select each test's stimuli once
-    encs = runner.encoders_for(tests, encs, sets)  # c-word: the token variants
+    encs = cword.encoders_for(tests, encs, sets)  # c-word: the token variants
     for t in tests:  # refuse unequal targets before encoding anything
         if (opts.balance or t.balance) == "none":
             catalog.balance(sets[t.name]["x"], sets[t.name]["y"], "none", opts.seed, t.name)
@@ -89,7 +89,7 @@ def test_cmd(
             tests = [catalog.get(con, n) for n in names]
         else:
             raise StimkitError("name tests, or pass --all, or give an ad-hoc test with --x --y --a --b")
-        tests = [runner.in_context(t, context) for t in tests]
+        tests = [cword.in_context(t, context) for t in tests]
     opts = runner.Options(budget=budget, method=method, alternative=alternative, seed=seed,
                           clustered=clustered, bootstrap=bootstrap, balance=balance)
     encoders = encoder or ["glove-6b-50d"]
@@ -202,6 +202,8 @@ def run_cmd(
 
 
 def run_tan_celis(con, encoder, budget, seed, alpha, fmt, started):
+    import time
+
     def log(line: str) -> None:
         err.print(line, highlight=False)
 
@@ -210,11 +212,6 @@ def run_tan_celis(con, encoder, budget, seed, alpha, fmt, started):
     df = analysis.corrected(con, "holm")
     order = [encoders.resolve(s).spec for s in (encoder or tancelis.JOB_ENCODERS)]
     emit(tancelis.layout(df, catalog.load_toml(), order), fmt)
-    err.print(f"run {run_id} in {time_since(started):.1f}s; {df['rejected'].sum()} of {df.height} significant after Holm "
+    err.print(f"run {run_id} in {time.perf_counter() - started:.1f}s; {df['rejected'].sum()} of {df.height} significant after Holm "
               f"at {alpha} (*); c-word vs sent: ✓ c-word only, ✗ sent only, ▲ both.", highlight=False)
-
-
-def time_since(started: float) -> float:
-    import time
-    return time.perf_counter() - started
 
