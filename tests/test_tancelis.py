@@ -285,6 +285,10 @@ def test_the_job_on_glove_fills_every_word_and_sent_cell(catalog_con):
     # the weat+11 cell is that test's d, rounded
     d = df.filter(pl.col("test") == "weat+11")["effect_size"][0]
     assert table.filter((pl.col("test") == "+C11: M/F Names, P/U") & (pl.col("encoding") == "word"))["glove-6b-50d"][0].startswith(f"{d:+.2f}")
+    # same inputs and seed, same numbers
+    again = tancelis.run_job(catalog_con, ("glove-6b-50d",), runner.Options(budget=2_000))
+    numbers = "SELECT test, context, effect_size, p_value FROM results WHERE run_id = ? ORDER BY test, context"
+    assert store.rows(catalog_con, numbers, [again]) == store.rows(catalog_con, numbers, [run_id])
 
 
 def test_the_span_check_truncates_where_the_encoder_does(catalog_con):
