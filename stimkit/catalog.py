@@ -21,6 +21,7 @@ from .seeding import rng_for
 ROLES = ("x", "y", "a", "b")
 SENTBIAS_KEYS = dict(zip(ROLES, ("targ1", "targ2", "attr1", "attr2")))
 BALANCE_POLICIES = ("cut", "drop-words", "none")
+DEFAULT_PAPER = "may-2019"  # catalog entries without `paper` are May et al.'s published tests
 _SQL = re.compile(r"^\s*(select|with|from|\()\b", re.I)
 
 
@@ -45,6 +46,8 @@ class TestDef:
     balance: str = "cut"
     categories: tuple[str | None, ...] = (None, None, None, None)
     source: str = "catalog"
+    paper: str | None = None      # the paper that published the test (catalog: may-2019 unless given)
+    unbleached: bool = False      # sentences with semantic content ("[Name] is an engineer.")
 
     def sql(self, role: str) -> str:
         return set_sql(self.sets[ROLES.index(role)])
@@ -70,8 +73,31 @@ def load_toml(path=None) -> dict[str, TestDef]:
         tests[name] = TestDef(
             name, tuple(sets), body.get("context", "sentence"), body.get("family"), balance,
             tuple((list(body.get("categories", [])) + [None] * 4)[:4]),
+            paper=body.get("paper", DEFAULT_PAPER), unbleached=bool(body.get("unbleached", False)),
         )
     return tests
+
+
+def papers(tests: dict[str, TestDef] | None = None) -> list[str]:
+    return sorted({t.paper for t in (tests or load_toml()).values() if t.paper})
+
+
+def by_paper(tests: dict[str, TestDef], paper: str | None) -> dict[str, TestDef]:
+    """The tests one paper published (None: all)."""
+    if paper is None:
+        return tests
+    known = papers(tests)
+    if paper not in known:
+        raise StimkitError(f"unknown paper {paper!r} (known: {', '.join(known)})")
+    return {n: t for n, t in tests.items() if t.paper == paper}
+
+
+def listing(tests: dict[str, TestDef]) -> pl.DataFrame:
+    """One row per test: what `stimkit catalog` prints."""
+    return pl.DataFrame([{"test": t.name, "paper": t.paper, "context": t.context, "family": t.family,
+                          "unbleached": t.unbleached, "source": t.source,
+                          "X": t.sets[0], "Y": t.sets[1], "A": t.sets[2], "B": t.sets[3]} for t in tests.values()],
+                        schema_overrides={"paper": pl.String, "family": pl.String})
 
 
 def load(con=None) -> dict[str, TestDef]:

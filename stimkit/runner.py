@@ -199,12 +199,13 @@ def run_one(con, run_id: str, test: TestDef, enc: Encoder, opts: Options, sets=N
     out = compute(prep, opts, test.name, enc.fingerprint, enc.spec)
     policy = opts.for_test(test)
     cuts = cut_spread(prep, opts, test.name, enc.fingerprint, policy, enc.spec) if opts.cuts > 1 and n_cut(prep) else []
-    context = "token" if enc.uses_span else test.context
+    context = test.context if test.context == "c-word" else ("token" if enc.uses_span else test.context)
     result_id = f"{run_id}/{test.name}/{enc.fingerprint}"
     versions = sorted({v for f in prep.kept.values() if "set_version" in f.columns for v in f["set_version"].unique().to_list()})
     row = {
         "result_id": result_id, "run_id": run_id, "test": test.name, "test_source": test.source, "family": test.family,
-        "encoder": enc.spec, "model": enc.name, "fingerprint": enc.fingerprint, "context": context,
+        # c-word: the encoder as named (its fingerprint is the token variant's)
+        "encoder": getattr(enc, "base_spec", enc.spec), "model": enc.name, "fingerprint": enc.fingerprint, "context": context,
         "x_sql": test.sql("x"), "y_sql": test.sql("y"), "a_sql": test.sql("a"), "b_sql": test.sql("b"),
         "set_versions": versions,
         "n_x": prep.kept["x"].height, "n_y": prep.kept["y"].height, "n_a": prep.kept["a"].height, "n_b": prep.kept["b"].height,
@@ -333,6 +334,13 @@ def run_tests(con, tests: list[TestDef], encoder_specs: list[str], opts: Options
             sets[t.name] = catalog.fetch_sets(con, t)
         except EXPECTED_FAILURES as e:
             fail(t.name, "*", e)
+    if any(t.context == "c-word" for t in tests) and sets:
+        from . import cword
+        try:  # c-word: each encoder's token variant, once every word is known to fall on a token
+            encs = cword.encoders_for([t for t in tests if t.name in sets], encs, sets)
+        except EXPECTED_FAILURES as e:
+            fail("*", ", ".join(x.spec for x in encs), e)
+            encs = []
     every = embeddings.stimuli_of(f for s in sets.values() for f in s.values()) if sets else None
     ready = []
     for enc in encs:

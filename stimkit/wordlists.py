@@ -9,6 +9,10 @@
 A list may set `kind`, `person` or `gender` for all its words; a word entry may set
 `kind`, `person`, `gender`, `singular` and `plural`. Untagged words get the default
 inference of `grammar.infer_kind` (May et al. 2019's generator).
+
+Rules that derive a list from its source as published (Tan & Celis 2019's WinoBias
+occupations): `split = true` makes each word of a multi-word entry a word of its own,
+`lowercase = true` lower-cases them, `drop = [...]` leaves words out (to cut to size).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from pathlib import Path
 from . import StimkitError, grammar
 from .paths import data_dir
 
-LIST_KEYS = {"category", "description", "source", "words", "kind", "person", "gender"}
+LIST_KEYS = {"category", "description", "source", "words", "kind", "person", "gender", "split", "lowercase", "drop"}
 WORD_KEYS = {"word", "kind", "person", "gender", "singular", "plural"}
 GENDERS = {"male", "female"}
 PRONOUNS = {
@@ -101,6 +105,23 @@ def _resolve_word(entry, defaults: dict, lexicon, where) -> Word:
     return Word(text, kind, bool(person), singular, plural, gender)
 
 
+def _derive(entries: list, body: dict, where: str) -> list:
+    """Apply the list's split / lowercase / drop rules to its plain-string words."""
+    if not any(k in body for k in ("split", "lowercase", "drop")):
+        return entries
+    if not all(isinstance(e, str) for e in entries):
+        raise StimkitError(f"{where}: split, lowercase and drop need plain string words")
+    words = [w for e in entries for w in (e.split() if body.get("split") else [e.strip()])]
+    words = [w.lower() for w in words] if body.get("lowercase") else words
+    drop = body.get("drop", [])
+    if not isinstance(drop, list) or not all(isinstance(d, str) for d in drop):
+        raise StimkitError(f"{where}: `drop` must be a list of words")
+    absent = [d for d in drop if d not in words]
+    if absent:
+        raise StimkitError(f"{where}: drop names {absent[0]!r}, which is not in the list")
+    return [w for w in words if w not in drop]
+
+
 def parse_file(path: Path, lexicon=None) -> list[WordList]:
     path = Path(path)
     lexicon = lexicon if lexicon is not None else load_lexicon()
@@ -119,6 +140,7 @@ def parse_file(path: Path, lexicon=None) -> list[WordList]:
         entries = body.get("words")
         if not isinstance(entries, list) or not entries:
             raise StimkitError(f"{where}: empty word list (give a non-empty `words` array)")
+        entries = _derive(entries, body, where)
         defaults = {k: body[k] for k in ("kind", "person", "gender") if k in body}
         words, seen = [], {}
         for entry in entries:

@@ -15,7 +15,7 @@ app.add_typer(audit_app, name="audit")
 
 
 def caliskan_sentence_tests() -> list[str]:
-    return [n for n, t in catalog.load_toml().items() if n.startswith("sent-weat")]
+    return [n for n, t in catalog.by_paper(catalog.load_toml(), catalog.DEFAULT_PAPER).items() if n.startswith("sent-weat")]
 
 
 @audit_app.command("templates")

@@ -5,11 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Optional
 
+import polars as pl
 import typer
 
 from .. import StimkitError, catalog, generate, sentbias, store, wordlists
 from ..paths import default_db
-from .common import app, handles_errors, open_store, out, print_rows, state
+from .common import app, emit, handles_errors, open_store, out, print_rows, state
 
 catalog_app = typer.Typer(help="The test catalog: list tests, show their set queries.", invoke_without_command=True)
 export_app = typer.Typer(help="Export stimulus sets in other tools' formats.")
@@ -70,17 +71,22 @@ def sets_cmd(
 
 @catalog_app.callback()
 @handles_errors
-def catalog_list(ctx: typer.Context):
+def catalog_list(
+    ctx: typer.Context,
+    paper: Annotated[Optional[str], typer.Option("--paper", help="Only one paper's tests: may-2019 | tan-celis-2019.")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="table | csv | json.")] = "table",
+):
     """List the catalog's tests."""
     if ctx.invoked_subcommand:
         return
     con = open_store()
-    rows = [{"test": t.name, "context": t.context, "family": t.family, "source": t.source,
-             "X": t.sets[0], "Y": t.sets[1], "A": t.sets[2], "B": t.sets[3]} for t in catalog.load(con).values()]
-    from .. import wefat  # WEFAT entries: one target set and a property in place of Y
-    rows += [{"test": t.name, "context": t.context, "family": "WEFAT", "X": t.targets, "Y": f"property {t.property}",
-              "A": t.a, "B": t.b} for t in wefat.load_catalog().values()]
-    print_rows(rows, ["test", "context", "family", "X", "Y", "A", "B"])
+    df = catalog.listing(catalog.by_paper(catalog.load(con), paper))
+    if paper is None:  # WEFAT entries: one target set, and a property in place of Y
+        from .. import wefat
+        df = pl.concat([df, pl.DataFrame([{"test": t.name, "paper": "caliskan-2017", "context": t.context, "family": "WEFAT",
+                                           "source": "catalog", "X": t.targets, "Y": f"property {t.property}", "A": t.a,
+                                           "B": t.b} for t in wefat.load_catalog().values()])], how="diagonal_relaxed")
+    emit(df, fmt, ["test", "context", "family", "X", "Y", "A", "B"] if fmt == "table" else None)
 
 
 @catalog_app.command("show")

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .. import UsageError, analysis, catalog, generate, runner, stats, wordlists
+from .. import UsageError, analysis, catalog, cword, generate, runner, stats, tancelis, wordlists
 from .common import app, count as _count, db_path, emit, emit_document, err, handles_errors, open_store, out, print_rows
 from .encode import encode_with_progress
 
@@ -66,8 +66,8 @@ def finish(report: runner.RunReport, n_tests: int, n_encoders: int) -> None:
                   f"{_count(n_encoders, 'encoder')}, {_count(len(report.failures), 'failure')}. "
                   f"See `stimkit results --run {report.run_id}`.", highlight=False, markup=False)
     if report.failures:
-        if not report.run_id:
-            err.print(f"nothing stored: all {_count(len(report.failures), 'failure')}", highlight=False)
+        if not report.run_id and len(report.failures) > 1:  # a single failure has said it all in its line
+            err.print(f"nothing stored: {_count(len(report.failures), 'failure')}", highlight=False)
         raise typer.Exit(1)
 
 
@@ -84,7 +84,7 @@ def test_cmd(
     a: Annotated[Optional[str], typer.Option("--a")] = None,
     b: Annotated[Optional[str], typer.Option("--b")] = None,
     name: Annotated[str, typer.Option("--name", help="Name of the ad-hoc test.")] = "adhoc",
-    context: Annotated[str, typer.Option("--context", help="Ad-hoc test context: word | sentence.")] = "sentence",
+    context: Annotated[Optional[str], typer.Option("--context", help="word | sentence | c-word (a sentence test's inserted word; default: the test's own).")] = None,
     budget: Annotated[int, typer.Option("--budget", help="Permutation sample budget.")] = stats.DEFAULT_BUDGET,
     method: Annotated[str, typer.Option("--method", help="auto | exact | sampled | parametric.")] = "auto",
     alternative: Annotated[str, typer.Option("--alternative", help="greater | less | two-sided.")] = "greater",
@@ -105,9 +105,9 @@ def test_cmd(
     if any(adhoc):
         if not all(adhoc):
             raise UsageError("an ad-hoc test needs all four of --x --y --a --b")
-        tests = [catalog.TestDef(name, tuple(adhoc), context, None, balance or "none", source="adhoc")]
+        tests = [catalog.TestDef(name, tuple(adhoc), context or "sentence", None, balance or "none", source="adhoc")]
     elif patterns or everything:
-        tests = catalog.select(con, patterns, everything, source)
+        tests = [cword.in_context(t, context) for t in catalog.select(con, patterns, everything, source)]
     else:
         raise UsageError("name tests (or patterns), or pass --all, or give an ad-hoc test with --x --y --a --b")
     opts = runner.Options(budget=budget, method=method, alternative=alternative, seed=seed, clustered=clustered,
@@ -140,6 +140,7 @@ def results_cmd(
     alpha: AlphaOption = 0.01,
     fmt: Annotated[str, typer.Option("--format", help="table | csv | json | sentbias.")] = "table",
     table: Annotated[bool, typer.Option("--table", help="Tests x encoders with d and significance marks (Table 4 of May et al.).")] = False,
+    layout: Annotated[Optional[str], typer.Option("--layout", help="tan-celis: Tables 7/8 of Tan & Celis 2019 (tests x word/sent/c-word x encoders).")] = None,
 ):
     """Results with a multiple-testing correction over a family of hypotheses, each counted once.
 
@@ -153,7 +154,11 @@ def results_cmd(
     family = analysis.define_family(con, where, alpha, run)
     df = analysis.corrected(con, correct)
     err.print(f"family: {family.definition}; m = {family.m}; {correct} at alpha {alpha}", highlight=False, markup=False)
-    if table:
+    if layout not in (None, "tan-celis"):
+        raise UsageError(f"unknown layout {layout!r} (known: tan-celis)")
+    if layout:
+        emit(tancelis.layout(df, catalog.load(con)), fmt)
+    elif table:
         columns, rows = analysis.table4(df, alpha, list(catalog.load_toml()))
         print_rows(rows, columns, title=f"d by test and encoder; * p <= {alpha}, ** also after {correct} correction "
                                         f"over m = {family.m}; † cannot reach p <= {alpha}")
@@ -219,8 +224,11 @@ def run_cmd(
     seed: Annotated[int, typer.Option("--seed")] = 0,
     alpha: AlphaOption = 0.01,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="A line per test as it runs.")] = False,
+    paper: Annotated[str, typer.Option("--paper", help="may-2019 (Table 4) | tan-celis-2019 (Tables 7 and 8).")] = catalog.DEFAULT_PAPER,
+    fmt: Annotated[str, typer.Option("--format", help="Output format of the Tan & Celis table.")] = "table",
 ):
     """The main job: generate the catalog, encode, run all 46 tests per encoder, Holm at alpha, Table 4, checks.
+    With --paper tan-celis-2019: Tan & Celis's tests in word, sent and c-word, and their Tables 7 and 8.
 
     Example: stimkit run -e glove-6b-50d
     """
@@ -228,11 +236,14 @@ def run_cmd(
     started = time.perf_counter()
     analysis.validate_alpha(alpha)
     con = open_store()
+    if paper == tancelis.PAPER:
+        return run_tan_celis(con, encoder, budget, seed, alpha, fmt, started)
+    catalog.by_paper(catalog.load_toml(), paper)  # an unknown paper is refused
     lists = wordlists.load_all()
     report = generate.generate(con, catalog.default_specs(lists), lists)
     err.print(f"stimuli: {sum(r['status'] == 'new' for r in report)} new sets, {len(report)} in all", highlight=False)
     specs = encoder or DEFAULT_ENCODERS
-    tests = list(catalog.load_toml().values())
+    tests = list(catalog.by_paper(catalog.load_toml(), catalog.DEFAULT_PAPER).values())
     opts = runner.Options(budget=budget, seed=seed, alpha=alpha)
     run = run_tests(con, tests, specs, opts, "run", verbose=verbose)
     if not run.run_id:
@@ -253,3 +264,18 @@ def run_cmd(
     out.print(f"\nrun {run.run_id} in {time.perf_counter() - started:.1f}s; {df['rejected'].sum()} of {df.height} "
               f"significant after Holm at {alpha}. Store: {db_path()}", highlight=False)
     finish(run, len(tests), len(specs))
+
+
+def run_tan_celis(con, encoder, budget, seed, alpha, fmt, started):
+    import time
+
+    def log(line: str) -> None:
+        err.print(line, highlight=False)
+
+    run_id = tancelis.run_job(con, tuple(encoder or tancelis.JOB_ENCODERS), runner.Options(budget=budget, seed=seed), log)
+    family = analysis.define_family(con, None, alpha, run_id)
+    df = analysis.corrected(con, "holm")
+    order = list(dict.fromkeys(df["encoder"].to_list()))
+    emit(tancelis.layout(df, catalog.load_toml(), order), fmt)
+    err.print(f"run {run_id} in {time.perf_counter() - started:.1f}s; {df['rejected'].sum()} of {family.m} significant after Holm "
+              f"at {alpha} (*); c-word vs sent: ✓ c-word only, ✗ sent only, ▲ both.", highlight=False)

@@ -59,4 +59,32 @@ def resolve(spec: str) -> Encoder:
     )
 
 
-__all__ = ["Encoded", "Encoder", "resolve", "parse", "EMBEDDED"]
+def token_variant(enc: Encoder | str) -> Encoder:
+    """The same model pooled at the word the template inserted (Tan & Celis's c-word): pooling=token,
+    first sub-token unless the spec says subtoken=mean, its layer kept. `base_spec` remembers the
+    spec as named, which results store as the encoder (their context says c-word).
+
+    Refused: sentence-only encoders (USE), imported vectors, and static word vectors, whose
+    word has the same vector in every sentence, so c-word would repeat the word test
+    (Tan & Celis 2019, Table 7: NA for CBoW)."""
+    from .transformer import TransformerEncoder
+    from .wordvectors import WordVectorEncoder
+
+    base = resolve(enc) if isinstance(enc, str) else enc
+    if isinstance(base, WordVectorEncoder):
+        raise StimkitError(f"encoder {base.spec!r}: c-word is not applicable to static word vectors "
+                           "(a word's vector is the same in every sentence: run the word-level test)")
+    if not isinstance(base, TransformerEncoder):
+        raise StimkitError(f"encoder {base.spec!r} cannot give c-word vectors: it has no token vectors "
+                           "(c-word needs a transformer, e.g. minilm or hf:<model>)")
+    if base.pooling == "token":
+        variant = base
+    else:
+        options = {k: v for k, v in base.options.items() if k != "pooling"}
+        variant = TransformerEncoder(base.model_id, name=base.name, pooling="token", subtoken=base.subtoken,
+                                     batch_size=base.batch_size, **options)
+    variant.base_spec = base.spec
+    return variant
+
+
+__all__ = ["Encoded", "Encoder", "resolve", "parse", "token_variant", "EMBEDDED"]
