@@ -2,6 +2,10 @@
 
 __version__ = "0.3.0"
 
+# Defaults shared by the library and the CLI (here, so the CLI's start-up imports nothing heavy).
+DEFAULT_BUDGET = 100_000        # permutation samples (and the exact/sampled switch)
+DEFAULT_PAPER = "may-2019"      # catalog entries without `paper` are May et al.'s published tests
+
 # The library's face, imported on first use so that `import stimkit` (and the CLI's
 # start-up) stays light: stimkit.weat(...), stimkit.open(path), stimkit.Store.
 _LAZY = {"weat": ("api", "weat"), "WeatResult": ("api", "WeatResult"), "open": ("api", "open"), "Store": ("api", "Store")}

@@ -243,7 +243,7 @@ def summary(con, where: str | None = None, top: int = 3) -> tuple[pl.DataFrame, 
 
 def caliskan_sentence_tests() -> list[str]:
     """The default audit: every sent- Caliskan test of the catalog."""
-    return [n for n in catalog.load_toml() if n.startswith("sent-weat")]
+    return [n for n in catalog.by_paper(catalog.load_toml(), catalog.DEFAULT_PAPER) if n.startswith("sent-weat")]
 
 
 def run_templates(con, names: list[str] | None, encoder_specs: list[str], template_sets: list[str] | None,

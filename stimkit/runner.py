@@ -291,6 +291,8 @@ class RunReport:
     rows: list[dict]
     failures: list[Failure]
     alpha: float
+    n_tests: int = 0
+    n_encoders: int = 0
 
     @property
     def cannot_reject(self) -> list[dict]:
@@ -353,7 +355,7 @@ def run_tests(con, tests: list[TestDef], encoder_specs: list[str], opts: Options
     runnable = [t for t in tests if t.name in sets]
     total, rows = len(runnable) * len(ready), []
     if not total:
-        return RunReport(None, rows, failures, opts.alpha)
+        return RunReport(None, rows, failures, opts.alpha, len(tests), len(encoder_specs))
     with store.transaction(con):  # a crash leaves no partial run; a failed test leaves no partial result
         run_id = start_run(con, command, opts.seed)
         for enc in ready:
@@ -369,4 +371,4 @@ def run_tests(con, tests: list[TestDef], encoder_specs: list[str], opts: Options
         if not rows:
             con.execute("DELETE FROM runs WHERE run_id = ?", [run_id])
             run_id = None
-    return RunReport(run_id, rows, failures, opts.alpha)
+    return RunReport(run_id, rows, failures, opts.alpha, len(tests), len(encoder_specs))

@@ -19,11 +19,10 @@ from itertools import combinations, islice
 from math import comb
 
 import numpy as np
-from scipy import stats as sps
 
 from . import StimkitError, sampler
 
-DEFAULT_BUDGET = 100_000
+from . import DEFAULT_BUDGET  # noqa: E402,F401  (re-exported: stats.DEFAULT_BUDGET)
 ALTERNATIVES = ("greater", "less", "two-sided")
 METHODS = ("auto", "exact", "sampled", "parametric")
 # Two partition sums closer than this (relative to the scale of the values) are a tie:
@@ -191,6 +190,7 @@ def permutation_p(values: np.ndarray, n: int, alternative: str = "greater", meth
     total = float(values.sum())
     stat_null, stat = 2 * null - total, 2 * observed - total
     mu, sd = stat_null.mean(), stat_null.std(ddof=1)
+    from scipy import stats as sps  # here: scipy.stats costs half a second to import
     if alternative == "greater":
         p = sps.norm.sf(stat, mu, sd)
     elif alternative == "less":

@@ -53,6 +53,13 @@ def connect(path: str | Path | None = None, read_only: bool = False, wait: float
                 on_wait(f"waiting for {path}: another process is {'writing to' if read_only else 'using'} it")
                 told = True
             time.sleep(0.1)
+        except duckdb.ConnectionException as e:
+            if not (read_only and "different configuration" in str(e)):
+                raise StimkitError(f"{path}: cannot open store: {str(e).splitlines()[0]}") from None
+            # This process already has the store open for writing (a notebook, a test): share
+            # that database; a reader still only reads (its SQL is checked to be SELECTs).
+            con = duckdb.connect(str(path))
+            break
         except duckdb.Error as e:
             raise StimkitError(f"{path}: cannot open store: {str(e).splitlines()[0]}") from None
     try:

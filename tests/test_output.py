@@ -13,7 +13,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from stimkit import StimkitError, output
+from stimkit import store, StimkitError, output
 from stimkit.cli import app
 from stimkit.cli.common import handles_errors
 
@@ -77,6 +77,7 @@ def test_csv_and_tsv_parse_back(frame, fmt, sep):
 
 def test_query_of_a_vector_column_prints_csv(tmp_path):
     """The crash in issue 11: `query "SELECT vector ..." --format csv`."""
+    store.connect(tmp_path / "s.duckdb").close()  # query reads: it never creates a store
     r = CliRunner().invoke(app, ["--db", str(tmp_path / "s.duckdb"), "query",
                                  "SELECT [0.25, -1.5, 3.0]::FLOAT[3] AS vector, '[/] :x:' AS name", "--format", "csv"])
     assert r.exit_code == 0, r.output

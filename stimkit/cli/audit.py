@@ -1,4 +1,4 @@
-"""Template audit commands: audit templates, compare, show."""
+"""Template audit commands: audit templates, compare, show (parse, call the library, print)."""
 
 from __future__ import annotations
 
@@ -7,15 +7,11 @@ from typing import Annotated, Optional
 
 import typer
 
-from .. import StimkitError, audit, catalog, encoders, runner, store
-from .common import app, emit, err, handles_errors, open_store, out, print_rows
+from .. import DEFAULT_BUDGET, StimkitError
+from .common import app, emit, emit_document, err, format_option, handles_errors, open_store, out
 
 audit_app = typer.Typer(help="Template audits: how template choice moves d and p.", no_args_is_help=True)
 app.add_typer(audit_app, name="audit")
-
-
-def caliskan_sentence_tests() -> list[str]:
-    return [n for n, t in catalog.by_paper(catalog.load_toml(), catalog.DEFAULT_PAPER).items() if n.startswith("sent-weat")]
 
 
 @audit_app.command("templates")
@@ -25,30 +21,26 @@ def audit_templates_cmd(
     encoder: Annotated[Optional[list[str]], typer.Option("--encoder", "-e", help="Encoder (repeatable).")] = None,
     template_set: Annotated[Optional[list[str]], typer.Option("--template-set", "-s", help="Template set (repeatable).")] = None,
     alpha: Annotated[float, typer.Option("--alpha")] = 0.01,
-    budget: Annotated[int, typer.Option("--budget")] = runner.stats.DEFAULT_BUDGET,
+    budget: Annotated[int, typer.Option("--budget")] = DEFAULT_BUDGET,
     seed: Annotated[int, typer.Option("--seed")] = 0,
 ):
-    """Per template: the test alone and left out, a random-effects meta-analysis, flip rates, word influence."""
-    con = open_store()
-    names = test or caliskan_sentence_tests()
-    tests = [catalog.get(con, n) for n in names]
-    sets = template_set or [audit.SENTENCE_SET]
-    for t in tests:
-        for sname in sets:
-            audit.retemplate(t, sname)  # refuse a test without sentence sets before any work
-    encs = [encoders.resolve(e) for e in (encoder or ["minilm"])]
-    opts = runner.Options(budget=budget, seed=seed)
-    with store.transaction(con):
-        run_id = runner.start_run(con, " ".join(sys.argv[1:]), seed)
-        for enc in encs:
-            for t in tests:
-                for sname in sets:
-                    a = audit.audit_one(con, run_id, t, enc, sname, opts, alpha)
-                    pooled = "n/a" if a["pooled_d"] is None else f"{a['pooled_d']:+.2f} tau2={a['tau2']:.3f} I2={a['i2']:.0%}"
-                    flips = "n/a" if a["decision_flip_share"] is None else f"{a['decision_flip_share']:.0%}"
-                    err.print(f"{t.name:<14} {sname:<14} {enc.spec:<22} d={a['full_d']:+.2f} p={a['full_p']:.2g} "
-                              f"templates={a['n_templates']} pooled d={pooled} decision flips={flips}", highlight=False)
-    out.print(f"run {run_id}: see `stimkit audit show --where \"run_id = '{run_id}'\"`", highlight=False)
+    """Per template: the test alone and left out, a random-effects meta-analysis, flip rates, word influence.
+
+    Examples:
+      stimkit audit templates -t sent-weat6 -e minilm -e use-m3
+      stimkit audit templates -t sent-weat6 -s may2019 -s past_tense
+    """
+
+    def line(a):
+        pooled = "n/a" if a["pooled_d"] is None else f"{a['pooled_d']:+.2f} tau2={a['tau2']:.3f} I2={a['i2']:.0%}"
+        flips = "n/a" if a["decision_flip_share"] is None else f"{a['decision_flip_share']:.0%}"
+        err.print(f"{a['test']:<14} {a['template_set']:<14} {a['encoder']:<22} d={a['full_d']:+.2f} p={a['full_p']:.2g} "
+                  f"templates={a['n_templates']} pooled d={pooled} decision flips={flips}", highlight=False)
+
+    with open_store() as store:
+        run_id, _ = store.audit(test, encoder or ["minilm"], template_set, alpha, " ".join(sys.argv[1:]), line,
+                                budget=budget, seed=seed, alpha=alpha)
+    err.print(f"run {run_id}: see `stimkit audit show --where \"run_id = '{run_id}'\"`", highlight=False)
 
 
 @audit_app.command("compare")
@@ -58,34 +50,27 @@ def audit_compare_cmd(
     template_set: Annotated[list[str], typer.Option("--template-set", "-s", help="Template set (repeat for each).")],
     encoder: Annotated[Optional[list[str]], typer.Option("--encoder", "-e")] = None,
     alpha: Annotated[float, typer.Option("--alpha")] = 0.01,
-    budget: Annotated[int, typer.Option("--budget")] = runner.stats.DEFAULT_BUDGET,
+    budget: Annotated[int, typer.Option("--budget")] = DEFAULT_BUDGET,
     seed: Annotated[int, typer.Option("--seed")] = 0,
+    fmt: Annotated[Optional[str], format_option()] = None,
 ):
-    """Run the same test under each template set and show how d and p move (rows go to `results`)."""
-    if len(template_set) < 2:
-        raise StimkitError("compare needs at least two --template-set")
-    con = open_store()
-    tests = [catalog.get(con, n) for n in test]
-    for t in tests:
-        for sname in template_set:
-            audit.retemplate(t, sname)
-    encs = [encoders.resolve(e) for e in (encoder or ["minilm"])]
-    opts = runner.Options(budget=budget, seed=seed)
-    rows = []
-    with store.transaction(con):
-        run_id = runner.start_run(con, " ".join(sys.argv[1:]), seed)
-        for enc in encs:
-            for t in tests:
-                found = audit.compare(con, run_id, t, enc, template_set, opts)
-                base = found[0]
-                for r in found:
-                    rows.append({"test": t.name, "encoder": enc.spec, "template_set": r["template_set"],
-                                 "n_x": r["n_x"], "d": f"{r['effect_size']:+.3f}", "d_shift": f"{r['effect_size'] - base['effect_size']:+.3f}",
-                                 "p": f"{r['p_value']:.3g}", "significant": r["p_value"] <= alpha,
-                                 "flips": "decision" if (r["p_value"] <= alpha) != (base["p_value"] <= alpha) else
-                                          ("sign" if (r["effect_size"] > 0) != (base["effect_size"] > 0) else "")})
-    print_rows(rows, list(rows[0]), title=f"d and p by template set (shift and flips against {template_set[0]}; alpha {alpha})")
-    out.print(f"run {run_id}", highlight=False)
+    """Run the same test under each template set and show how d and p move (rows go to `results`).
+
+    Example:
+      stimkit audit compare -t sent-weat6 -e use-m3 -s may2019 -s may2019_fixed -s word_first
+    """
+    import polars as pl
+
+    from .. import audit, runner
+
+    opts = runner.Options(budget=budget, seed=seed, alpha=alpha)
+    opts.validate()
+    with open_store() as store:
+        run_id, rows = audit.run_compare(store.con, test, encoder or ["minilm"], template_set, opts, alpha,
+                                         " ".join(sys.argv[1:]))
+    emit(pl.DataFrame(rows), fmt,
+         title=f"d and p by template set (shift and flips against {template_set[0]}; alpha {alpha})")
+    err.print(f"run {run_id}", highlight=False)
 
 
 @audit_app.command("show")
@@ -93,19 +78,38 @@ def audit_compare_cmd(
 def audit_show_cmd(
     where: Annotated[Optional[str], typer.Option("--where", help="SQL condition on `audits`.")] = None,
     top: Annotated[int, typer.Option("--top", help="Templates listed per audit.")] = 3,
-    fmt: Annotated[str, typer.Option("--format")] = "table",
+    movers: Annotated[bool, typer.Option("--templates", help="Only the templates that move each test most.")] = False,
+    fmt: Annotated[Optional[str], format_option()] = None,
 ):
-    """A readable summary of audits: pooled d, tau2, I2, flip rates, and the templates that move each test most."""
-    con = open_store()
-    try:
-        audits, movers = audit.summary(con, where, top)
-    except Exception as e:
-        raise StimkitError(f"--where {where!r}: {str(e).splitlines()[0]}") from None
+    """A summary of audits: pooled d, tau2, I2, flip rates, and the templates that move each test most.
+
+    A table shows both parts; JSON is one document {"audits": [...], "rows": [the templates]}; the
+    other formats print the audits (or, with --templates, the templates).
+
+    Examples:
+      stimkit audit show --top 3
+      stimkit audit show --templates --format csv
+    """
+    from .. import audit, store as store_sql
+    from ..output import default_format
+
+    with open_store(read_only=True) as store:
+        if where:
+            store_sql.single_select(f"SELECT * FROM audits WHERE ({where})", f"--where {where!r}")
+        try:
+            audits, movers_df = audit.summary(store.con, where, top)
+        except Exception as e:
+            raise StimkitError(f"--where {where!r}: {str(e).splitlines()[0]}") from None
     if audits.height == 0:
         raise StimkitError("no audits" + (f" where {where}" if where else "") + " (run `stimkit audit templates`)")
-    emit(audits.drop("audit_id"), fmt)
-    if fmt == "table":
+    fmt = fmt or default_format()
+    if fmt == "json":
+        import json
+
+        emit_document({"audits": json.loads(audits.drop("audit_id").write_json())}, movers_df, fmt)
+    elif fmt == "table" and not movers:
+        emit(audits.drop("audit_id"), fmt)
         out.print("\nTemplates that move each test most (alone, ranked by |d_alone - d|):", highlight=False)
-    emit(movers, fmt)
-
-
+        emit(movers_df, fmt)
+    else:
+        emit(movers_df if movers else audits.drop("audit_id"), fmt)

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .. import StimkitError, UsageError, __version__, store
+from .. import StimkitError, UsageError, __version__
 from ..output import FORMATS, emit, emit_document, err, format_option, out, print_rows  # noqa: F401  (one output layer)
 from ..paths import default_db
 
@@ -54,12 +54,25 @@ def handles_errors(fn):
                 raise
             fail(f"internal error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''} "
                  "(run with --debug for the traceback)", 1)
+        finally:  # every store the command opened: a traceback kept alive must not keep the file open
+            while _opened:
+                _opened.pop().close()
 
     return wrapper
 
 
 def open_store(read_only: bool = False):
-    return store.connect(db_path(), read_only=read_only)
+    """The store as a library object (`with open_store() as store: ... store.con`). Read
+    commands open it read-only: they never create a file, and wait while another process
+    writes."""
+    from ..api import Store
+
+    opened = Store(db_path(), read_only, on_wait=lambda message: err.print(message, highlight=False))
+    _opened.append(opened)
+    return opened
+
+
+_opened: list = []  # stores opened by the running command (closed when it ends)
 
 
 def _print_version(value: bool):

@@ -54,7 +54,7 @@ def encode_cmd(
     batch_size: Annotated[int, typer.Option("--batch-size")] = 256,
 ):
     """Encode stimuli into the embedding store; only what is missing, committing each batch."""
-    con = open_store()
+    con = open_store().con
     stimuli = select_stimuli(con, sets, tests, everything)
     for spec in encoder:
         enc = encoders.resolve(spec)
@@ -72,7 +72,7 @@ def encode_cmd(
 @handles_errors
 def encoders_cmd():
     """List the embedded encoders and every encoder with vectors in the store."""
-    con = open_store()
+    con = open_store(read_only=True).con
     stored = store.rows(con, "SELECT fingerprint, spec, dim, vector_table FROM encoders ORDER BY created_at")
     rows = []
     for fp, spec, dim, table in stored:

@@ -20,6 +20,14 @@ app.add_typer(export_app, name="export")
 app.add_typer(import_app, name="import")
 
 
+def catalog_con():
+    """The store read-only for its imported tests, or None where there is no store yet:
+    the catalog itself needs none."""
+    from .common import db_path
+
+    return open_store(read_only=True).con if db_path().exists() else None
+
+
 @app.command("generate")
 @handles_errors
 def generate_cmd(
@@ -41,7 +49,7 @@ def generate_cmd(
             specs += [generate.SetSpec(n, tset, file or None) for n in names]
     else:
         specs = catalog.default_specs(lists)
-    con = open_store()
+    con = open_store().con
     report = generate.generate(con, specs, lists)
     counts = {s: sum(r["status"] == s for r in report) for s in ("new", "restored", "unchanged")}
     if not quiet:
@@ -59,7 +67,7 @@ def sets_cmd(
     like: Annotated[Optional[str], typer.Argument(help="Only sets whose name contains this.")] = None,
 ):
     """List stimulus sets with their versions and counts."""
-    con = open_store()
+    con = open_store(read_only=True).con
     view = "stimulus_sets" if all_versions else "current_sets"
     where = "WHERE name LIKE ?" if like else ""
     df = store.frame(
@@ -79,7 +87,7 @@ def catalog_list(
     """List the catalog's tests."""
     if ctx.invoked_subcommand:
         return
-    con = open_store()
+    con = catalog_con()
     df = catalog.listing(catalog.by_paper(catalog.load(con), paper))
     if paper is None:  # WEFAT entries: one target set, and a property in place of Y
         from .. import wefat
@@ -93,7 +101,7 @@ def catalog_list(
 @handles_errors
 def catalog_show(name: str):
     """Print a test's four set queries and the sizes they select."""
-    con = open_store()
+    con = catalog_con()
     test = catalog.get(con, name)
     out.print(f"{test.name}  context={test.context} family={test.family} balance={test.balance} source={test.source}")
     for role in catalog.ROLES:
@@ -114,7 +122,7 @@ def export_sentbias(
     seed: Annotated[int, typer.Option("--seed")] = 0,
 ):
     """Write one JSON file per catalog test in the published SEAT format (unbalanced by default)."""
-    con = open_store()
+    con = open_store(read_only=True).con
     written = sentbias.export(con, outdir, tests or [], balance, seed)
     out.print(f"wrote {len(written)} files to {outdir}")
 
@@ -126,7 +134,7 @@ def import_sentbias(
     prefix: Annotated[str, typer.Option("--prefix", help="Prefix of the imported test names.")] = "import:",
 ):
     """Load published-format JSON files as stimulus sets and tests named <prefix><file stem>."""
-    con = open_store()
+    con = open_store().con
     report = sentbias.import_dir(con, directory, prefix)
     for r in report:
         out.print(f"{r['test']:<50} sizes X/Y/A/B = {'/'.join(map(str, r['sizes']))}", highlight=False)

@@ -1,4 +1,4 @@
-"""Commands over tests and results: test, results, check, query, run."""
+"""Commands over tests and results: test, results, check, query, run (parse, call the library, print)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from .. import UsageError, analysis, catalog, cword, generate, runner, stats, tancelis, wordlists
-from .common import app, count as _count, db_path, emit, emit_document, err, handles_errors, open_store, out, print_rows
-from .encode import encode_with_progress
-
-DEFAULT_ENCODERS = ["glove-6b-50d", "minilm", "minilm,pooling=cls", "use-m3"]
+from .. import DEFAULT_BUDGET, DEFAULT_PAPER, UsageError
+from .common import (app, count as _count, db_path, emit, emit_document, err, format_option, handles_errors,
+                     open_store, print_rows)
 
 AlphaOption = Annotated[float, typer.Option("--alpha", help="Significance level, in (0, 1).")]
 RunOption = Annotated[Optional[str], typer.Option(
@@ -19,11 +17,11 @@ RunOption = Annotated[Optional[str], typer.Option(
 WhereOption = Annotated[Optional[str], typer.Option("--where", help="SQL condition that filters the family (one expression).")]
 
 
-def run_tests(con, tests: list, encoder_specs: list[str], opts: runner.Options, command: str,
-              verbose: bool = True) -> runner.RunReport:
-    """Run the tests with progress and one line per failure on stderr; warn once about
-    results that cannot reject at alpha."""
+def progress_callbacks(verbose: bool):
+    """Progress bar, a line per result (verbose) and a line per failure, all on stderr."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from .encode import encode_with_progress
 
     def encode(con, enc, stimuli):
         r = encode_with_progress(con, enc, stimuli, 256)
@@ -47,24 +45,39 @@ def run_tests(con, tests: list, encoder_specs: list[str], opts: runner.Options, 
                       + (f"  [{'; '.join(notes)}]" if notes else ""), highlight=False)
 
     def on_failure(f):
-        err.print(f"failed: {f}", style="red", highlight=False, markup=False)
+        err.print(f"failed: {f}", style="red", highlight=False)
 
-    with bar:
-        report = runner.run_tests(con, tests, encoder_specs, opts, command, encode, on_result, on_failure)
+    return bar, {"encode": encode, "on_result": on_result, "on_failure": on_failure}
+
+
+def emit_rows(rows: list[dict], columns: list[str], title: str, fmt: str | None) -> None:
+    """A table of rows (Table 4): a rich table, or any other format of the output layer."""
+    from ..output import default_format
+
+    if (fmt or default_format()) == "table":
+        print_rows(rows, columns, title)
+    else:
+        import polars as pl
+
+        err.print(title, highlight=False)
+        emit(pl.DataFrame([{c: r.get(c) for c in columns} for r in rows], schema={c: pl.String for c in columns}), fmt)
+
+
+def warn_cannot_reject(report, alpha: float) -> None:
     weak = report.cannot_reject
     if weak:
-        names = ", ".join(sorted({r["test"] for r in weak})[:5]) + (", ..." if len({r["test"] for r in weak}) > 5 else "")
-        err.print(f"warning: {_count(len(weak), 'result')} cannot reach p <= {opts.alpha} whatever the data "
-                  f"(smallest possible p above alpha; marked † in tables): {names}", highlight=False, markup=False)
-    return report
+        tests = sorted({r["test"] for r in weak})
+        names = ", ".join(tests[:5]) + (", ..." if len(tests) > 5 else "")
+        err.print(f"warning: {_count(len(weak), 'result')} cannot reach p <= {alpha} whatever the data "
+                  f"(smallest possible p above alpha; marked † in tables): {names}", highlight=False)
 
 
-def finish(report: runner.RunReport, n_tests: int, n_encoders: int) -> None:
+def finish(report) -> None:
     """The run's summary line; exit 1 when any test or encoder failed."""
     if report.run_id:
-        err.print(f"run {report.run_id}: {_count(len(report.rows), 'result')} from {_count(n_tests, 'test')} x "
-                  f"{_count(n_encoders, 'encoder')}, {_count(len(report.failures), 'failure')}. "
-                  f"See `stimkit results --run {report.run_id}`.", highlight=False, markup=False)
+        err.print(f"run {report.run_id}: {_count(len(report.rows), 'result')} from {_count(report.n_tests, 'test')} x "
+                  f"{_count(report.n_encoders, 'encoder')}, {_count(len(report.failures), 'failure')}. "
+                  f"See `stimkit results --run {report.run_id}`.", highlight=False)
     if report.failures:
         if not report.run_id and len(report.failures) > 1:  # a single failure has said it all in its line
             err.print(f"nothing stored: {_count(len(report.failures), 'failure')}", highlight=False)
@@ -85,7 +98,7 @@ def test_cmd(
     b: Annotated[Optional[str], typer.Option("--b")] = None,
     name: Annotated[str, typer.Option("--name", help="Name of the ad-hoc test.")] = "adhoc",
     context: Annotated[Optional[str], typer.Option("--context", help="word | sentence | c-word (a sentence test's inserted word; default: the test's own).")] = None,
-    budget: Annotated[int, typer.Option("--budget", help="Permutation sample budget.")] = stats.DEFAULT_BUDGET,
+    budget: Annotated[int, typer.Option("--budget", help="Permutation sample budget.")] = DEFAULT_BUDGET,
     method: Annotated[str, typer.Option("--method", help="auto | exact | sampled | parametric.")] = "auto",
     alternative: Annotated[str, typer.Option("--alternative", help="greater | less | two-sided.")] = "greater",
     seed: Annotated[int, typer.Option("--seed", help="Seed of the permutation samples and bootstrap draws (never of the cut).")] = 0,
@@ -95,36 +108,36 @@ def test_cmd(
     cut_seed: Annotated[int, typer.Option("--cut-seed", help="Which items balance=cut drops (default 0: fixed per test).")] = 0,
     cuts: Annotated[int, typer.Option("--cuts", min=1, help="Also run K independent cuts and store the spread of d and p.")] = 1,
     alpha: AlphaOption = 0.01,
+    verbose: Annotated[bool, typer.Option("--verbose/--quiet", "-v/-q", help="A line per result.")] = True,
 ):
     """Run association tests (catalog, imported or ad-hoc) for one or more encoders; results go to the store.
 
-    Example: stimkit test 'sent-weat*' -e minilm --cuts 20
+    Examples:
+      stimkit test weat6 sent-weat6 -e glove-6b-50d -e use-m3
+      stimkit test 'sent-weat*' -e minilm --cuts 20
+      stimkit test sent-weat1 --context c-word -e minilm
     """
-    con = open_store()
-    adhoc = [x, y, a, b]
-    if any(adhoc):
-        if not all(adhoc):
-            raise UsageError("an ad-hoc test needs all four of --x --y --a --b")
-        tests = [catalog.TestDef(name, tuple(adhoc), context or "sentence", None, balance or "none", source="adhoc")]
-    elif patterns or everything:
-        tests = [cword.in_context(t, context) for t in catalog.select(con, patterns, everything, source)]
-    else:
-        raise UsageError("name tests (or patterns), or pass --all, or give an ad-hoc test with --x --y --a --b")
+    from .. import catalog, cword, runner
+
     opts = runner.Options(budget=budget, method=method, alternative=alternative, seed=seed, clustered=clustered,
                           bootstrap=bootstrap, balance=balance, cut_seed=cut_seed, cuts=cuts, alpha=alpha)
     opts.validate()
     specs = encoder or ["glove-6b-50d"]
-    report = run_tests(con, tests, specs, opts, " ".join(sys.argv[1:]))
-    finish(report, len(tests), len(specs))
-
-
-def emit_with_family(df, fmt: str, family: analysis.Family, extra: dict, columns: list[str] | None = None) -> None:
-    """Rows, with the family and the correction's own parameters: in the JSON document,
-    or on stderr for the other formats."""
-    if fmt == "json":
-        emit_document({"family": family.as_dict(), **extra}, df, fmt)
-    else:
-        emit(df, fmt, columns)
+    with open_store() as store:
+        if any((x, y, a, b)) or context is None:
+            chosen = None
+        else:  # a context for catalog tests: c-word runs a sentence test's inserted word
+            chosen = [cword.in_context(t, context) for t in catalog.select(store.con, patterns, everything, source)]
+        bar, callbacks = progress_callbacks(verbose)
+        with bar:
+            if chosen is not None:
+                report = runner.run_tests(store.con, chosen, specs, opts, " ".join(sys.argv[1:]), **callbacks)
+            else:
+                report = store.test(patterns, encoders=specs, everything=everything, source=source, x=x, y=y, a=a, b=b,
+                                     name=name, context=context or "sentence", command=" ".join(sys.argv[1:]),
+                                     options=opts, **callbacks)
+    warn_cannot_reject(report, alpha)
+    finish(report)
 
 
 RESULT_COLUMNS = ["test", "encoder", "context", "n_x", "n_y", "n_a", "n_b",
@@ -138,7 +151,7 @@ def results_cmd(
     run: RunOption = None,
     correct: Annotated[str, typer.Option("--correct", help="holm | bh | by | none.")] = "holm",
     alpha: AlphaOption = 0.01,
-    fmt: Annotated[str, typer.Option("--format", help="table | csv | json | sentbias.")] = "table",
+    fmt: Annotated[Optional[str], format_option("sentbias")] = None,
     table: Annotated[bool, typer.Option("--table", help="Tests x encoders with d and significance marks (Table 4 of May et al.).")] = False,
     layout: Annotated[Optional[str], typer.Option("--layout", help="tan-celis: Tables 7/8 of Tan & Celis 2019 (tests x word/sent/c-word x encoders).")] = None,
 ):
@@ -148,25 +161,33 @@ def results_cmd(
     balance, clustering, p-value procedure) over the whole store; --where filters it and
     --run takes one run instead. Replicates never add to m.
 
-    Example: stimkit results --where "test LIKE 'sent-%'" --correct by --format json
+    Examples:
+      stimkit results --correct holm --alpha 0.01
+      stimkit results --where "test LIKE 'sent-%'" --correct by --format json
+      stimkit results --table --format markdown
+      stimkit results --format sentbias > results.tsv
     """
-    con = open_store()
-    family = analysis.define_family(con, where, alpha, run)
-    df = analysis.corrected(con, correct)
-    err.print(f"family: {family.definition}; m = {family.m}; {correct} at alpha {alpha}", highlight=False, markup=False)
+    from .. import analysis, catalog
+
     if layout not in (None, "tan-celis"):
         raise UsageError(f"unknown layout {layout!r} (known: tan-celis)")
-    if layout:
-        emit(tancelis.layout(df, catalog.load(con)), fmt)
-    elif table:
-        columns, rows = analysis.table4(df, alpha, list(catalog.load_toml()))
-        print_rows(rows, columns, title=f"d by test and encoder; * p <= {alpha}, ** also after {correct} correction "
-                                        f"over m = {family.m}; † cannot reach p <= {alpha}")
-    elif fmt == "sentbias":
-        sys.stdout.write(analysis.sentbias_rows(df).write_csv(separator="\t", quote_style="never"))
-    else:
-        emit_with_family(df, fmt, family, {"correction": {"method": correct, "alpha": alpha}},
-                         RESULT_COLUMNS if fmt == "table" else None)
+    with open_store(read_only=True) as store:
+        df = store.results(where, run, correct, alpha)
+        family = store.family
+        err.print(f"family: {family.definition}; m = {family.m}; {correct} at alpha {alpha}", highlight=False)
+        if layout:
+            from .. import tancelis
+            emit(tancelis.layout(df, catalog.load(store.con)), fmt)
+        elif table:
+            columns, rows = analysis.table4(df, alpha, list(catalog.load_toml()))
+            emit_rows(rows, columns, f"d by test and encoder; * p <= {alpha}, ** also after {correct} correction "
+                                     f"over m = {family.m}; † cannot reach p <= {alpha}", fmt)
+        elif fmt == "sentbias":
+            sys.stdout.write(analysis.sentbias_rows(df).write_csv(separator="\t", quote_style="never"))
+        elif fmt == "json":
+            emit_document({"family": family.as_dict(), "correction": {"method": correct, "alpha": alpha}}, df, fmt)
+        else:
+            emit(df, fmt, RESULT_COLUMNS if fmt in (None, "table") else None)
 
 
 @app.command("check")
@@ -175,107 +196,132 @@ def check_cmd(
     where: WhereOption = None,
     run: RunOption = None,
     alpha: AlphaOption = 0.01,
-    fmt: Annotated[str, typer.Option("--format")] = "table",
+    fmt: Annotated[Optional[str], format_option()] = None,
 ):
     """Consistency checks over the family: C7 vs C8, C3/C4/C5, word vs sentence, across encoders.
 
     Every comparison the family allows is listed with its verdict: consistent, violation,
     or not comparable (and why). Heuristic checks are marked as such.
 
-    Example: stimkit check --format json
+    Examples:
+      stimkit check
+      stimkit check --where "encoder LIKE 'minilm%'" --format json
     """
-    con = open_store()
-    family = analysis.define_family(con, where, alpha, run, allow_empty=True)
-    df = analysis.consistency(con)
-    n = {v: int((df["verdict"] == v).sum()) for v in ("consistent", "violation", "not comparable")} if df.height else {}
+    with open_store(read_only=True) as store:
+        df = store.check(where, run, alpha)
+        family = store.family
+    n = {v: int((df["verdict"] == v).sum()) for v in ("violation", "not comparable")} if df.height else {}
     summary = (f"{_count(df.height, 'comparison')}, {_count(n.get('violation', 0), 'violation')}, "
                f"{n.get('not comparable', 0)} not comparable; family: {family.definition}; m = {family.m}")
     if fmt == "json":
-        emit_with_family(df, fmt, family, {"alpha": alpha, "comparisons": df.height, "violations": n.get("violation", 0)})
+        emit_document({"family": family.as_dict(), "alpha": alpha, "comparisons": df.height,
+                       "violations": n.get("violation", 0)}, df, fmt)
     elif df.height:
         emit(df, fmt)
-    err.print(summary, highlight=False, markup=False)
+    err.print(summary, highlight=False)
 
 
 @app.command("query")
 @handles_errors
 def query_cmd(
-    sql: Annotated[str, typer.Argument(help="A named query from queries/ (e.g. holm, consistency) or any SQL.")],
+    sql: Annotated[str, typer.Argument(help="A named query from queries/ (e.g. holm, consistency) or one reading SQL statement.")],
+    param: Annotated[Optional[list[str]], typer.Option("--param", "-p", help="A named parameter NAME=VALUE, used as $NAME (repeatable).")] = None,
+    limit: Annotated[Optional[int], typer.Option("--limit", min=0, help="Rows to print (default: 100 for tables, all otherwise).")] = None,
     where: WhereOption = None,
     run: RunOption = None,
     alpha: AlphaOption = 0.01,
-    fmt: Annotated[str, typer.Option("--format")] = "table",
+    allow_files: Annotated[bool, typer.Option("--allow-files", help="Let the query read files on this machine (read_csv, read_parquet).")] = False,
+    fmt: Annotated[Optional[str], format_option()] = None,
 ):
-    """Run a named query or any SQL against the store.
+    """Run a named query or one reading SQL statement on the store (opened read-only).
 
-    Example: stimkit query holm --format csv
+    The view `family` (see `results`) is defined first, so the named corrections work.
+    Statements that write are refused; files on the host are out of reach unless --allow-files.
+
+    Examples:
+      stimkit query holm --format csv
+      stimkit query "SELECT * FROM latest_results WHERE test = \\$t" --param t=sent-weat6
+      stimkit query "SELECT stimulus, vector FROM stimulus_vectors WHERE encoder = 'glove-6b-50d'" --limit 5
     """
-    con = open_store()
-    text = analysis.named_query(sql)
-    analysis.define_family(con, where, alpha, run, allow_empty=True)
-    emit(analysis.run_sql(con, text or sql), fmt)
+    from .. import analysis
+    from ..output import default_format
+
+    params = {}
+    for p in param or []:
+        key, sep, value = p.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--param {p!r}: expected NAME=VALUE")
+        params[key] = value
+    with open_store(read_only=True) as store:
+        analysis.define_family(store.con, where, alpha, run, allow_empty=True)
+        df = analysis.read_query(store.con, analysis.named_query(sql) or sql, params, allow_files)
+    fmt = fmt or default_format()
+    limit = limit if limit is not None else (100 if fmt == "table" else None)
+    emit(df, fmt, limit=limit)
 
 
 @app.command("run")
 @handles_errors
 def run_cmd(
     encoder: Annotated[Optional[list[str]], typer.Option("--encoder", "-e", help="Encoders (default: the embedded four).")] = None,
-    budget: Annotated[int, typer.Option("--budget")] = stats.DEFAULT_BUDGET,
+    budget: Annotated[int, typer.Option("--budget")] = DEFAULT_BUDGET,
     seed: Annotated[int, typer.Option("--seed")] = 0,
     alpha: AlphaOption = 0.01,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="A line per test as it runs.")] = False,
-    paper: Annotated[str, typer.Option("--paper", help="may-2019 (Table 4) | tan-celis-2019 (Tables 7 and 8).")] = catalog.DEFAULT_PAPER,
-    fmt: Annotated[str, typer.Option("--format", help="Output format of the Tan & Celis table.")] = "table",
+    paper: Annotated[str, typer.Option("--paper", help="may-2019 (Table 4) | tan-celis-2019 (Tables 7 and 8).")] = DEFAULT_PAPER,
+    fmt: Annotated[Optional[str], format_option()] = None,
 ):
-    """The main job: generate the catalog, encode, run all 46 tests per encoder, Holm at alpha, Table 4, checks.
+    """The main job: generate the catalog, encode, run all 46 tests per encoder, Holm at alpha, Table 4, checks, WEFAT.
+
     With --paper tan-celis-2019: Tan & Celis's tests in word, sent and c-word, and their Tables 7 and 8.
 
-    Example: stimkit run -e glove-6b-50d
+    Examples:
+      stimkit run
+      stimkit run -e glove-6b-50d --budget 10000
+      stimkit run --paper tan-celis-2019 --format markdown
     """
-    import time
-    started = time.perf_counter()
-    analysis.validate_alpha(alpha)
-    con = open_store()
-    if paper == tancelis.PAPER:
-        return run_tan_celis(con, encoder, budget, seed, alpha, fmt, started)
-    catalog.by_paper(catalog.load_toml(), paper)  # an unknown paper is refused
-    lists = wordlists.load_all()
-    report = generate.generate(con, catalog.default_specs(lists), lists)
-    err.print(f"stimuli: {sum(r['status'] == 'new' for r in report)} new sets, {len(report)} in all", highlight=False)
-    specs = encoder or DEFAULT_ENCODERS
-    tests = list(catalog.by_paper(catalog.load_toml(), catalog.DEFAULT_PAPER).values())
+    from .. import analysis, catalog, mainjob, runner, tancelis
+
     opts = runner.Options(budget=budget, seed=seed, alpha=alpha)
-    run = run_tests(con, tests, specs, opts, "run", verbose=verbose)
-    if not run.run_id:
-        finish(run, len(tests), len(specs))
-    family = analysis.define_family(con, None, alpha, run.run_id)
-    df = analysis.corrected(con, "holm")
-    columns, rows = analysis.table4(df, alpha, list(catalog.load_toml()), [r["encoder"] for r in run.rows])
-    print_rows(rows, columns, title=f"Effect size d; * p <= {alpha}; ** significant after Holm over all {family.m} rows")
-    checks = analysis.consistency(con)
-    violations = checks.filter(checks["verdict"] == "violation") if checks.height else checks
-    out.print(f"\n{violations.height} consistency violations in {checks.height} comparisons (queries/consistency.sql):",
-              highlight=False)
-    if violations.height:
-        emit(violations.drop("verdict"), "table")
-    from .wefat import run_catalog as run_wefat_catalog
-    out.print("\nWEFAT (queries/wefat.toml):", highlight=False)
-    run_wefat_catalog(con, specs, budget, seed, run.run_id)
-    out.print(f"\nrun {run.run_id} in {time.perf_counter() - started:.1f}s; {df['rejected'].sum()} of {df.height} "
-              f"significant after Holm at {alpha}. Store: {db_path()}", highlight=False)
-    finish(run, len(tests), len(specs))
+    opts.validate()
+    if paper == tancelis.PAPER:
+        return run_tan_celis(encoder, opts, fmt)
+    catalog.by_paper(catalog.load_toml(), paper)  # an unknown paper is refused
+    with open_store() as store:
+        bar, callbacks = progress_callbacks(verbose)
+        with bar:
+            job = mainjob.run(store.con, encoder, opts, **callbacks)
+    if job.run.run_id:
+        warn_cannot_reject(job.run, alpha)
+        df = job.results
+        columns, rows = analysis.table4(df, alpha, list(catalog.load_toml()), [r["encoder"] for r in job.run.rows])
+        emit_rows(rows, columns, f"Effect size d; * p <= {alpha}; ** significant after Holm over all {job.family.m} rows", fmt)
+        violations = job.checks.filter(job.checks["verdict"] == "violation") if job.checks.height else job.checks
+        err.print(f"\n{violations.height} consistency violations in {job.checks.height} comparisons (stimkit check):",
+                  highlight=False)
+        if violations.height:
+            emit(violations.drop("verdict"), "table", stream=sys.stderr)
+        from .wefat import summary_line
+        err.print("\nWEFAT (queries/wefat.toml):", highlight=False)
+        for row in job.wefat:
+            err.print(summary_line(row), highlight=False)
+        err.print(f"\nrun {job.run.run_id} in {job.seconds:.1f}s; {df['rejected'].sum()} of {df.height} "
+                  f"significant after Holm at {alpha}. Store: {db_path()}", highlight=False)
+    finish(job.run)
 
 
-def run_tan_celis(con, encoder, budget, seed, alpha, fmt, started):
+def run_tan_celis(encoder, opts, fmt):
     import time
 
-    def log(line: str) -> None:
-        err.print(line, highlight=False)
+    from .. import analysis, catalog, tancelis
 
-    run_id = tancelis.run_job(con, tuple(encoder or tancelis.JOB_ENCODERS), runner.Options(budget=budget, seed=seed), log)
-    family = analysis.define_family(con, None, alpha, run_id)
-    df = analysis.corrected(con, "holm")
+    started = time.perf_counter()
+    with open_store() as store:
+        run_id = tancelis.run_job(store.con, tuple(encoder or tancelis.JOB_ENCODERS), opts,
+                                  lambda line: err.print(line, highlight=False))
+        family = analysis.define_family(store.con, None, opts.alpha, run_id)
+        df = analysis.corrected(store.con, "holm")
     order = list(dict.fromkeys(df["encoder"].to_list()))
     emit(tancelis.layout(df, catalog.load_toml(), order), fmt)
-    err.print(f"run {run_id} in {time.perf_counter() - started:.1f}s; {df['rejected'].sum()} of {family.m} significant after Holm "
-              f"at {alpha} (*); c-word vs sent: ✓ c-word only, ✗ sent only, ▲ both.", highlight=False)
+    err.print(f"run {run_id} in {time.perf_counter() - started:.1f}s; {df['rejected'].sum()} of {family.m} significant "
+              f"after Holm at {opts.alpha} (*); c-word vs sent: ✓ c-word only, ✗ sent only, ▲ both.", highlight=False)

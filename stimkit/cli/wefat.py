@@ -8,11 +8,10 @@ import math
 import sys
 from typing import Annotated, Optional
 
-import polars as pl
 import typer
 
-from .. import StimkitError, encoders, store, wefat
-from .common import app, emit, err, handles_errors, open_store, out
+from .. import DEFAULT_BUDGET, StimkitError
+from .common import app, emit, err, format_option, handles_errors, open_store, out
 
 SUMMARY_COLUMNS = ["name", "encoder", "context", "n", "r", "p_value", "rho", "slope", "intercept", "dropped_words"]
 WORD_COLUMNS = ["word", "association", "property", "word_p_value", "n_stimuli", "dropped"]
@@ -52,15 +51,23 @@ def wefat_cmd(
     drop: Annotated[Optional[float], typer.Option("--drop-least-typical", help="Leave out this fraction of targets farthest from their centroid (e.g. 0.2; default: off, or the catalog entry's).")] = None,
     bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates for a CI of r (0: none).")] = 0,
     method: Annotated[str, typer.Option("--method", help="Per-word p-value: auto | exact | sampled.")] = "auto",
-    budget: Annotated[int, typer.Option("--budget", help="Partitions per word beyond which p is sampled.")] = wefat.stats.DEFAULT_BUDGET,
+    budget: Annotated[int, typer.Option("--budget", help="Partitions per word beyond which p is sampled.")] = DEFAULT_BUDGET,
     seed: Annotated[int, typer.Option("--seed")] = 0,
-    fmt: Annotated[str, typer.Option("--format", help="table | json | any output format (per-word rows).")] = "table",
+    fmt: Annotated[Optional[str], format_option()] = None,
 ):
     """Word Embedding Factual Association Test: correlate s(w, A, B) of target words with a property.
 
     s(w) = (mean_a cos(w,a) - mean_b cos(w,b)) / std over A u B (ddof 1); per word a permutation
     p over partitions of A u B; overall Pearson r (p as scipy.stats.pearsonr), Spearman rho and the
-    regression of the property on s(w). A and B may differ in size. The result goes to the store."""
+    regression of the property on s(w). A and B may differ in size. The result goes to the store.
+
+    Examples:
+      stimkit wefat wefat-occupations -e glove-6b-50d --format json
+      stimkit wefat --targets occupations --a female_terms --b male_terms --property bls2015_percent_women
+    """
+    import polars as pl
+
+    from .. import encoders, wefat
     adhoc = [targets, a, b, prop]
     if name:
         test = wefat.get(name)
@@ -76,14 +83,14 @@ def wefat_cmd(
         test = dataclasses.replace(test, context=context, templates=templates)
     opts = wefat.Options(method=method, budget=budget, seed=seed, bootstrap=bootstrap, drop_least_typical=drop)
     enc = encoders.resolve(encoder)
-    con = open_store()
-    result = wefat.run_wefat(con, test, enc, opts)
+    with open_store() as store:
+        result = wefat.run_wefat(store.con, test, enc, opts)
     if fmt == "json":
         sys.stdout.write(json.dumps(document(result)) + "\n")
         return
     err.print(summary_line(result), highlight=False)
     emit(pl.DataFrame(result["items"]).drop("set_version", "template_ids", "ordinal"), fmt,
-         WORD_COLUMNS if fmt == "table" else None)
+         WORD_COLUMNS if fmt in (None, "table") else None)
 
 
 @app.command("wefat-results")
@@ -91,28 +98,30 @@ def wefat_cmd(
 def wefat_results_cmd(
     where: Annotated[Optional[str], typer.Option("--where", help="SQL condition on `wefat_results` (default: latest run).")] = None,
     words: Annotated[bool, typer.Option("--words", help="Per-word rows (wefat_items) instead of summaries.")] = False,
-    fmt: Annotated[str, typer.Option("--format")] = "table",
+    fmt: Annotated[Optional[str], format_option()] = None,
 ):
-    """Stored WEFAT results (or their per-word rows)."""
-    con = open_store()
+    """Stored WEFAT results (or their per-word rows).
+
+    Example:
+      stimkit wefat-results --words --format csv
+    """
+    from .. import store as store_sql
+
     cond = where or "run_id = (SELECT run_id FROM wefat_results ORDER BY created_at DESC LIMIT 1)"
     sql = f"SELECT * FROM wefat_results WHERE {cond} ORDER BY created_at, name, encoder"
     if words:
         sql = (f"SELECT r.name, r.encoder, r.context, i.* EXCLUDE (result_id) FROM wefat_items i "
                f"JOIN ({sql}) r USING (result_id) ORDER BY r.created_at, r.name, r.encoder, i.ordinal")
+    store_sql.single_select(sql, f"--where {where!r}")
     try:
-        df = store.frame(con, sql)
+        with open_store(read_only=True) as store:
+            df = store_sql.frame(store.con, sql)
+    except StimkitError:
+        raise
     except Exception as e:  # a bad --where
         raise StimkitError(f"query failed: {str(e).splitlines()[0]} -- in: {sql}") from None
     if df.height == 0:
         out.print("no WEFAT results (run `stimkit wefat`)")
         return
     emit(df, fmt, (["name", "encoder", "context", "word", "association", "property", "word_p_value", "dropped"] if words
-                   else SUMMARY_COLUMNS) if fmt == "table" else None)
-
-
-def run_catalog(con, specs: list[str], budget: int, seed: int, run_id: str) -> None:
-    """`stimkit run`'s WEFAT part: every catalog WEFAT per encoder, a line each."""
-    opts = wefat.Options(budget=budget, seed=seed)
-    for row in wefat.run_catalog(con, [encoders.resolve(s) for s in specs], opts, run_id):
-        out.print(summary_line(row), highlight=False)
+                   else SUMMARY_COLUMNS) if fmt in (None, "table") else None)
