@@ -31,7 +31,7 @@ class Written:
 def _tex(value) -> str:
     text = str(value)
     for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("$", r"\$"), ("#", r"\#"),
-                 ("_", r"\_"), ("{", r"\{"), ("}", r"\}"), ("~", r"\textasciitilde{}"), ("^", r"\textasciicircum{}")):
+                 ("_", r"\_"), ("{", r"\{"), ("}", r"\}"), ("~", r"\textasciitilde{}"), ("^", r"\textasciicircum{}"), ("<=", r"$\leq$"), (">=", r"$\geq$")):
         text = text.replace(a, b)
     return text
 
@@ -97,7 +97,7 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
     family = f"family: {data.where}" if data.where else "family: the default (as `stimkit results`)"
     d, labels = matrix(data)
     emit_figure(figures.significance_matrix(d, labels, data.tests, data.encoders,
-                                            f"d by test and encoder; {correction_text(data)} (m = {m})"), "significance-matrix")
+                                            f"d by test and encoder\n{correction_text(data)} (m = {m})"), "significance-matrix")
     strips = []
     for test, items in data.strips.items():
         fig, tips = figures.strip(items, test)

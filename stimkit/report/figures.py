@@ -66,7 +66,7 @@ def strip(items: pl.DataFrame, test: str, target_names: tuple[str, str] = ("X", 
         axes = fig.subplots(len(encoders), 1, sharex=True, squeeze=False)[:, 0]
         for ax, enc in zip(axes, encoders):
             rows = items.filter(pl.col("encoder") == enc)
-            for level, (role, colour) in enumerate([("X", X_COLOUR), ("Y", Y_COLOUR)]):
+            for level, (role, colour) in enumerate([("Y", Y_COLOUR), ("X", X_COLOUR)]):  # X on top
                 part = rows.filter(pl.col("role") == role)
                 s = part["association"].to_numpy()
                 jitter = rng_for(0, "report-strip", test, enc, role).uniform(-0.25, 0.25, len(s))  # cosmetic only
@@ -77,7 +77,7 @@ def strip(items: pl.DataFrame, test: str, target_names: tuple[str, str] = ("X", 
                 if len(s):
                     ax.vlines(float(np.mean(s)), level - 0.35, level + 0.35, color=colour, lw=1.5)
             ax.axvline(0, color=GREY, lw=0.5, ls=":")
-            ax.set_yticks([0, 1], list(target_names))
+            ax.set_yticks([0, 1], list(target_names)[::-1])
             ax.set_ylim(-0.6, 1.6)
             ax.set_title(enc, loc="left", fontsize=7)
         axes[-1].set_xlabel("s(w, A, B): mean cosine to A minus mean cosine to B")
@@ -91,7 +91,7 @@ def forest(a: dict, templates: pl.DataFrame) -> Figure:
     left = {r["frame"]: r["effect_size"] for r in templates.filter(pl.col("analysis") == "left_out").iter_rows(named=True)}
     frames = alone["frame"].to_list()
     with rc_context(STYLE):
-        fig = new_figure(COLUMN_IN * 1.6, 1.2 + 0.2 * (len(frames) + 2))
+        fig = new_figure(COLUMN_IN * 1.3, 1.8 + 0.2 * (len(frames) + 2))
         ax = fig.add_subplot()
         y = np.arange(len(frames))[::-1] + 2
         d = alone["effect_size"].to_numpy()
@@ -111,9 +111,9 @@ def forest(a: dict, templates: pl.DataFrame) -> Figure:
         tau2 = "n/a" if a.get("tau2") is None else f"{a['tau2']:.3f}"
         flips = "n/a" if a.get("decision_flip_share") is None else f"{a['decision_flip_share']:.0%}"
         signs = "n/a" if a.get("sign_flip_share") is None else f"{a['sign_flip_share']:.0%}"
-        ax.set_title(f"{a['test']} / {a['encoder']} / {a['template_set']}: tau² = {tau2}, "
-                     f"decision flips {flips}, sign flips {signs}", loc="left")
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
+        ax.set_title(f"{a['test']} / {a['encoder']} / templates {a['template_set']}\n"
+                     f"tau² = {tau2}, decision flips {flips}, sign flips {signs}", loc="left")
+        fig.legend(loc="outside lower center", ncols=2, frameon=False)
         return fig
 
 
