@@ -42,18 +42,21 @@ def significance_matrix(d: np.ndarray, labels: list[list[str]], tests: list[str]
         fig = new_figure(max(COLUMN_IN, 1.6 + 0.75 * len(encoders)), 1.0 + 0.17 * len(tests))
         ax = fig.add_subplot()
         limit = max(1.0, float(np.nanmax(np.abs(d)))) if np.isfinite(d).any() else 1.0
-        im = ax.imshow(np.ma.masked_invalid(d), cmap=DIVERGING, vmin=-limit, vmax=limit, aspect="auto")
+        # pcolormesh, not imshow: cells stay vector shapes in SVG and PDF (imshow embeds a bitmap)
+        im = ax.pcolormesh(np.ma.masked_invalid(d), cmap=DIVERGING, vmin=-limit, vmax=limit, edgecolors="white", linewidth=0.5)
         for i, row in enumerate(labels):
             for j, text in enumerate(row):
                 if text:
                     dark = np.isfinite(d[i, j]) and abs(d[i, j]) > 0.6 * limit
-                    ax.text(j, i, text, ha="center", va="center", fontsize=5.5, color="white" if dark else "black")
-        ax.set_xticks(range(len(encoders)), encoders, rotation=30, ha="right")
-        ax.set_yticks(range(len(tests)), tests)
+                    ax.text(j + 0.5, i + 0.5, text, ha="center", va="center", fontsize=5.5, color="white" if dark else "black")
+        ax.set_xticks(np.arange(len(encoders)) + 0.5, encoders, rotation=30, ha="right")
+        ax.set_yticks(np.arange(len(tests)) + 0.5, tests)
+        ax.invert_yaxis()
         ax.tick_params(length=0)
         ax.spines[:].set_visible(False)
         ax.set_title(title, loc="left")
-        fig.colorbar(im, ax=ax, shrink=min(1.0, 6 / max(len(tests), 1)), label="effect size d (unitless)")
+        bar = fig.colorbar(im, ax=ax, shrink=min(1.0, 6 / max(len(tests), 1)), label="effect size d (unitless)")
+        bar.solids.set_rasterized(False)  # matplotlib rasterizes long colour bars; keep the figure all vector
         return fig
 
 
@@ -177,6 +180,8 @@ def inline_svg(fig: Figure, figure_id: str, tips: dict[str, str] | None = None) 
     with rc_context(STYLE):
         fig.savefig(buf, format="svg", metadata={"Date": None})
     root = ET.fromstring(buf.getvalue())
+    for meta in root.findall(f"{{{SVG_NS}}}metadata"):  # the file keeps its RDF metadata; the page needs none
+        root.remove(meta)
     root.set("id", figure_id)
     root.set("role", "img")
     for el in root.iter(f"{{{SVG_NS}}}g"):
