@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .. import report
+from .. import StimkitError
 from .common import app, err, handles_errors, open_store, out
 
 
@@ -24,6 +24,10 @@ def report_cmd(
     force: Annotated[bool, typer.Option("--force", help="Replace the report in a non-empty output folder.")] = False,
 ):
     """Write DIR/report.html (figures inline, no network), DIR/figures/* and DIR/tables/* (Table 4 as markdown, LaTeX, CSV)."""
+    try:  # matplotlib is an extra: the rest of the CLI works without it
+        from .. import report
+    except ImportError as e:
+        raise StimkitError(f"the report needs {e.name}: pip install 'stimkit[report]'") from None
     con = open_store(read_only=True)
     try:
         data = report.gather(con, where, correct, alpha, test, audit)

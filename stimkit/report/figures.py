@@ -39,7 +39,7 @@ def new_figure(width: float, height: float) -> Figure:
 def significance_matrix(d: np.ndarray, labels: list[list[str]], tests: list[str], encoders: list[str], title: str) -> Figure:
     """Tests x encoders, coloured by d on a diverging scale, each cell labelled with d and its marks."""
     with rc_context(STYLE):
-        fig = new_figure(max(COLUMN_IN, 1.6 + 0.75 * len(encoders)), 1.0 + 0.17 * len(tests))
+        fig = new_figure(max(COLUMN_IN, 1.6 + 0.75 * len(encoders)), 1.6 + 0.17 * len(tests))
         ax = fig.add_subplot()
         limit = max(1.0, float(np.nanmax(np.abs(d)))) if np.isfinite(d).any() else 1.0
         # pcolormesh, not imshow: cells stay vector shapes in SVG and PDF (imshow embeds a bitmap)
@@ -55,7 +55,7 @@ def significance_matrix(d: np.ndarray, labels: list[list[str]], tests: list[str]
         ax.tick_params(length=0)
         ax.spines[:].set_visible(False)
         ax.set_title(title, loc="left")
-        bar = fig.colorbar(im, ax=ax, shrink=min(1.0, 6 / max(len(tests), 1)), label="effect size d (unitless)")
+        bar = fig.colorbar(im, ax=ax, location="bottom", shrink=0.6, aspect=30, pad=0.02, label="effect size d (unitless)")
         bar.solids.set_rasterized(False)  # matplotlib rasterizes long colour bars; keep the figure all vector
         return fig
 
