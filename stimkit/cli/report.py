@@ -36,6 +36,8 @@ def report_cmd(
         raise typer.Exit(2)
     finally:
         con.close()
+    if audit and not data.audits:
+        err.print("no template audits" + (f" of {', '.join(test)}" if test else "") + " (run `stimkit audit templates`)", highlight=False)
     written = report.write_report(data, out_dir, fmt, force)
     err.print(f"{len(written.figures)} figure files, {len(written.tables)} tables in {out_dir}", highlight=False)
     out.print(str(written.html or out_dir / "figures"), highlight=False)

@@ -101,11 +101,11 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
     strips = []
     for test, items in data.strips.items():
         fig, tips = figures.strip(items, test)
-        name = f"strip-{figures._safe(test)}"
+        name = f"strip-{figures.slug(test)}"
         strips.append({"svg": emit_figure(fig, name, tips), "caption": f"s(w) of {test}'s target stimuli, X above Y, per encoder."})
     forests = []
     for a, templates in data.audits:
-        name = f"forest-{figures._safe(a['test'])}-{figures._safe(a['encoder'])}-{figures._safe(a['template_set'])}"
+        name = f"forest-{figures.slug(a['test'])}-{figures.slug(a['encoder'])}-{figures.slug(a['template_set'])}"
         forests.append({"svg": emit_figure(figures.forest(a, templates), name),
                         "caption": f"{a['test']}, {a['encoder']}, templates {a['template_set']}: {a['n_templates']} templates, "
                                    f"k = {a['k_meta']} in the meta-analysis; I² = "
@@ -113,7 +113,7 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
     cuts_svg = emit_figure(figures.cut_spread(data.cuts), "cut-spread") if data.cuts is not None and data.cuts.height else ""
     wefats = []
     for r, items in data.wefat:
-        name = f"wefat-{figures._safe(r['name'])}-{figures._safe(r['encoder'])}"
+        name = f"wefat-{figures.slug(r['name'])}-{figures.slug(r['encoder'])}"
         wefats.append({"svg": emit_figure(figures.wefat_scatter(r, items), name),
                        "caption": f"WEFAT {r['name']} on {r['encoder']}: s(w) against the property, least-squares line."})
 

@@ -74,7 +74,7 @@ def strip(items: pl.DataFrame, test: str, target_names: tuple[str, str] = ("X", 
                 s = part["association"].to_numpy()
                 jitter = rng_for(0, "report-strip", test, enc, role).uniform(-0.25, 0.25, len(s))  # cosmetic only
                 for k, (x, y, stim) in enumerate(zip(s, level + jitter, part["stimulus"].to_list())):
-                    gid = f"pt-{_safe(test)}-{_safe(enc)}-{role}-{k}"
+                    gid = f"pt-{slug(test)}-{slug(enc)}-{role}-{k}"
                     ax.plot([x], [y], "o", ms=3, alpha=0.7, color=colour, mec="none", gid=gid)
                     tips[gid] = f"{role}: {stim}  s(w) = {x:+.4f}"
                 if len(s):
@@ -158,7 +158,8 @@ def wefat_scatter(r: dict, items: pl.DataFrame) -> Figure:
         return fig
 
 
-def _safe(text: str) -> str:
+def slug(text: str) -> str:
+    """A name safe in file names and element ids."""
     return "".join(c if c.isalnum() else "_" for c in text)
 
 
