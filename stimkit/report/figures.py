@@ -54,7 +54,7 @@ def significance_matrix(d: np.ndarray, labels: list[list[str]], tests: list[str]
         ax.invert_yaxis()
         ax.tick_params(length=0)
         ax.spines[:].set_visible(False)
-        ax.set_title(title, loc="left")
+        fig.suptitle(title, x=0.01, ha="left", fontsize=8)  # over the whole figure: long test names take the left
         bar = fig.colorbar(im, ax=ax, location="bottom", shrink=0.6, aspect=30, pad=0.02, label="effect size d (unitless)")
         bar.solids.set_rasterized(False)  # matplotlib rasterizes long colour bars; keep the figure all vector
         return fig
