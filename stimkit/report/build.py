@@ -77,7 +77,22 @@ def correction_text(data: ReportData) -> str:
             else f"* p <= {data.alpha}, no correction")
 
 
+def write_tables(data: ReportData, folder: Path, written: Written) -> tuple[list[str], list[dict], pl.DataFrame]:
+    """Table 4 as markdown and LaTeX (booktabs), every result's exact numbers as CSV."""
+    folder.mkdir()
+    columns, rows = analysis.table4(data.results, data.alpha, data.tests, data.encoders)
+    caption = f"Effect size d by test and encoder; {correction_text(data)} over {data.results.height} results."
+    for name in ("table4.md", "table4.tex"):
+        (folder / name).write_text(ENV.get_template(f"{name}.j2").render(columns=columns, rows=rows, caption=caption))
+        written.tables.append(folder / name)
+    results = data.results.select([c for c in RESULT_COLUMNS if c in data.results.columns])
+    results.write_csv(folder / "results.csv")
+    written.tables.append(folder / "results.csv")
+    return columns, rows, results
+
+
 def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = None, force: bool = False) -> Written:
+    """Figures (files, and inline SVG for the page), tables, and report.html when "html" is among the formats."""
     formats = list(formats or FORMATS)
     unknown = [f for f in formats if f not in FORMATS]
     if unknown:
@@ -117,17 +132,7 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
         wefats.append({"svg": emit_figure(figures.wefat_scatter(r, items), name),
                        "caption": f"WEFAT {r['name']} on {r['encoder']}: s(w) against the property, least-squares line."})
 
-    tables = out_dir / "tables"
-    tables.mkdir()
-    t4_columns, t4_rows = analysis.table4(data.results, data.alpha, data.tests, data.encoders)
-    caption = f"Effect size d by test and encoder; {correction_text(data)} over {m} results."
-    for name, template in (("table4.md", "table4.md.j2"), ("table4.tex", "table4.tex.j2")):
-        (tables / name).write_text(ENV.get_template(template).render(columns=t4_columns, rows=t4_rows, caption=caption))
-        written.tables.append(tables / name)
-    results = data.results.select([c for c in RESULT_COLUMNS if c in data.results.columns])
-    results.write_csv(tables / "results.csv")
-    written.tables.append(tables / "results.csv")
-
+    t4_columns, t4_rows, results = write_tables(data, out_dir / "tables", written)
     if "html" in formats:
         cons = data.consistency if data.consistency is not None else pl.DataFrame()
         sections = [("matrix", "Significance matrix"), ("table4", "Table 4")]
