@@ -232,3 +232,15 @@ def test_bad_input_is_one_line(report_db, tmp_path, args, message):
     path, _ = report_db
     r = invoke("--db", path, "report", "-o", tmp_path / "r", *args)
     assert r.exit_code == 1 and message in r.output and len(r.output.strip().splitlines()) == 1, r.output
+
+
+def test_strip_takes_the_latest_result_per_encoder(report_db, tmp_path):
+    """A family holding the audit's and the run's sent-weat6 on GloVe plots the run's items once."""
+    path, run_id = report_db
+    con = store.connect(path, read_only=True)
+    data = report.gather(con, where="true", tests=["sent-weat6"])
+    n = store.one(con, """SELECT count(*) FROM result_items i JOIN results r USING (result_id)
+        WHERE r.run_id = ? AND r.test = 'sent-weat6' AND i.role IN ('X', 'Y') AND i.dropped IS NULL""", [run_id])[0]
+    con.close()
+    assert data.results.filter(pl.col("test") == "sent-weat6").height == 2
+    assert data.strips["sent-weat6"].height == n

@@ -53,7 +53,8 @@ def gather(con, where: str | None = None, correct: str = "holm", alpha: float = 
     for t in tests or []:
         if t not in set(df["test"]):
             raise StimkitError(f"--test {t}: no result for it in the family (run `stimkit test {t}` first)")
-        data.strips[t] = strip_items(con, df.filter(pl.col("test") == t)["result_id"].to_list())
+        latest = df.filter(pl.col("test") == t).sort("created_at").unique("encoder", keep="last")  # one per encoder
+        data.strips[t] = strip_items(con, latest["result_id"].to_list())
     if audits:
         data.audits = latest_audits(con, tests)
     if has_rows(con, "result_cuts"):
