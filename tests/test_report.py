@@ -244,3 +244,16 @@ def test_strip_takes_the_latest_result_per_encoder(report_db, tmp_path):
     con.close()
     assert data.results.filter(pl.col("test") == "sent-weat6").height == 2
     assert data.strips["sent-weat6"].height == n
+
+
+def test_cut_spread_draws_each_cut(report_db):
+    path, run_id = report_db
+    con = store.connect(path, read_only=True)
+    rid, d_full = store.one(con, "SELECT result_id, effect_size FROM results WHERE run_id = ? AND test = 'sent-weat6'", [run_id])
+    cuts = report.data.cut_spread(con, [rid])
+    con.close()
+    ax = figures.cut_spread(cuts).axes[0]
+    filled, hollow, full = ax.lines  # rejected cuts, the others, the uncut test's d
+    assert list(filled.get_xdata()) == [1.2, 1.5] and list(hollow.get_xdata()) == [1.7]
+    assert list(full.get_xdata()) == [d_full]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["sent-weat6 / glove-6b-50d"]
