@@ -49,7 +49,8 @@ def significance_matrix(d: np.ndarray, labels: list[list[str]], tests: list[str]
                 if text:
                     dark = np.isfinite(d[i, j]) and abs(d[i, j]) > 0.6 * limit
                     ax.text(j + 0.5, i + 0.5, text, ha="center", va="center", fontsize=5.5, color="white" if dark else "black")
-        ax.set_xticks(np.arange(len(encoders)) + 0.5, encoders, rotation=30, ha="right")
+        ax.set_xticks(np.arange(len(encoders)) + 0.5, encoders, rotation=30, ha="left")
+        ax.xaxis.tick_top()  # encoder names above the first rows, where a long matrix is read from
         ax.set_yticks(np.arange(len(tests)) + 0.5, tests)
         ax.invert_yaxis()
         ax.tick_params(length=0)
