@@ -18,8 +18,10 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[dev]'
 	touch $(STAMP)
 
+# The main job, then its report (the default family: the run just written).
 run: $(STAMP)
 	$(VENV)/bin/stimkit run
+	$(VENV)/bin/stimkit report -o report --force
 
 test: $(STAMP)
 	$(PY) -m pytest -q
@@ -29,4 +31,4 @@ bench: $(STAMP)
 	$(PY) bench/bench_encode.py
 
 clean:
-	rm -rf $(VENV) stimkit.duckdb
+	rm -rf $(VENV) stimkit.duckdb report

@@ -186,7 +186,7 @@ class Store:
         from . import audit
 
         self._writable("audit")
-        opts = runner.Options(**option_values)
+        opts = runner.Options(**{"alpha": alpha, **option_values})
         opts.validate()
         return audit.run_templates(self.con, tests, list(encoders), template_sets, opts, alpha, command, on_audit)
 

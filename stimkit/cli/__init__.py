@@ -4,7 +4,7 @@ One module per command group; importing them registers their commands on `app`."
 
 from __future__ import annotations
 
-from . import audit, encode, stimuli, tests, wefat  # noqa: F401  (registers the commands)
+from . import audit, encode, report, stimuli, tests, wefat  # noqa: F401  (registers the commands)
 from .common import app
 
 

@@ -39,7 +39,7 @@ def audit_templates_cmd(
 
     with open_store() as store:
         run_id, _ = store.audit(test, encoder or ["minilm"], template_set, alpha, " ".join(sys.argv[1:]), line,
-                                budget=budget, seed=seed, alpha=alpha)
+                                budget=budget, seed=seed)
     err.print(f"run {run_id}: see `stimkit audit show --where \"run_id = '{run_id}'\"`", highlight=False)
 
 

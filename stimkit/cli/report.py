@@ -1,0 +1,43 @@
+"""The report command: a self-contained HTML report with figures and tables, from the store (read-only)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from .. import StimkitError
+from .common import app, err, handles_errors, open_store, out
+
+
+@app.command("report")
+@handles_errors
+def report_cmd(
+    out_dir: Annotated[Path, typer.Option("--out", "-o", help="Output folder (refused if not empty, unless --force).")] = Path("report"),
+    where: Annotated[Optional[str], typer.Option("--where", help="SQL condition on `results` choosing the family (default: as `stimkit results`).")] = None,
+    correct: Annotated[str, typer.Option("--correct", help="holm | bh | by | none.")] = "holm",
+    alpha: Annotated[float, typer.Option("--alpha")] = 0.01,
+    fmt: Annotated[Optional[list[str]], typer.Option("--format", help="html | svg | png | pdf (repeatable; default: all).")] = None,
+    test: Annotated[Optional[list[str]], typer.Option("--test", "-t", help="Add a strip plot of s(w) for this test (repeatable).")] = None,
+    audit: Annotated[bool, typer.Option("--audit", help="Add template-audit forest plots (of the --test tests, or all).")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace the report in a non-empty output folder.")] = False,
+):
+    """Write DIR/report.html (figures inline, no network), DIR/figures/* and DIR/tables/* (Table 4 as markdown, LaTeX, CSV)."""
+    try:  # matplotlib is an extra: the rest of the CLI works without it
+        from .. import report
+    except ImportError as e:
+        raise StimkitError(f"the report needs {e.name}: pip install 'stimkit[report]'") from None
+    con = open_store(read_only=True).con
+    try:
+        data = report.gather(con, where, correct, alpha, test, audit)
+    except report.NothingToReport as e:
+        err.print(str(e), highlight=False, markup=False)
+        raise typer.Exit(2)
+    finally:
+        con.close()
+    if audit and not data.audits:
+        err.print("no template audits" + (f" of {', '.join(test)}" if test else "") + " (run `stimkit audit templates`)", highlight=False)
+    written = report.write_report(data, out_dir, fmt, force)
+    err.print(f"{len(written.figures)} figure files, {len(written.tables)} tables in {out_dir}", highlight=False)
+    out.print(str(written.html or out_dir / "figures"), highlight=False)

@@ -1,0 +1,150 @@
+"""Write a report: report.html (one self-contained file), figures/*.{svg,png,pdf}, tables/*."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+import numpy as np
+import polars as pl
+
+from .. import StimkitError, analysis
+from . import figures
+from .data import ReportData
+
+FORMATS = ("html", "svg", "png", "pdf")
+FIGURE_FORMATS = ("svg", "png", "pdf")
+OWN = ("report.html", "figures", "tables")  # what --force replaces; nothing else in the folder is touched
+RESULT_COLUMNS = ["test", "encoder", "context", "n_x", "n_y", "n_a", "n_b", "effect_size", "p_value",
+                  "p_method", "p_adjusted", "rejected"]
+
+
+@dataclass
+class Written:
+    html: Path | None
+    figures: list[Path]
+    tables: list[Path]
+
+
+def _tex(value) -> str:
+    text = str(value)
+    for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("$", r"\$"), ("#", r"\#"),
+                 ("_", r"\_"), ("{", r"\{"), ("}", r"\}"), ("~", r"\textasciitilde{}"), ("^", r"\textasciicircum{}"), ("<=", r"$\leq$"), (">=", r"$\geq$")):
+        text = text.replace(a, b)
+    return text
+
+
+def _md(value) -> str:
+    return str(value).replace("|", r"\|").replace("*", r"\*")
+
+
+ENV = jinja2.Environment(loader=jinja2.PackageLoader("stimkit.report", "templates"),
+                         autoescape=jinja2.select_autoescape(["html"]), keep_trailing_newline=True)
+ENV.filters.update(tex=_tex, md=_md)
+
+
+def prepare_dir(out_dir: Path, force: bool) -> None:
+    """Refuse a non-empty folder unless forced; forced, remove only what a report writes."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise StimkitError(f"{out_dir}: exists and is not a folder")
+    if out_dir.exists() and any(out_dir.iterdir()):
+        if not force:
+            raise StimkitError(f"{out_dir}: folder is not empty (pass --force to overwrite the report in it)")
+        for name in OWN:
+            p = out_dir / name
+            if p.is_dir():
+                shutil.rmtree(p)
+            elif p.exists():
+                p.unlink()
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+
+def matrix(data: ReportData) -> tuple[np.ndarray, list[list[str]]]:
+    """d per test and encoder, and each cell's label from analysis.table4 (d with * and ** marks)."""
+    d = np.full((len(data.tests), len(data.encoders)), np.nan)
+    row, col = {t: i for i, t in enumerate(data.tests)}, {e: j for j, e in enumerate(data.encoders)}
+    for r in data.results.iter_rows(named=True):
+        d[row[r["test"]], col[r["encoder"]]] = r["effect_size"]
+    _, rows = analysis.table4(data.results, data.alpha, data.tests, data.encoders)
+    labels = [[next((r.get(e, "") for r in rows if r["test"] == t), "") for e in data.encoders] for t in data.tests]
+    return d, labels
+
+
+def correction_text(data: ReportData) -> str:
+    return (f"* p <= {data.alpha}; ** also after {data.correction} correction" if data.correction != "none"
+            else f"* p <= {data.alpha}, no correction")
+
+
+def write_tables(data: ReportData, folder: Path, written: Written) -> tuple[list[str], list[dict], pl.DataFrame]:
+    """Table 4 as markdown and LaTeX (booktabs), every result's exact numbers as CSV."""
+    folder.mkdir()
+    columns, rows = analysis.table4(data.results, data.alpha, data.tests, data.encoders)
+    caption = f"Effect size d by test and encoder; {correction_text(data)} over {data.results.height} results."
+    for name in ("table4.md", "table4.tex"):
+        (folder / name).write_text(ENV.get_template(f"{name}.j2").render(columns=columns, rows=rows, caption=caption))
+        written.tables.append(folder / name)
+    results = data.results.select([c for c in RESULT_COLUMNS if c in data.results.columns])
+    results.write_csv(folder / "results.csv")
+    written.tables.append(folder / "results.csv")
+    return columns, rows, results
+
+
+def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = None, force: bool = False) -> Written:
+    """Figures (files, and inline SVG for the page), tables, and report.html when "html" is among the formats."""
+    formats = list(formats or FORMATS)
+    unknown = [f for f in formats if f not in FORMATS]
+    if unknown:
+        raise StimkitError(f"unknown format {unknown[0]!r} (known: {', '.join(FORMATS)})")
+    prepare_dir(out_dir, force)
+    fig_formats = [f for f in FIGURE_FORMATS if f in formats]
+    (out_dir / "figures").mkdir()
+    written = Written(None, [], [])
+    inline: dict[str, str] = {}
+
+    def emit_figure(fig, name: str, tips: dict | None = None) -> str:
+        written.figures += figures.save(fig, out_dir / "figures", name, fig_formats)
+        inline[name] = figures.inline_svg(fig, f"fig-{name}", tips) if "html" in formats else ""
+        return inline[name]
+
+    m = data.results.height
+    family = f"family: {data.where}" if data.where else "family: the default, as in stimkit results"
+    d, labels = matrix(data)
+    emit_figure(figures.significance_matrix(d, labels, data.tests, data.encoders,
+                                            f"d by test and encoder\n{correction_text(data)} (m = {m})"), "significance-matrix")
+    strips = []
+    for test, items in data.strips.items():
+        fig, tips = figures.strip(items, test)
+        name = f"strip-{figures.slug(test)}"
+        strips.append({"svg": emit_figure(fig, name, tips), "caption": f"s(w) of {test}'s target stimuli, X above Y, per encoder."})
+    forests = []
+    for a, templates in data.audits:
+        name = f"forest-{figures.slug(a['test'])}-{figures.slug(a['encoder'])}-{figures.slug(a['template_set'])}"
+        forests.append({"svg": emit_figure(figures.forest(a, templates), name),
+                        "caption": f"{a['test']}, {a['encoder']}, templates {a['template_set']}: {a['n_templates']} templates, "
+                                   f"k = {a['k_meta']} in the meta-analysis; I² = "
+                                   + ("n/a" if a.get("i2") is None else f"{a['i2']:.0%}") + "."})
+    cuts_svg = emit_figure(figures.cut_spread(data.cuts), "cut-spread") if data.cuts is not None and data.cuts.height else ""
+    wefats = []
+    for r, items in data.wefat:
+        name = f"wefat-{figures.slug(r['name'])}-{figures.slug(r['encoder'])}"
+        wefats.append({"svg": emit_figure(figures.wefat_scatter(r, items), name),
+                       "caption": f"WEFAT {r['name']} on {r['encoder']}: s(w) against the property, least-squares line."})
+
+    t4_columns, t4_rows, results = write_tables(data, out_dir / "tables", written)
+    if "html" in formats:
+        cons = data.consistency if data.consistency is not None else pl.DataFrame()
+        sections = [("matrix", "Significance matrix"), ("table4", "Table 4")]
+        sections += [(k, t) for k, t, on in (("tests", "Per test", strips), ("audits", "Template audits", forests),
+                                             ("cuts", "Cut spread", cuts_svg), ("wefat", "WEFAT", wefats)) if on]
+        sections += [("consistency", "Consistency checks"), ("provenance", "Provenance")]
+        html = ENV.get_template("report.html.j2").render(
+            family=family, m=m, alpha=data.alpha, correction=data.correction, correction_text=correction_text(data),
+            sections=sections, matrix_svg=inline["significance-matrix"], t4_columns=t4_columns, t4_rows=t4_rows,
+            result_columns=results.columns, result_rows=results.to_dicts(), strips=strips, forests=forests,
+            cuts_svg=cuts_svg, wefats=wefats, consistency_columns=cons.columns, consistency_rows=cons.to_dicts(),
+            provenance=data.provenance)
+        written.html = out_dir / "report.html"
+        written.html.write_text(html, encoding="utf-8")
+    return written

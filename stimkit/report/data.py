@@ -1,0 +1,153 @@
+"""What a report shows, read from the store through the library (read-only: temp views only)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass, field
+from importlib import metadata
+
+import polars as pl
+
+from .. import StimkitError, __version__, analysis, catalog, store
+
+PACKAGES = ("duckdb", "polars", "numpy", "scipy", "torch", "transformers", "gensim", "matplotlib", "jinja2")
+
+
+class NothingToReport(StimkitError):
+    """The store holds no results: the CLI exits 2 with this one line."""
+
+
+@dataclass
+class ReportData:
+    correction: str
+    alpha: float
+    where: str | None
+    results: pl.DataFrame                                   # the family, corrected: one row per result
+    tests: list[str]                                        # row order (catalog order first)
+    encoders: list[str]
+    strips: dict[str, pl.DataFrame] = field(default_factory=dict)      # test -> s(w) of X and Y per encoder
+    audits: list[tuple[dict, pl.DataFrame]] = field(default_factory=list)  # audit row, its template rows
+    cuts: pl.DataFrame | None = None
+    wefat: list[tuple[dict, pl.DataFrame]] = field(default_factory=list)
+    consistency: pl.DataFrame | None = None
+    provenance: dict = field(default_factory=dict)
+
+
+def has_rows(con, table: str) -> bool:
+    """Sections for tables other engineers add appear only where the table exists and has rows."""
+    if not store.one(con, "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [table])[0]:
+        return False
+    return bool(store.one(con, f"SELECT count(*) FROM {table}")[0])
+
+
+def gather(con, where: str | None = None, correct: str = "holm", alpha: float = 0.01,
+           tests: list[str] | None = None, audits: bool = False) -> ReportData:
+    if not has_rows(con, "results"):
+        raise NothingToReport("nothing to report: run `stimkit test` first")
+    analysis.define_family(con, where, alpha)
+    df = analysis.corrected(con, correct)
+    order = list(catalog.load_toml())
+    names = [t for t in order if t in set(df["test"])] + sorted(set(df["test"]) - set(order))
+    data = ReportData(correct, alpha, where, df, names, sorted(set(df["encoder"])))
+    for t in tests or []:
+        if t not in set(df["test"]):
+            raise StimkitError(f"--test {t}: no result for it in the family (run `stimkit test {t}` first)")
+        latest = df.filter(pl.col("test") == t).sort("created_at").unique("encoder", keep="last")  # one per encoder
+        data.strips[t] = strip_items(con, latest["result_id"].to_list())
+    if audits:
+        data.audits = latest_audits(con, tests)
+    if has_rows(con, "result_cuts"):
+        data.cuts = cut_spread(con, df["result_id"].to_list())
+    if has_rows(con, "wefat_results"):
+        data.wefat = wefat(con)
+    data.consistency = analysis.run_sql(con, analysis.named_query("consistency"))
+    data.provenance = provenance(con, df)
+    return data
+
+
+def strip_items(con, result_ids: list[str]) -> pl.DataFrame:
+    """s(w) of every target stimulus that took part, with the stimulus behind it."""
+    return store.frame(con, """
+        SELECT r.encoder, i.role, i.word, i.stimulus, i.association
+        FROM result_items i JOIN results r USING (result_id)
+        WHERE i.result_id IN (SELECT unnest(?)) AND i.role IN ('X', 'Y') AND i.dropped IS NULL
+          AND i.association IS NOT NULL
+        ORDER BY r.encoder, i.role, i.ordinal""", [result_ids])
+
+
+def latest_audits(con, tests: list[str] | None) -> list[tuple[dict, pl.DataFrame]]:
+    """The latest audit per test, encoder and template set, with its per-template rows."""
+    if not has_rows(con, "audits"):
+        return []
+    clause = "WHERE test IN (SELECT unnest(?))" if tests else ""
+    rows = store.frame(con, f"""
+        SELECT * FROM audits {clause}
+        QUALIFY row_number() OVER (PARTITION BY test, encoder, template_set ORDER BY created_at DESC, audit_id DESC) = 1
+        ORDER BY test, encoder, template_set""", [tests] if tests else None)
+    found = []
+    for a in rows.iter_rows(named=True):
+        templates = store.frame(con, """
+            SELECT analysis, frame, n_x, n_y, effect_size, variance, p_value, shift, decision_flip, sign_flip
+            FROM audit_templates WHERE audit_id = ? AND effect_size IS NOT NULL ORDER BY frame, analysis""", [a["audit_id"]])
+        found.append((a, templates))
+    return found
+
+
+def cut_spread(con, result_ids: list[str]) -> pl.DataFrame:
+    return store.frame(con, """
+        SELECT r.test, r.encoder, r.effect_size AS d_full, c.cut, c.effect_size, c.p_value, c.rejected
+        FROM result_cuts c JOIN results r USING (result_id)
+        WHERE c.result_id IN (SELECT unnest(?)) ORDER BY r.test, r.encoder, c.cut""", [result_ids])
+
+
+def wefat(con) -> list[tuple[dict, pl.DataFrame]]:
+    """The latest WEFAT result per name and encoder (result ids start with their run id, a timestamp)."""
+    rows = store.frame(con, """
+        SELECT * FROM wefat_results
+        QUALIFY row_number() OVER (PARTITION BY name, encoder ORDER BY result_id DESC) = 1 ORDER BY name, encoder""")
+    return [(r, store.frame(con, "SELECT word, association, property FROM wefat_items WHERE result_id = ? ORDER BY word",
+                            [r["result_id"]])) for r in rows.iter_rows(named=True)]
+
+
+def rerun_command(r: dict) -> str:
+    """The `stimkit test` line that reproduces a result (same sets, encoder, seed and options)."""
+    opts = json.loads(r["options"]) if r.get("options") else {}
+    if r["test_source"] == "catalog":
+        argv = ["stimkit", "test", r["test"]]
+    else:
+        argv = ["stimkit", "test", "--name", r["test"], "--context", r["context"],
+                "--x", r["x_sql"], "--y", r["y_sql"], "--a", r["a_sql"], "--b", r["b_sql"]]
+    argv += ["-e", r["encoder"], "--seed", str(r["seed"]), "--budget", str(opts.get("budget", r["budget"])),
+             "--method", opts.get("method", "auto"), "--alternative", r["alternative"]]
+    if r["clustered"]:
+        argv.append("--clustered")
+    if r["bootstrap"]:
+        argv += ["--bootstrap", str(r["bootstrap"])]
+    if opts.get("balance"):
+        argv += ["--balance", opts["balance"]]
+    return shlex.join(argv)
+
+
+def provenance(con, df: pl.DataFrame) -> dict:
+    ids = df["result_id"].to_list()
+    runs = store.frame(con, """
+        SELECT run_id, started_at, command, seed, stimkit_version FROM runs
+        WHERE run_id IN (SELECT DISTINCT run_id FROM results WHERE result_id IN (SELECT unnest(?))) ORDER BY started_at""", [ids])
+    sets = store.frame(con, """
+        WITH used AS (SELECT DISTINCT unnest(set_versions) AS version FROM results WHERE result_id IN (SELECT unnest(?)))
+        SELECT s.name, u.version, s.n_stimuli, s.created_at FROM used u LEFT JOIN stimulus_sets s USING (version)
+        ORDER BY s.name, u.version""", [ids])
+    encoders = store.frame(con, """
+        SELECT spec, fingerprint, dim, details FROM encoders
+        WHERE fingerprint IN (SELECT DISTINCT fingerprint FROM results WHERE result_id IN (SELECT unnest(?))) ORDER BY spec""", [ids])
+    packages = {}
+    for p in PACKAGES:
+        try:
+            packages[p] = metadata.version(p)
+        except metadata.PackageNotFoundError:
+            packages[p] = "not installed"
+    commands = [{"test": r["test"], "encoder": r["encoder"], "result_id": r["result_id"], "command": rerun_command(r)}
+                for r in df.sort("test", "encoder").iter_rows(named=True)]
+    return {"stimkit": __version__, "runs": runs, "sets": sets, "encoders": encoders,
+            "packages": packages, "commands": commands}
