@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 from . import StimkitError, catalog, store
 from .generate import GENERATOR_VERSION, insert_set
+from .inputs import check_name, read_text
 
 
 def test_json(con, test: catalog.TestDef, balance: str | None = None, seed: int = 0) -> dict:
@@ -24,23 +26,39 @@ def test_json(con, test: catalog.TestDef, balance: str | None = None, seed: int 
     }
 
 
-def export(con, outdir: Path, names: list[str], balance: str | None = None, seed: int = 0) -> list[Path]:
+def export(con, outdir: Path, names: list[str], balance: str | None = None, seed: int = 0,
+           force: bool = False) -> list[Path]:
+    """One `<test>.jsonl` per test inside `outdir`. A folder that is not empty is refused
+    unless `force`; each file is written beside its target and renamed over it, so a
+    symlink of that name is replaced, never followed."""
     tests = catalog.load(con)
     outdir = Path(outdir)
+    names = names or list(tests)
+    for name in names:
+        check_name(name, "test", f"export to {outdir}")
+    if outdir.exists() and not outdir.is_dir():
+        raise StimkitError(f"{outdir}: not a folder")
+    if outdir.is_dir() and any(outdir.iterdir()) and not force:
+        raise StimkitError(f"{outdir}: folder is not empty (pass --force to replace files of the same name)")
     # Build everything before writing, so a bad test leaves no half-written folder.
-    payloads = {name: test_json(con, catalog.get(con, name), balance, seed) for name in (names or tests)}
-    outdir.mkdir(parents=True, exist_ok=True)
+    payloads = {name: test_json(con, catalog.get(con, name), balance, seed) for name in names}
     written = []
-    for name, data in payloads.items():
-        path = outdir / f"{name}.jsonl"  # the published files are pretty-printed JSON named .jsonl
-        path.write_text(json.dumps(data, indent=2))
-        written.append(path)
+    try:
+        outdir.mkdir(parents=True, exist_ok=True)
+        for name, data in payloads.items():
+            path = outdir / f"{name}.jsonl"  # the published files are pretty-printed JSON named .jsonl
+            tmp = outdir / f".{name}.jsonl.tmp"
+            tmp.write_text(json.dumps(data, indent=2), encoding="utf-8")
+            os.replace(tmp, path)
+            written.append(path)
+    except OSError as e:
+        raise StimkitError(f"{e.filename or outdir}: cannot write: {e.strerror or e}") from None
     return written
 
 
 def read(path: Path) -> dict:
     try:
-        data = json.loads(Path(path).read_text())
+        data = json.loads(read_text(path))
     except json.JSONDecodeError as e:
         raise StimkitError(f"{path}:{e.lineno}: not valid JSON: {e.msg}") from None
     for key in catalog.SENTBIAS_KEYS.values():
@@ -58,6 +76,8 @@ def import_dir(con, directory: Path, prefix: str = "import:") -> list[dict]:
     if not files:
         raise StimkitError(f"{directory}: no .jsonl or .json files to import")
     parsed = [(p, read(p)) for p in files]  # validate every file before writing any
+    for p in files:
+        check_name(f"{prefix}{p.stem}", "test", f"{p} with --prefix {prefix!r}")
     report = []
     with store.transaction(con):
         seq = store.next_seq(con)
