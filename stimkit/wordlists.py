@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import json
 import tomllib
 import unicodedata
 from dataclasses import dataclass, field
@@ -150,7 +151,7 @@ def parse_file(path: Path, lexicon=None) -> list[WordList]:
     lines = _Lines(text)
     lists = []
     for name, body in raw.items():
-        at = lines.find((f"[{name}]", f'["{name}"]', f"['{name}']"), 0)
+        at = lines.find((f"[{name}]", f"[{json.dumps(name)}]", f"['{name}']"), 0)
         header = lines.line(at)
         where = f"{path}:{header}: list {name!r}"
         check_name(name, "word list", f"{path}:{header}", forbid="@")
@@ -167,7 +168,8 @@ def parse_file(path: Path, lexicon=None) -> list[WordList]:
         words, seen = [], {}
         for entry in entries:
             label = entry if isinstance(entry, str) else (entry.get("word") if isinstance(entry, dict) else entry)
-            at = lines.find((f'"{label}"', f"'{label}'"), at)
+            quoted = (json.dumps(label, ensure_ascii=False), json.dumps(label)) if isinstance(label, str) else ()
+            at = lines.find((f'"{label}"', f"'{label}'", *quoted), at)
             line = lines.line(at)
             word = _resolve_word(entry, defaults, lexicon, f"{path}:{line}: list {name!r}")
             if word.text in seen:
