@@ -16,8 +16,10 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import json
+import re
 import tomllib
 import unicodedata
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -59,25 +61,44 @@ class WordList:
     overrides: str | None = None  # the built-in list's file, when this user list replaces it (--override)
 
 
+_STRING = re.compile(r"\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'")
+
+
 class _Lines:
-    """Line numbers of a file's entries, found by one forward scan: each search starts
-    where the previous one matched, so the cost is linear in the file and a repeated
-    word is found at its own (second) occurrence."""
+    """Line numbers of a file's entries. Every one-line string literal is indexed once by
+    its value, so finding a word's next occurrence is a lookup, not a scan: linear in the
+    file, and a repeated word is found at its own (second) occurrence."""
 
     def __init__(self, text: str):
         self.text = text
-        self.starts = [0] + [i + 1 for i, c in enumerate(text) if c == "\n"]
+        self.starts = [0] + [m.end() for m in re.finditer("\n", text)]
+        self.strings: dict[str, list[int]] = defaultdict(list)
+        for m in _STRING.finditer(text):
+            raw = m.group(0)
+            self.strings[_unquote(raw)].append(m.start())
 
     def line(self, offset: int) -> int:
         return bisect.bisect_right(self.starts, offset)
 
-    def find(self, needles: tuple[str, ...], start: int) -> int:
-        """Offset just past the first needle at or after `start` (`start` if none)."""
-        found = [(i, n) for n in needles if (i := self.text.find(n, start)) >= 0]
-        if not found:
-            return start
-        i, n = min(found)
-        return i + len(n)
+    def header(self, name: str) -> int:
+        """Offset of the table header `[name]` (0 if not found)."""
+        found = [i for n in (f"[{name}]", f"[{json.dumps(name)}]", f"['{name}']") if (i := self.text.find(n)) >= 0]
+        return min(found, default=0)
+
+    def next_string(self, value, start: int) -> int | None:
+        """Offset of the first string literal equal to `value` at or after `start`."""
+        offsets = self.strings.get(value) if isinstance(value, str) else None
+        i = bisect.bisect_left(offsets, start) if offsets else 0
+        return offsets[i] if offsets and i < len(offsets) else None
+
+
+def _unquote(raw: str) -> str:
+    if raw[0] == "'" or "\\" not in raw:
+        return raw[1:-1]
+    try:  # TOML basic-string escapes are JSON's, bar \U and \e: good enough to find a line
+        return json.loads(raw)
+    except ValueError:
+        return raw[1:-1]
 
 
 def load_lexicon(directory: Path | None = None) -> dict[str, frozenset[str]]:
@@ -151,7 +172,7 @@ def parse_file(path: Path, lexicon=None) -> list[WordList]:
     lines = _Lines(text)
     lists = []
     for name, body in raw.items():
-        at = lines.find((f"[{name}]", f"[{json.dumps(name)}]", f"['{name}']"), 0)
+        at = lines.header(name)
         header = lines.line(at)
         where = f"{path}:{header}: list {name!r}"
         check_name(name, "word list", f"{path}:{header}", forbid="@")
@@ -168,9 +189,9 @@ def parse_file(path: Path, lexicon=None) -> list[WordList]:
         words, seen = [], {}
         for entry in entries:
             label = entry if isinstance(entry, str) else (entry.get("word") if isinstance(entry, dict) else entry)
-            quoted = (json.dumps(label, ensure_ascii=False), json.dumps(label)) if isinstance(label, str) else ()
-            at = lines.find((f'"{label}"', f"'{label}'", *quoted), at)
-            line = lines.line(at)
+            found = lines.next_string(label, at)
+            at = at if found is None else found + 1
+            line = lines.line(at if found is None else found)
             word = _resolve_word(entry, defaults, lexicon, f"{path}:{line}: list {name!r}")
             if word.text in seen:
                 raise StimkitError(f"{path}:{line}: list {name!r}: duplicate word {word.text!r} (first at line {seen[word.text]})")
