@@ -12,12 +12,15 @@ import textwrap
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from stimkit import StimkitError, sentbias, store, wordlists
+from stimkit import StimkitError, generate, grammar, sentbias, store, wordlists
 from stimkit.cli import app
 from stimkit.encoders import resolve
 from stimkit.paths import data_dir
+from stimkit.templates import TemplateSet
 
 from conftest import REFERENCE, REPO, snapshot
 
@@ -366,6 +369,113 @@ def test_sigint_during_generate_rolls_back_and_a_rerun_completes(db, tmp_path):
     for name in ("flowers@may2019", "insects@may2019", "pleasant@may2019"):
         assert current(db, name) == current(clean, name) != []
     assert "3 sets: 0 new, 0 restored, 3 unchanged" in run(db, *args[2:]).output
+
+
+# 7. Fuzzing: whatever the input, success or one StimkitError line ----------------------
+
+FUZZ = settings(max_examples=200, deadline=None, derandomize=True,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+WORDS = {"thing": wordlists.Word("rose", "count_noun", False, "rose", "roses"),
+         "person": wordlists.Word("sister", "count_noun", True, "sister", "sisters", "female")}
+
+
+def toml_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return json.dumps(v, ensure_ascii=False)
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(map(toml_value, v)) + "]"
+    return "{" + ", ".join(f"{json.dumps(k)} = {toml_value(x)}" for k, x in v.items()) + "}"
+
+
+scalar = st.one_of(st.text(max_size=8), st.integers(-3, 3), st.booleans(), st.floats(), st.sampled_from(
+    ["count_noun", "name", "adjective", "noun", "male", "female", "", " ", "a@b", "../x", "\ue000", "[/]"]))
+value = st.one_of(scalar, st.lists(scalar, max_size=2))
+word_text = st.one_of(st.text(max_size=8), st.sampled_from(["rose", "Adam", "sister", "women", " x ", "a\tb"]))
+word_entry = st.one_of(word_text, st.lists(scalar, max_size=2), st.fixed_dictionaries(
+    {"word": st.one_of(word_text, value)},
+    optional={k: value for k in sorted(wordlists.WORD_KEYS - {"word"}) + ["wrod"]}))
+list_body = st.one_of(value, st.fixed_dictionaries(
+    {"words": st.one_of(value, st.lists(word_entry, max_size=5))},
+    optional={k: value for k in sorted(wordlists.LIST_KEYS - {"words"}) + ["wrods"]}))
+def toml_file(lists: dict) -> str:
+    """Top-level keys first (non-tables: a list that is not a table), then one table per list."""
+    plain = [f"{json.dumps(k, ensure_ascii=False)} = {toml_value(b)}\n" for k, b in lists.items() if not isinstance(b, dict)]
+    tables = [f"[{json.dumps(k, ensure_ascii=False)}]\n" + "".join(f"{json.dumps(key)} = {toml_value(v)}\n" for key, v in b.items())
+              for k, b in lists.items() if isinstance(b, dict)]
+    return "".join(plain + tables)
+
+
+clean_text = st.text(st.characters(categories=["L", "Nd", "Zs", "P", "S"]), min_size=1, max_size=8)
+# Mostly valid entries with now and then one odd field: that is what reaches the deeper checks.
+plausible_word = st.one_of(clean_text, st.fixed_dictionaries({"word": clean_text}, optional={
+    "kind": st.one_of(st.sampled_from(grammar.KINDS), value), "person": st.one_of(st.booleans(), value),
+    "gender": st.one_of(st.sampled_from(["male", "female"]), value), "singular": st.one_of(clean_text, value),
+    "plural": clean_text}))
+plausible_body = st.fixed_dictionaries({"words": st.lists(plausible_word, min_size=1, max_size=4)}, optional={
+    "category": st.text(max_size=5), "kind": st.sampled_from(grammar.KINDS), "gender": st.sampled_from(["male", "female"])})
+word_list_toml = st.one_of(
+    st.text(max_size=60),
+    st.dictionaries(st.one_of(st.sampled_from(["flowers", "a", "x@y", "a/b", ".."]), st.text(max_size=6)),
+                    list_body, max_size=3).map(toml_file),
+    st.dictionaries(st.sampled_from(["flowers", "a", "b"]), plausible_body, min_size=1, max_size=2).map(toml_file),
+)
+
+
+def one_line_or_success(fn):
+    try:
+        return fn()
+    except StimkitError as e:
+        assert str(e).strip() and "\n" not in str(e), repr(str(e))
+        return None
+
+
+@FUZZ
+@given(text=word_list_toml)
+def test_fuzz_word_list_toml(tmp_path_factory, text):
+    folder = tmp_path_factory.mktemp("fuzz-lists")
+    (folder / "fuzz.toml").write_text(text, encoding="utf-8")
+    lists = one_line_or_success(lambda: wordlists.load_all(folder))
+    event("loaded" if lists else "refused")
+    for name in lists or ():
+        for tset in ("word", "may2019", "heilman/competent_1-"):
+            spec = generate.SetSpec(name, *tset.partition("/")[::2])
+            one_line_or_success(lambda: generate.render(spec, lists, {}))
+
+
+jinja_noise = st.lists(st.one_of(st.sampled_from([
+    "{{", "}}", "{%", "%}", "{#", "#}", " ", "\n", "word", "|a", "(", ")", "[", "]", "if", "endif", "for", "in",
+    "endfor", "set", "=", "import", "as", "macro", "endmacro", "word-less", "-"]), st.text(max_size=3)), max_size=25).map("".join)
+atom = st.sampled_from(["word", "text", "singular", "plural", "kind", "person", "gender", "he", "him", "his", "9", "0",
+                        "2.5", "'x'", "[1, 2]", "none", "range(3)", "word[:2]", "word[1:]", "s.role(word)",
+                        "word.__class__", "undefined_name", "''", "(word)"])
+expr = st.tuples(st.lists(atom, min_size=1, max_size=3),
+                 st.lists(st.sampled_from([" + ", " - ", " * ", " / ", " ** ", " ~ ", " // ", " % ", " == "]), max_size=2),
+                 st.lists(st.sampled_from(["|a", "|article", "|plural", "|singular", "|capfirst", "|length", "|upper",
+                                           "|int", "|first", "|join(', ')", "|nosuchfilter"]), max_size=2)
+                 ).map(lambda t: "".join(a + (t[1][i] if i < len(t[1]) else " ~ ") for i, a in enumerate(t[0]))
+                       .rstrip(" ~") + "".join(t[2]))
+literal = st.text(alphabet="abc XY.,'", max_size=6)
+piece = st.one_of(literal, expr.map(lambda e: "{{ " + e + " }}"),
+                  st.tuples(expr, literal, expr).map(lambda t: f"{{% if {t[0]} %}}{t[1]}{{{{ {t[2]} }}}}{{% endif %}}"))
+line = st.lists(piece, max_size=4).map("".join)
+template_text = st.one_of(jinja_noise, st.lists(st.one_of(line, st.sampled_from([
+    '{% import "heilman/_script.j2" as s %}', '{% set n = 3 %}', "{# word-less #}", "{# a comment #}", ""])),
+    max_size=4).map("\n".join))
+
+
+@FUZZ
+@given(text=template_text)
+def test_fuzz_template_text(tmp_path_factory, text):
+    root = tmp_path_factory.mktemp("fuzz-templates")
+    (root / "fz").mkdir()
+    (root / "fz" / "default.j2").write_text(text, encoding="utf-8")
+    lists = {k: wordlists.WordList(k, k, "", "", "x", (w,)) for k, w in WORDS.items()}
+    for name in lists:
+        one_line_or_success(lambda: generate.render(generate.SetSpec(name, "fz"), lists, {"fz": TemplateSet("fz", root)}))
 
 
 # Rich markup in data and arguments ------------------------------------------------------
