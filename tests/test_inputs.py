@@ -270,6 +270,13 @@ def test_nan_or_inf_in_a_vectors_file_names_the_line(tmp_path, monkeypatch, head
     assert not (tmp_path / "cache" / "vectors").exists() or not any((tmp_path / "cache" / "vectors").iterdir())
 
 
+def test_nan_in_a_vectors_file_via_encode_leaves_the_store(db, tmp_path, monkeypatch):
+    monkeypatch.setenv("STIMKIT_CACHE", str(tmp_path / "cache"))
+    assert run(db, "generate", "-q", "-w", "insects", "-w", "pleasant", "-w", "unpleasant", "-t", "word").exit_code == 0
+    path = write_vectors(tmp_path / "v.txt", [("aster", ["1", "0", "0"]), ("ant", ["0", "nan", "0"])])
+    refused(db, ["encode", "-e", f"vectors:{path}", "--test", "weat1"], f"{path}:3: word 'ant' has a NaN or infinite value")
+
+
 def test_nan_in_a_binary_vectors_file_names_the_row(tmp_path, monkeypatch):
     from gensim.models import KeyedVectors
     monkeypatch.setenv("STIMKIT_CACHE", str(tmp_path / "cache"))
