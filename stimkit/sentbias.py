@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tempfile
 from pathlib import Path
 
 from . import StimkitError, catalog, store
@@ -43,13 +44,21 @@ def export(con, outdir: Path, names: list[str], balance: str | None = None, seed
     # Build everything before writing, so a bad test leaves no half-written folder.
     payloads = {name: test_json(con, catalog.get(con, name), balance, seed) for name in names}
     written = []
+    umask = os.umask(0)
+    os.umask(umask)
     try:
         outdir.mkdir(parents=True, exist_ok=True)
         for name, data in payloads.items():
             path = outdir / f"{name}.jsonl"  # the published files are pretty-printed JSON named .jsonl
-            tmp = outdir / f".{name}.jsonl.tmp"
-            tmp.write_text(json.dumps(data, indent=2), encoding="utf-8")
-            os.replace(tmp, path)
+            fd, tmp = tempfile.mkstemp(dir=outdir, prefix=f".{name}.", suffix=".tmp")  # a new file: no link followed
+            try:
+                os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; exports are ordinary files
+                with os.fdopen(fd, "w", encoding="utf-8") as f:
+                    f.write(json.dumps(data, indent=2))
+                os.replace(tmp, path)
+            except BaseException:
+                os.unlink(tmp)
+                raise
             written.append(path)
     except OSError as e:
         raise StimkitError(f"{e.filename or outdir}: cannot write: {e.strerror or e}") from None

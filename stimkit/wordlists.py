@@ -58,7 +58,7 @@ class WordList:
     path: str
     words: tuple[Word, ...] = field(default=())
     line: int = 1
-    overrides: str | None = None  # the built-in list's file, when this user list replaces it (--override)
+    overrides: str | None = None  # `file:line` of the built-in list this user list replaces (--override)
 
 
 _STRING = re.compile(r"\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'")

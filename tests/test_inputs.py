@@ -68,6 +68,12 @@ def write(folder, name, body):
     return path
 
 
+def current_umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def current(db, name):
     con = store.connect(db)
     try:
@@ -198,6 +204,7 @@ def test_export_refuses_a_non_empty_folder_and_stays_inside(catalog_db, tmp_path
     # the link was replaced, not followed; the other file is left alone
     assert (tmp_path / "precious.txt").read_text() == "keep\n"
     assert not (out / "weat1.jsonl").is_symlink()
+    assert (out / "weat1.jsonl").stat().st_mode & 0o777 == 0o666 & ~current_umask()
     assert json.loads((out / "weat1.jsonl").read_text())["targ1"]["examples"][0] == "aster"
     assert sorted(p.name for p in out.iterdir()) == ["notes.txt", "weat1.jsonl"]
 

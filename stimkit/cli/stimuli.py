@@ -45,7 +45,7 @@ def generate_cmd(
             specs += [generate.SetSpec(n, tset, file or None) for n in names]
     else:
         specs = catalog.default_specs(lists)
-    tsets = {s.template_set: templates.load_set(s.template_set, template_dir, override) for s in specs}
+    tsets = {name: templates.load_set(name, template_dir, override) for name in dict.fromkeys(s.template_set for s in specs)}
     con = open_store()
     report = generate.generate(con, specs, lists, tsets)
     counts = {s: sum(r["status"] == s for r in report) for s in ("new", "restored", "unchanged")}
