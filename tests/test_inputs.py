@@ -261,6 +261,22 @@ def test_word_less_templates_are_declared(db, tmp_path):
     assert len(current(db, "flowers@files")) == 50
 
 
+@pytest.mark.parametrize("line, message", [
+    ("{{ word }} {{ 1/0 }}", "code/default:1: ZeroDivisionError: division by zero (rendering word 'rose')"),
+    ("{{ word + 1 }}", "code/default:1: TypeError: can only concatenate str"),
+    ("{{ word }}{{ 'ab' * 99999 }}", "code/default:1: template error: repetition to 199998 items is over 10000"),
+    ("{{ word }}{{ 9 ** 999 }}", "code/default:1: template error: exponent 999 is over 64"),
+    ("{{ word.__class__.__mro__ }}", "code/default:1: template error: access to attribute '__class__'"),
+])
+def test_template_code_errors_name_the_line(tmp_path, line, message):
+    (tmp_path / "code").mkdir()
+    (tmp_path / "code" / "default.j2").write_text(line + "\n")
+    lists = {"l": wordlists.WordList("l", "L", "", "", "x", (WORDS["thing"],))}
+    with pytest.raises(StimkitError) as e:
+        generate.render(generate.SetSpec("l", "code"), lists, {"code": TemplateSet("code", tmp_path)})
+    assert message in str(e.value) and "\n" not in str(e.value)
+
+
 def write_vectors(path, rows, header=True):
     lines = [f"{len(rows)} 3"] if header else []
     path.write_text("\n".join(lines + [f"{w} {' '.join(v)}" for w, v in rows]) + "\n")
