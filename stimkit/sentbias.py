@@ -76,17 +76,26 @@ def read(path: Path) -> dict:
             raise StimkitError(f"{path}: missing or empty {key!r} (expected {{category, examples: [...]}})")
         if not all(isinstance(e, str) and e.strip() for e in entry["examples"]):
             raise StimkitError(f"{path}: {key!r} has an empty or non-string example")
+        if not isinstance(entry.get("category", ""), str):
+            raise StimkitError(f"{path}: {key!r} has a category that is not a string")
     return data
 
 
-def import_dir(con, directory: Path, prefix: str = "import:") -> list[dict]:
+def import_dir(con, directory: Path, prefix: str = "import:", override: bool = False) -> list[dict]:
+    """Every published-format file of `directory` as a test `<prefix><file stem>`. A name
+    that is a catalog test's would replace it: refused unless `override`, and then
+    recorded in the imported sets' provenance."""
     directory = Path(directory)
     files = sorted(directory.glob("*.jsonl")) + sorted(directory.glob("*.json"))
     if not files:
         raise StimkitError(f"{directory}: no .jsonl or .json files to import")
     parsed = [(p, read(p)) for p in files]  # validate every file before writing any
+    builtin = catalog.load_toml()
     for p in files:
-        check_name(f"{prefix}{p.stem}", "test", f"{p} with --prefix {prefix!r}")
+        name = check_name(f"{prefix}{p.stem}", "test", f"{p} with --prefix {prefix!r}")
+        if name in builtin and not override:
+            raise StimkitError(f"{p}: test {name!r} would replace the catalog test of that name; "
+                               "choose a --prefix, or pass --override")
     report = []
     with store.transaction(con):
         seq = store.next_seq(con)
@@ -107,8 +116,9 @@ def import_dir(con, directory: Path, prefix: str = "import:") -> list[dict]:
                         "template_id": [None] * n, "template_text": [None] * n, "stimulus": examples,
                         "span_start": [0] * n, "span_end": [len(e) for e in examples],
                     }
+                    replaced = [{"test": test_name, "builtin": "catalog", "user": str(path)}] if test_name in builtin else []
                     insert_set(con, version, name, name, None, None, entry.get("category") or key,
-                               str(path), n, rows)
+                               str(path), n, rows, {"overrides": replaced} if replaced else None)
                 con.execute("INSERT INTO set_log (name, version, seq) VALUES (?, ?, ?)", [name, version, seq])
                 seq += 1
                 set_names.append(name)

@@ -189,6 +189,20 @@ def test_import_prefix_cannot_leave_the_folder(db, tmp_path):
     assert r.exit_code == 0 and "ok:weat1" in r.output
 
 
+def test_an_import_named_like_a_catalog_test_needs_override(db, tmp_path):
+    src = tmp_path / "published"
+    src.mkdir()
+    shutil.copy(REFERENCE / "weat1.jsonl", src)
+    refused(db, ["import", "sentbias", src, "--prefix", ""],
+            f"{src / 'weat1.jsonl'}: test 'weat1' would replace the catalog test of that name", "--override")
+    r = run(db, "import", "sentbias", src, "--prefix", "", "--override")
+    assert r.exit_code == 0, r.output
+    con = store.connect(db)
+    rows = store.rows(con, "SELECT name, provenance->>'$.overrides[0].test' FROM current_sets WHERE name LIKE 'weat1/%' ORDER BY name")
+    con.close()
+    assert rows == [("weat1/attr1", "weat1"), ("weat1/attr2", "weat1"), ("weat1/targ1", "weat1"), ("weat1/targ2", "weat1")]
+
+
 def test_export_refuses_a_non_empty_folder_and_stays_inside(catalog_db, tmp_path):
     db = tmp_path / "c.duckdb"
     shutil.copy(catalog_db, db)

@@ -124,10 +124,11 @@ def export_sentbias(
 def import_sentbias(
     directory: Path,
     prefix: Annotated[str, typer.Option("--prefix", help="Prefix of the imported test names.")] = "import:",
+    override: Annotated[bool, typer.Option("--override", help="Let an imported test replace the catalog test of the same name (recorded in its sets' provenance).")] = False,
 ):
     """Load published-format JSON files as stimulus sets and tests named <prefix><file stem>."""
     con = open_store()
-    report = sentbias.import_dir(con, directory, prefix)
+    report = sentbias.import_dir(con, directory, prefix, override)
     for r in report:
         out.print(f"{r['test']:<50} sizes X/Y/A/B = {'/'.join(map(str, r['sizes']))}", highlight=False, markup=False, emoji=False)
     out.print(f"imported {len(report)} tests", highlight=False)
