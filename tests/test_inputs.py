@@ -398,9 +398,13 @@ def test_sigint_during_generate_rolls_back_and_a_rerun_completes(db, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen([sys.executable, "-c", DRIVER, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=env)
-    assert proc.stdout.readline().strip() == "writing"
-    proc.send_signal(signal.SIGINT)
-    _, stderr = proc.communicate(timeout=60)
+    try:
+        assert proc.stdout.readline().strip() == "writing"
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
     assert proc.returncode in (1, 130), stderr  # 130 once the top-level handler lands
     assert "Traceback" not in stderr, stderr
     assert state(db) == before  # the two sets written inside the transaction are gone
@@ -445,6 +449,8 @@ word_entry = st.one_of(word_text, st.lists(scalar, max_size=2), st.fixed_diction
 list_body = st.one_of(value, st.fixed_dictionaries(
     {"words": st.one_of(value, st.lists(word_entry, max_size=5))},
     optional={k: value for k in sorted(wordlists.LIST_KEYS - {"words"}) + ["wrods"]}))
+
+
 def toml_file(lists: dict) -> str:
     """Top-level keys first (non-tables: a list that is not a table), then one table per list."""
     plain = [f"{json.dumps(k, ensure_ascii=False)} = {toml_value(b)}\n" for k, b in lists.items() if not isinstance(b, dict)]
