@@ -42,7 +42,8 @@ def decode(data: bytes, path) -> str:
 
 def read_text(path) -> str:
     try:
-        data = open(path, "rb").read()
+        with open(path, "rb") as f:
+            data = f.read()
     except OSError as e:
         raise StimkitError(f"{path}: cannot read: {e.strerror or e}") from None
     return decode(data, path)

@@ -52,7 +52,7 @@ class Template:
             raise StimkitError(f"{self.id}: {_first_line(e)} (rendering word {word.text!r})") from None
         except jinja2.TemplateError as e:
             raise StimkitError(f"{self.id}: template error: {_first_line(e)} (rendering word {word.text!r})") from None
-        except Exception as e:  # a template is code: 1/0, "a" + 1, deep recursion all name the line
+        except Exception as e:  # noqa: BLE001 -- a template is code: 1/0, "a" + 1, deep recursion all name the line
             raise StimkitError(f"{self.id}: {type(e).__name__}: {_first_line(e)} (rendering word {word.text!r})") from None
         text, start, end = grammar.find_span(out.strip())
         if not text.strip():
@@ -142,7 +142,7 @@ class TemplateSet:
             except StimkitError as e:
                 raise StimkitError(f"{base_file}: {e}") from None
 
-    def chain(self) -> list["TemplateSet"]:
+    def chain(self) -> list[TemplateSet]:
         """This set and the sets it inherits from."""
         return [self] + (self.base.chain() if self.base else [])
 

@@ -493,7 +493,7 @@ def test_fuzz_word_list_toml(tmp_path_factory, text):
     for name in lists or ():
         for tset in ("word", "may2019", "heilman/competent_1-"):
             spec = generate.SetSpec(name, *tset.partition("/")[::2])
-            one_line_or_success(lambda: generate.render(spec, lists, {}))
+            one_line_or_success(lambda spec=spec: generate.render(spec, lists, {}))
 
 
 jinja_noise = st.lists(st.one_of(st.sampled_from([
@@ -525,7 +525,7 @@ def test_fuzz_template_text(tmp_path_factory, text):
     (root / "fz" / "default.j2").write_text(text, encoding="utf-8")
     lists = {k: wordlists.WordList(k, k, "", "", "x", (w,)) for k, w in WORDS.items()}
     for name in lists:
-        one_line_or_success(lambda: generate.render(generate.SetSpec(name, "fz"), lists, {"fz": TemplateSet("fz", root)}))
+        one_line_or_success(lambda name=name: generate.render(generate.SetSpec(name, "fz"), lists, {"fz": TemplateSet("fz", root)}))
 
 
 # Rich markup in data and arguments ------------------------------------------------------
