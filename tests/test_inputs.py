@@ -148,8 +148,8 @@ def test_user_template_set_inherits_and_imports_builtins(db, tmp_path):
 
 
 @pytest.mark.parametrize("spec, message", [
-    ("../outside", "template set name '..' has a path separator, '..'"),
-    ("..", "template set name '..'"),
+    ("../outside", "-t '../outside': template set name '..' has a path separator, '..'"),
+    ("..", "-t '..': template set name '..'"),
     ("word/../../x", "has no template file '../../x'"),
 ])
 def test_template_names_resolve_inside_the_root(db, tmp_path, spec, message):

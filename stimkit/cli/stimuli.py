@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from .. import StimkitError, catalog, generate, sentbias, store, templates, wordlists
+from ..inputs import check_name
 from ..paths import default_db
 from .common import app, handles_errors, open_store, out, print_rows, state
 
@@ -42,6 +43,7 @@ def generate_cmd(
         specs = []
         for t in template_set or ["word", "may2019"]:
             tset, _, file = t.partition("/")
+            check_name(tset, "template set", f"-t {t!r}")
             specs += [generate.SetSpec(n, tset, file or None) for n in names]
     else:
         specs = catalog.default_specs(lists)
