@@ -64,6 +64,8 @@ def render(spec: SetSpec, wordlists: dict[str, WordList], template_sets: dict[st
     if spec.wordlist not in wordlists:
         raise StimkitError(f"set {spec.name!r}: unknown word list {spec.wordlist!r}")
     wl = wordlists[spec.wordlist]
+    if not wl.words:
+        raise StimkitError(f"set {spec.name!r}: word list {wl.name!r} ({wl.path}) has no words")
     if spec.template_set not in template_sets:
         template_sets[spec.template_set] = TemplateSet(spec.template_set)
     tset = template_sets[spec.template_set]

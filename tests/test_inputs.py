@@ -248,6 +248,12 @@ def test_an_empty_rendering_is_refused(db, tmp_path):
             f"list 'flowers', {BUILTIN_LISTS / 'caliskan2017.toml'}:4")
 
 
+def test_an_empty_word_list_makes_no_set():
+    lists = {"none": wordlists.WordList("none", "None", "", "", "made.toml", ())}
+    with pytest.raises(StimkitError, match=r"^set 'none@word': word list 'none' \(made.toml\) has no words$"):
+        generate.render(generate.SetSpec("none", "word"), lists, {})
+
+
 @pytest.mark.parametrize("line", ["This is a thing.", "This is {{ text }}.", "This is {{ word[:2] }}.",
                                   "This is {{ word|length }}."])
 def test_a_sentence_without_the_word_is_refused(db, tmp_path, line):
