@@ -107,11 +107,23 @@ class Store:
     # ------------------------------------------------------------------ stimuli
 
     def generate(self, wordlist_names: list[str] | None = None, template_sets: list[str] | None = None,
-                 wordlist_dir: str | Path | None = None) -> list[dict]:
-        """Render word lists through template sets into versioned sets (a no-op when nothing changed)."""
+                 wordlist_dir: str | Path | None = None, template_dir: str | Path | None = None,
+                 override: bool = False) -> list[dict]:
+        """Render word lists through template sets into versioned sets (a no-op when nothing
+        changed). Your own lists (`wordlist_dir`) and template sets (`template_dir`) join the
+        built-in ones; one with a built-in name is refused unless `override` (recorded in the
+        set's provenance). With `wordlist_dir` and no names, only your lists are generated."""
+        from . import templates
+
         self._writable("generate")
-        lists = wordlists.load_all(wordlist_dir)
-        return generate.generate(self.con, generate.plan(lists, wordlist_names, template_sets), lists)
+        lists = wordlists.load_all()
+        own = None
+        if wordlist_dir:
+            own = wordlists.load_all(wordlist_dir)
+            lists = wordlists.merge(lists, own, override)
+        specs = generate.plan(lists, wordlist_names, template_sets, list(own) if own else None)
+        tsets = {name: templates.load_set(name, template_dir, override) for name in dict.fromkeys(s.template_set for s in specs)}
+        return generate.generate(self.con, specs, lists, tsets)
 
     def sets(self, like: str | None = None, all_versions: bool = False) -> pl.DataFrame:
         view = "stimulus_sets" if all_versions else "current_sets"

@@ -53,6 +53,7 @@ class RenderedSet:
     wordlist: WordList
     version: str
     rows: dict[str, list]
+    provenance: dict | None = None  # what built-in input a user's input replaced (--override)
 
     @property
     def n_stimuli(self) -> int:
@@ -63,6 +64,8 @@ def render(spec: SetSpec, wordlists: dict[str, WordList], template_sets: dict[st
     if spec.wordlist not in wordlists:
         raise StimkitError(f"set {spec.name!r}: unknown word list {spec.wordlist!r}")
     wl = wordlists[spec.wordlist]
+    if not wl.words:
+        raise StimkitError(f"set {spec.name!r}: word list {wl.name!r} ({wl.path}) has no words")
     if spec.template_set not in template_sets:
         template_sets[spec.template_set] = TemplateSet(spec.template_set)
     tset = template_sets[spec.template_set]
@@ -71,15 +74,20 @@ def render(spec: SetSpec, wordlists: dict[str, WordList], template_sets: dict[st
     for word_ordinal, word in enumerate(wl.words):
         file = tset.file_for(word, spec.template_file)
         files_used.append(file)
+        produced = 0
         for template in tset.templates(file):
             rendered = template.render(word)
             if rendered is None:
                 continue
+            produced += 1
             text, start, end = rendered
             values = (len(rows["ordinal"]), wl.name, word_ordinal, word.text, word.kind, word.person,
                       template.id, template.text, text, start, end)
             for column, value in zip(STIMULUS_COLUMNS, values):
                 rows[column].append(value)
+        if not produced:
+            raise StimkitError(f"{tset.owner(file).path / (file + '.j2')}: every line renders empty for word "
+                               f"{word.text!r} (list {wl.name!r}, {wl.path}:{wl.line})")
     payload = {
         "generator": GENERATOR_VERSION,
         "wordlist": {"name": wl.name, "category": wl.category, "words": [w.as_dict() for w in wl.words]},
@@ -88,7 +96,10 @@ def render(spec: SetSpec, wordlists: dict[str, WordList], template_sets: dict[st
         "templates": tset.digest(files_used),
     }
     version = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
-    return RenderedSet(spec, wl, version, rows)
+    replaced = [{"word_list": wl.name, "builtin": wl.overrides, "user": f"{wl.path}:{wl.line}"}] if wl.overrides else []
+    replaced += [{"template_set": s.name, "builtin": s.overrides, "user": str(s.path)} for s in tset.chain() if s.overrides]
+    provenance = {"overrides": replaced} if replaced else None
+    return RenderedSet(spec, wl, version, rows, provenance)
 
 
 def write(con, rendered: list[RenderedSet]) -> list[dict]:
@@ -100,7 +111,7 @@ def write(con, rendered: list[RenderedSet]) -> list[dict]:
             exists = store.one(con, "SELECT 1 FROM stimulus_sets WHERE version = ?", [r.version])
             if not exists:
                 insert_set(con, r.version, r.spec.name, r.wordlist.name, r.spec.template_set, r.spec.template_file,
-                           r.wordlist.category, r.wordlist.path, len(r.wordlist.words), r.rows)
+                           r.wordlist.category, r.wordlist.path, len(r.wordlist.words), r.rows, r.provenance)
             current = store.one(con, 
                 "SELECT version FROM current_sets WHERE name = ?", [r.spec.name]
             )
@@ -113,13 +124,15 @@ def write(con, rendered: list[RenderedSet]) -> list[dict]:
     return report
 
 
-def insert_set(con, version, name, wordlist, template_set, template_file, category, source, n_words, rows):
-    con.execute(
-        "INSERT INTO stimulus_sets (version, name, wordlist, template_set, template_file, category, source,"
-        " generator_version, n_words, n_stimuli) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [version, name, wordlist, template_set, template_file, category, source, GENERATOR_VERSION,
-         n_words, len(rows["stimulus"])],
-    )
+def insert_set(con, version, name, wordlist, template_set, template_file, category, source, n_words, rows,
+               provenance: dict | None = None):
+    values = {"version": version, "name": name, "wordlist": wordlist, "template_set": template_set,
+              "template_file": template_file, "category": category, "source": source,
+              "generator_version": GENERATOR_VERSION, "n_words": n_words, "n_stimuli": len(rows["stimulus"])}
+    if provenance:  # the column comes with db/010; plain sets leave it NULL
+        values["provenance"] = json.dumps(provenance, sort_keys=True)
+    con.execute(f"INSERT INTO stimulus_sets ({', '.join(values)}) VALUES ({', '.join('?' * len(values))})",
+                list(values.values()))
     table = pa.table({c: rows[c] for c in STIMULUS_COLUMNS})
     con.register("_new_stimuli", table)
     try:
@@ -139,20 +152,23 @@ def generate(con, specs: list[SetSpec], wordlists: dict[str, WordList], template
     return write(con, rendered)
 
 
-def plan(lists: dict, wordlist_names: list[str] | None = None, template_sets: list[str] | None = None) -> list[SetSpec]:
-    """The sets to generate: named lists under named template sets ('set' or 'set/file';
-    default word and may2019), or, with neither named, every catalog set and every list
-    under `word` and `may2019`."""
+def plan(lists: dict, wordlist_names: list[str] | None = None, template_sets: list[str] | None = None,
+         default_names: list[str] | None = None) -> list[SetSpec]:
+    """The sets to generate: named lists (default: `default_names`, or every list) under
+    named template sets ('set' or 'set/file'; default word and may2019), or, with nothing
+    named, every catalog set and every list under `word` and `may2019`."""
     from . import catalog
+    from .inputs import check_name
 
-    if not (wordlist_names or template_sets):
+    if not (wordlist_names or template_sets or default_names):
         return catalog.default_specs(lists)
-    names = wordlist_names or list(lists)
+    names = wordlist_names or default_names or list(lists)
     unknown = [n for n in names if n not in lists]
     if unknown:
         raise StimkitError(f"unknown word list {unknown[0]!r} (see wordlists/*.toml)")
     specs = []
     for t in template_sets or ["word", "may2019"]:
         tset, _, file = t.partition("/")
+        check_name(tset, "template set", f"-t {t!r}")
         specs += [SetSpec(n, tset, file or None) for n in names]
     return specs

@@ -41,11 +41,12 @@ def unmark(text: str) -> str:
 
 
 def find_span(rendered: str) -> tuple[str, int | None, int | None]:
-    """Strip the markers; return (text, start, end) of the first marked word (end exclusive)."""
+    """Strip the markers; return (text, start, end) of the first marked word (end exclusive).
+    No span (None, None) when no whole marked word is there (none, or one cut by a slice)."""
     start = rendered.find(OPEN)
-    if start < 0:
+    end = rendered.find(CLOSE, start) if start >= 0 else -1
+    if end < 0:
         return unmark(rendered), None, None
-    end = rendered.find(CLOSE, start)
     clean_before = unmark(rendered[:start])
     word = unmark(rendered[start:end])
     s = len(clean_before)
@@ -120,6 +121,6 @@ def infer_kind(word: str, lexicon: dict[str, frozenset[str]]) -> str:
     if word[:1].isupper() and not word.isupper() and not word.endswith("American"):
         return "name"
     for kind in ("adjective", "verb", "mass_noun", "pronoun_subject", "pronoun_object", "pronoun_possessive"):
-        if word in lexicon[kind]:
+        if word in lexicon.get(kind, ()):
             return kind
     return "count_noun"

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import tempfile
 from pathlib import Path
 
 from . import StimkitError, catalog, store
 from .generate import GENERATOR_VERSION, insert_set
+from .inputs import check_name, read_text
 
 
 def test_json(con, test: catalog.TestDef, balance: str | None = None, seed: int = 0) -> dict:
@@ -24,23 +27,47 @@ def test_json(con, test: catalog.TestDef, balance: str | None = None, seed: int 
     }
 
 
-def export(con, outdir: Path, names: list[str], balance: str | None = None, seed: int = 0) -> list[Path]:
+def export(con, outdir: Path, names: list[str], balance: str | None = None, seed: int = 0,
+           force: bool = False) -> list[Path]:
+    """One `<test>.jsonl` per test inside `outdir`. A folder that is not empty is refused
+    unless `force`; each file is written beside its target and renamed over it, so a
+    symlink of that name is replaced, never followed."""
     tests = catalog.load(con)
     outdir = Path(outdir)
+    names = names or list(tests)
+    for name in names:
+        check_name(name, "test", f"export to {outdir}")
+    if outdir.exists() and not outdir.is_dir():
+        raise StimkitError(f"{outdir}: not a folder")
+    if outdir.is_dir() and any(outdir.iterdir()) and not force:
+        raise StimkitError(f"{outdir}: folder is not empty (pass --force to replace files of the same name)")
     # Build everything before writing, so a bad test leaves no half-written folder.
-    payloads = {name: test_json(con, catalog.get(con, name), balance, seed) for name in (names or tests)}
-    outdir.mkdir(parents=True, exist_ok=True)
+    payloads = {name: test_json(con, catalog.get(con, name), balance, seed) for name in names}
     written = []
-    for name, data in payloads.items():
-        path = outdir / f"{name}.jsonl"  # the published files are pretty-printed JSON named .jsonl
-        path.write_text(json.dumps(data, indent=2))
-        written.append(path)
+    umask = os.umask(0)
+    os.umask(umask)
+    try:
+        outdir.mkdir(parents=True, exist_ok=True)
+        for name, data in payloads.items():
+            path = outdir / f"{name}.jsonl"  # the published files are pretty-printed JSON named .jsonl
+            fd, tmp = tempfile.mkstemp(dir=outdir, prefix=f".{name}.", suffix=".tmp")  # a new file: no link followed
+            try:
+                os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; exports are ordinary files
+                with os.fdopen(fd, "w", encoding="utf-8") as f:
+                    f.write(json.dumps(data, indent=2))
+                os.replace(tmp, path)
+            except BaseException:
+                os.unlink(tmp)
+                raise
+            written.append(path)
+    except OSError as e:
+        raise StimkitError(f"{e.filename or outdir}: cannot write: {e.strerror or e}") from None
     return written
 
 
 def read(path: Path) -> dict:
     try:
-        data = json.loads(Path(path).read_text())
+        data = json.loads(read_text(path))
     except json.JSONDecodeError as e:
         raise StimkitError(f"{path}:{e.lineno}: not valid JSON: {e.msg}") from None
     for key in catalog.SENTBIAS_KEYS.values():
@@ -49,15 +76,26 @@ def read(path: Path) -> dict:
             raise StimkitError(f"{path}: missing or empty {key!r} (expected {{category, examples: [...]}})")
         if not all(isinstance(e, str) and e.strip() for e in entry["examples"]):
             raise StimkitError(f"{path}: {key!r} has an empty or non-string example")
+        if not isinstance(entry.get("category", ""), str):
+            raise StimkitError(f"{path}: {key!r} has a category that is not a string")
     return data
 
 
-def import_dir(con, directory: Path, prefix: str = "import:") -> list[dict]:
+def import_dir(con, directory: Path, prefix: str = "import:", override: bool = False) -> list[dict]:
+    """Every published-format file of `directory` as a test `<prefix><file stem>`. A name
+    that is a catalog test's would replace it: refused unless `override`, and then
+    recorded in the imported sets' provenance."""
     directory = Path(directory)
     files = sorted(directory.glob("*.jsonl")) + sorted(directory.glob("*.json"))
     if not files:
         raise StimkitError(f"{directory}: no .jsonl or .json files to import")
     parsed = [(p, read(p)) for p in files]  # validate every file before writing any
+    builtin = catalog.load_toml()
+    for p in files:
+        name = check_name(f"{prefix}{p.stem}", "test", f"{p} with --prefix {prefix!r}")
+        if name in builtin and not override:
+            raise StimkitError(f"{p}: test {name!r} would replace the catalog test of that name; "
+                               "choose a --prefix, or pass --override")
     report = []
     with store.transaction(con):
         seq = store.next_seq(con)
@@ -78,8 +116,9 @@ def import_dir(con, directory: Path, prefix: str = "import:") -> list[dict]:
                         "template_id": [None] * n, "template_text": [None] * n, "stimulus": examples,
                         "span_start": [0] * n, "span_end": [len(e) for e in examples],
                     }
+                    replaced = [{"test": test_name, "builtin": "catalog", "user": str(path)}] if test_name in builtin else []
                     insert_set(con, version, name, name, None, None, entry.get("category") or key,
-                               str(path), n, rows)
+                               str(path), n, rows, {"overrides": replaced} if replaced else None)
                 con.execute("INSERT INTO set_log (name, version, seq) VALUES (?, ?, ?)", [name, version, seq])
                 seq += 1
                 set_names.append(name)

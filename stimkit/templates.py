@@ -2,6 +2,9 @@
 
 See templates/README.md for the file format. Each template line has a stable id,
 `<set>/<file>:<line>`, which is stored with every stimulus it produced.
+
+Every rendered sentence must contain the word (its marked span) unless the line or its
+file declares itself word-less with the comment `{# word-less #}`.
 """
 
 from __future__ import annotations
@@ -13,14 +16,23 @@ from functools import cached_property
 from pathlib import Path
 
 import jinja2
-from jinja2.sandbox import SandboxedEnvironment
+from jinja2.sandbox import SandboxedEnvironment, SecurityError
 
 from . import StimkitError, grammar
+from .inputs import check_name, read_text
 from .paths import data_dir
 from .wordlists import PRONOUNS, Word
 
 _COMMENT = re.compile(r"\{#.*?#\}", re.S)
 _PRELUDE = re.compile(r"^\s*\{%-?\s*(import|from|set)\b")
+_WORDLESS = re.compile(r"\{#-?\s*word-less\s*-?#\}")
+# Beyond these, `*` and `**` in a template are refused: a typo must not fill the memory.
+MAX_REPEAT, MAX_EXPONENT = 10_000, 64
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
 
 
 @dataclass(frozen=True)
@@ -30,18 +42,24 @@ class Template:
     line: int
     text: str
     compiled: jinja2.Template
+    wordless: bool = False
 
     def render(self, word: Word) -> tuple[str, int | None, int | None] | None:
         """(stimulus, span_start, span_end), or None when the line renders to nothing."""
         try:
             out = self.compiled.render(context_for(word))
         except jinja2.UndefinedError as e:
-            raise StimkitError(f"{self.id}: {e.message} (rendering word {word.text!r})") from None
+            raise StimkitError(f"{self.id}: {_first_line(e)} (rendering word {word.text!r})") from None
         except jinja2.TemplateError as e:
-            raise StimkitError(f"{self.id}: template error: {e} (rendering word {word.text!r})") from None
+            raise StimkitError(f"{self.id}: template error: {_first_line(e)} (rendering word {word.text!r})") from None
+        except Exception as e:  # noqa: BLE001 -- a template is code: 1/0, "a" + 1, deep recursion all name the line
+            raise StimkitError(f"{self.id}: {type(e).__name__}: {_first_line(e)} (rendering word {word.text!r})") from None
         text, start, end = grammar.find_span(out.strip())
-        if not text:
+        if not text.strip():
             return None
+        if start is None and not self.wordless:
+            raise StimkitError(f"{self.id}: the sentence {text!r} does not contain the word {word.text!r} "
+                               "(insert {{ word }}, or declare the line word-less with {# word-less #})")
         return text, start, end
 
 
@@ -60,9 +78,22 @@ def context_for(word: Word) -> dict:
     return ctx
 
 
-def make_environment(root: Path) -> SandboxedEnvironment:
-    env = SandboxedEnvironment(
-        loader=jinja2.FileSystemLoader(str(root)),
+class _Sandbox(SandboxedEnvironment):
+    intercepted_binops = frozenset({"*", "**"})
+
+    def call_binop(self, context, operator, left, right):
+        if operator == "**" and isinstance(right, (int, float)) and abs(right) > MAX_EXPONENT:
+            raise SecurityError(f"exponent {right} is over {MAX_EXPONENT}")
+        if operator == "*":
+            for seq, n in ((left, right), (right, left)):
+                if isinstance(seq, (str, list, tuple)) and isinstance(n, int) and len(seq) * n > MAX_REPEAT:
+                    raise SecurityError(f"repetition to {len(seq) * n} items is over {MAX_REPEAT}")
+        return super().call_binop(context, operator, left, right)
+
+
+def make_environment(roots: list[Path]) -> SandboxedEnvironment:
+    env = _Sandbox(
+        loader=jinja2.FileSystemLoader([str(r) for r in roots]),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         keep_trailing_newline=False,
@@ -78,23 +109,42 @@ def make_environment(root: Path) -> SandboxedEnvironment:
 
 
 class TemplateSet:
-    """One folder of template files under the templates root.
+    """One folder of template files under a templates root.
 
     A folder holding a file `_base` (one line: another set's name) inherits that set's
     template files, overriding the ones it has itself; inherited templates keep their
-    ids (`may2019/name:1`), so the same template is the same id in every set."""
+    ids (`may2019/name:1`), so the same template is the same id in every set.
 
-    def __init__(self, name: str, root: Path | None = None):
-        self.root = Path(root or data_dir("templates"))
-        self.name = name
+    `root` may be a list of roots, searched in order (a user's folder, then the built-in
+    one); imports and `_base` sets resolve through the same list."""
+
+    def __init__(self, name: str, root: Path | list[Path] | None = None, _chain: tuple[str, ...] = ()):
+        roots = [Path(r) for r in root] if isinstance(root, (list, tuple)) else [Path(root or data_dir("templates"))]
+        check_name(name, "template set")
+        if name in _chain:
+            raise StimkitError(f"template set {name!r}: `_base` files loop ({' -> '.join(_chain + (name,))})")
+        self.roots, self.name = roots, name
+        self.root = next((r for r in roots if (r / name).is_dir()), roots[0])
         self.path = self.root / name
         if not self.path.is_dir():
-            known = ", ".join(sorted(p.name for p in self.root.iterdir() if p.is_dir())) if self.root.is_dir() else ""
-            raise StimkitError(f"unknown template set {name!r} (no folder {self.path}; known: {known})")
-        self.env = make_environment(self.root)
+            known = sorted({p.name for r in roots if r.is_dir() for p in r.iterdir() if p.is_dir()})
+            raise StimkitError(f"unknown template set {name!r} (no folder {self.path}; known: {', '.join(known)})")
+        if not self.path.resolve().is_relative_to(self.root.resolve()):
+            raise StimkitError(f"template set {name!r}: {self.path} leads outside {self.root}")
+        self.env = make_environment(roots)
         self._files: dict[str, list[Template]] = {}
+        self.overrides: str | None = None  # the built-in set's folder, when this user set replaces it
         base_file = self.path / "_base"
-        self.base = TemplateSet(base_file.read_text().strip(), self.root) if base_file.exists() else None
+        self.base = None
+        if base_file.exists():
+            try:
+                self.base = TemplateSet(read_text(base_file).strip(), roots, _chain + (name,))
+            except StimkitError as e:
+                raise StimkitError(f"{base_file}: {e}") from None
+
+    def chain(self) -> list[TemplateSet]:
+        """This set and the sets it inherits from."""
+        return [self] + (self.base.chain() if self.base else [])
 
     @cached_property
     def file_names(self) -> list[str]:
@@ -134,10 +184,13 @@ class TemplateSet:
 
     def _parse(self, file: str) -> list[Template]:
         path = self.path / f"{file}.j2"
-        source = path.read_text(encoding="utf-8")
+        source = read_text(path)
+        declared = {n for n, line in enumerate(source.split("\n"), start=1) if _WORDLESS.search(line)}
         # Blank out comments, keeping their newlines so line numbers stay true.
         source = _COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), source)
         lines = source.split("\n")
+        # `{# word-less #}` on a line of its own covers the file; after a template, that line.
+        file_wordless = any(not lines[n - 1].strip() for n in declared)
         prelude, templates = [], []
         for number, line in enumerate(lines, start=1):
             if not line.strip():
@@ -156,7 +209,10 @@ class TemplateSet:
                 raise StimkitError(f"{path}:{e.lineno}: template syntax error: {e.message}") from None
             except jinja2.TemplateNotFound as e:
                 raise StimkitError(f"{path}:{number}: template imports missing file {e.name!r}") from None
-            templates.append(Template(f"{self.name}/{file}:{number}", file, number, line.strip(), compiled))
+            except (jinja2.TemplateError, RecursionError) as e:
+                raise StimkitError(f"{path}:{number}: template error: {_first_line(e)}") from None
+            templates.append(Template(f"{self.name}/{file}:{number}", file, number, line.strip(), compiled,
+                                      file_wordless or number in declared))
         if not templates:
             raise StimkitError(f"{path}: no templates (one Jinja template per line)")
         return templates
@@ -167,3 +223,28 @@ class TemplateSet:
         for p in [self.owner(f).path / f"{f}.j2" for f in sorted(set(files))] + self.helper_files():
             h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
         return h.hexdigest()
+
+
+def _contents(folder: Path) -> list[tuple[str, bytes]]:
+    return sorted((str(p.relative_to(folder)), p.read_bytes()) for p in folder.rglob("*") if p.is_file())
+
+
+def load_set(name: str, user_root: Path | None = None, override: bool = False) -> TemplateSet:
+    """A template set from the user's folder if it has it, else the built-in one. A user
+    set (or one it inherits) that would replace a different built-in set of the same
+    name is refused unless `override`; then the set records what it replaced."""
+    builtin = data_dir("templates")
+    if user_root is None:
+        return TemplateSet(name, builtin)
+    user_root = Path(user_root)
+    if not user_root.is_dir():
+        raise StimkitError(f"{user_root}: no such template folder")
+    tset = TemplateSet(name, [user_root, builtin])
+    for s in tset.chain():
+        replaced = builtin / s.name
+        if s.root == user_root and replaced.is_dir() and _contents(s.path) != _contents(replaced):
+            if not override:
+                raise StimkitError(f"{s.path}: template set {s.name!r} would replace the built-in set of that name "
+                                   f"({replaced}); rename the folder, or pass --override")
+            s.overrides = str(replaced)
+    return tset

@@ -17,11 +17,18 @@ occupations): `split = true` makes each word of a multi-word entry a word of its
 
 from __future__ import annotations
 
+import bisect
+import dataclasses
+import json
+import re
 import tomllib
+import unicodedata
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import StimkitError, grammar
+from .inputs import check_name, read_text
 from .paths import data_dir
 
 LIST_KEYS = {"category", "description", "source", "words", "kind", "person", "gender", "split", "lowercase", "drop"}
@@ -54,20 +61,59 @@ class WordList:
     source: str
     path: str
     words: tuple[Word, ...] = field(default=())
+    line: int = 1
+    overrides: str | None = None  # `file:line` of the built-in list this user list replaces (--override)
 
 
-def _line_of(text: str, needle: str, after: int = 0) -> int:
-    lines = text.splitlines()
-    for i in range(after, len(lines)):
-        if needle in lines[i]:
-            return i + 1
-    return after + 1 if after else 1
+_STRING = re.compile(r"\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'")
+
+
+class _Lines:
+    """Line numbers of a file's entries. Every one-line string literal is indexed once by
+    its value, so finding a word's next occurrence is a lookup, not a scan: linear in the
+    file, and a repeated word is found at its own (second) occurrence."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.starts = [0] + [m.end() for m in re.finditer("\n", text)]
+        self.strings: dict[str, list[int]] = defaultdict(list)
+        for m in _STRING.finditer(text):
+            raw = m.group(0)
+            self.strings[_unquote(raw)].append(m.start())
+
+    def line(self, offset: int) -> int:
+        return bisect.bisect_right(self.starts, offset)
+
+    def header(self, name: str) -> int:
+        """Offset of the table header `[name]` (0 if not found)."""
+        found = [i for n in (f"[{name}]", f"[{json.dumps(name)}]", f"['{name}']") if (i := self.text.find(n)) >= 0]
+        return min(found, default=0)
+
+    def next_string(self, value, start: int) -> int | None:
+        """Offset of the first string literal equal to `value` at or after `start`."""
+        offsets = self.strings.get(value) if isinstance(value, str) else None
+        i = bisect.bisect_left(offsets, start) if offsets else 0
+        return offsets[i] if offsets and i < len(offsets) else None
+
+
+def _unquote(raw: str) -> str:
+    if raw[0] == "'" or "\\" not in raw:
+        return raw[1:-1]
+    try:  # TOML basic-string escapes are JSON's, bar \U and \e: good enough to find a line
+        return json.loads(raw)
+    except ValueError:
+        return raw[1:-1]
 
 
 def load_lexicon(directory: Path | None = None) -> dict[str, frozenset[str]]:
     path = (directory or data_dir("wordlists")) / "_lexicon.toml"
-    with open(path, "rb") as f:
-        raw = tomllib.load(f)
+    try:
+        raw = tomllib.loads(read_text(path))
+    except tomllib.TOMLDecodeError as e:
+        raise StimkitError(f"{path}: not valid TOML: {e}") from None
+    for kind, words in raw.items():
+        if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
+            raise StimkitError(f"{path}: `{kind}` must be a list of words")
     return {k: frozenset(v) for k, v in raw.items()}
 
 
@@ -87,22 +133,36 @@ def _resolve_word(entry, defaults: dict, lexicon, where) -> Word:
     if not isinstance(text, str) or not text.strip():
         raise StimkitError(f"{where}: empty word")
     text = text.strip()
+    _check_text(text, where, "word")
     kind = entry.get("kind", defaults.get("kind")) or grammar.infer_kind(text, lexicon)
-    if kind not in grammar.KINDS:
+    if not isinstance(kind, str) or kind not in grammar.KINDS:
         raise StimkitError(f"{where}: unknown kind {kind!r} for word {text!r} (known: {', '.join(grammar.KINDS)})")
     person = entry.get("person", defaults.get("person"))
     if person is None:
         person = grammar.is_person(text)
+    if not isinstance(person, bool):
+        raise StimkitError(f"{where}: `person` must be true or false for word {text!r}, not {person!r}")
     gender = entry.get("gender", defaults.get("gender"))
-    if gender is not None and gender not in GENDERS:
+    if gender is not None and (not isinstance(gender, str) or gender not in GENDERS):
         raise StimkitError(f"{where}: unknown gender {gender!r} for word {text!r} (known: male, female)")
     if "singular" in entry or "plural" in entry:
         singular, plural = entry.get("singular", text), entry.get("plural", text)
+        for form in (singular, plural):
+            if not isinstance(form, str) or not form.strip():
+                raise StimkitError(f"{where}: word {text!r}: singular and plural must be non-empty strings, not {form!r}")
+            _check_text(form, where, "form")
     elif text in lexicon.get("plural_count_noun", ()):
         singular, plural = grammar.singular(text), text
     else:
         singular, plural = text, grammar.plural(text)
-    return Word(text, kind, bool(person), singular, plural, gender)
+    return Word(text, kind, person, singular, plural, gender)
+
+
+def _check_text(text: str, where: str, what: str) -> None:
+    # Control characters break sentences; the private markers would corrupt the word's span.
+    bad = next((c for c in text if unicodedata.category(c) == "Cc" or c in (grammar.OPEN, grammar.CLOSE)), None)
+    if bad is not None:
+        raise StimkitError(f"{where}: {what} {text!r} holds the character U+{ord(bad):04X}")
 
 
 def _derive(entries: list, body: dict, where: str) -> list:
@@ -125,30 +185,38 @@ def _derive(entries: list, body: dict, where: str) -> list:
 def parse_file(path: Path, lexicon=None) -> list[WordList]:
     path = Path(path)
     lexicon = lexicon if lexicon is not None else load_lexicon()
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path)
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise StimkitError(f"{path}: not valid TOML: {e}") from None
+    lines = _Lines(text)
     lists = []
     for name, body in raw.items():
-        header = _line_of(text, f"[{name}]")
+        at = lines.header(name)
+        header = lines.line(at)
         where = f"{path}:{header}: list {name!r}"
+        check_name(name, "word list", f"{path}:{header}", forbid="@")
         if not isinstance(body, dict):
             raise StimkitError(f"{where}: expected a table with a `words` array")
         _check_keys(body, LIST_KEYS, where)
         entries = body.get("words")
         if not isinstance(entries, list) or not entries:
             raise StimkitError(f"{where}: empty word list (give a non-empty `words` array)")
+        for key in ("category", "description", "source"):
+            if not isinstance(body.get(key, ""), str):
+                raise StimkitError(f"{where}: `{key}` must be a string")
         entries = _derive(entries, body, where)
         defaults = {k: body[k] for k in ("kind", "person", "gender") if k in body}
         words, seen = [], {}
         for entry in entries:
             label = entry if isinstance(entry, str) else (entry.get("word") if isinstance(entry, dict) else entry)
-            line = _line_of(text, f'"{label}"', header - 1)
+            found = lines.next_string(label, at)
+            at = at if found is None else found + 1
+            line = lines.line(at if found is None else found)
             word = _resolve_word(entry, defaults, lexicon, f"{path}:{line}: list {name!r}")
             if word.text in seen:
-                raise StimkitError(f"{path}:{line}: list {name!r}: duplicate word {word.text!r}")
+                raise StimkitError(f"{path}:{line}: list {name!r}: duplicate word {word.text!r} (first at line {seen[word.text]})")
             seen[word.text] = line
             words.append(word)
         lists.append(
@@ -159,6 +227,7 @@ def parse_file(path: Path, lexicon=None) -> list[WordList]:
                 source=body.get("source", ""),
                 path=str(path),
                 words=tuple(words),
+                line=header,
             )
         )
     return lists
@@ -179,3 +248,19 @@ def load_all(directory: Path | None = None) -> dict[str, WordList]:
                 raise StimkitError(f"{path}: list {wl.name!r} is defined twice (also in {found[wl.name].path})")
             found[wl.name] = wl
     return found
+
+
+def merge(builtin: dict[str, WordList], user: dict[str, WordList], override: bool = False) -> dict[str, WordList]:
+    """The built-in lists plus the user's. A user list that would replace a built-in list
+    of the same name with other words is refused unless `override`; then it is marked
+    (`WordList.overrides`) so the sets made from it record it."""
+    merged = dict(builtin)
+    for name, wl in user.items():
+        base = builtin.get(name)
+        if base is not None and (base.category, base.words) != (wl.category, wl.words):
+            if not override:
+                raise StimkitError(f"{wl.path}:{wl.line}: list {name!r} would replace the built-in list of that name "
+                                   f"({base.path}:{base.line}); rename it, or pass --override")
+            wl = dataclasses.replace(wl, overrides=f"{base.path}:{base.line}")
+        merged[name] = wl
+    return merged

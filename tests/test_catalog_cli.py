@@ -117,8 +117,8 @@ def test_balance_none_keeps_unequal_targets():
 
 
 def test_export_with_balance_equalises_targets(catalog_con, tmp_path):
-    sentbias.export(catalog_con, tmp_path, ["sent-weat9"], balance="cut", seed=1)
-    data = json.loads((tmp_path / "sent-weat9.jsonl").read_text())
+    sentbias.export(catalog_con, tmp_path / "out", ["sent-weat9"], balance="cut", seed=1)
+    data = json.loads((tmp_path / "out" / "sent-weat9.jsonl").read_text())
     assert len(data["targ1"]["examples"]) == len(data["targ2"]["examples"]) == 18
     assert set(data["targ2"]["examples"]) < set(sentbias.test_json(catalog_con, catalog.get(catalog_con, "sent-weat9"))["targ2"]["examples"])
 

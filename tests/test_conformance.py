@@ -49,7 +49,7 @@ def test_cut_sets_are_cut_to_the_published_size(catalog_con):
 
 
 def test_export_equals_published(catalog_con, tmp_path):
-    written = sentbias.export(catalog_con, tmp_path, PUBLISHED)
+    written = sentbias.export(catalog_con, tmp_path / "out", PUBLISHED)
     assert len(written) == 46
     for path in written:
         theirs = published(path.stem)

@@ -42,7 +42,7 @@ def test_unknown_paper_is_refused():
 
 
 def test_export_reproduces_every_tan_celis_file(catalog_con, tmp_path):
-    written = sentbias.export(catalog_con, tmp_path, TC_FILES)
+    written = sentbias.export(catalog_con, tmp_path / "out", TC_FILES)
     assert sorted(p.stem for p in written) == TC_FILES
     for path in written:
         ours, theirs = json.loads(path.read_text()), reference(path.stem)

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import polars as pl
 import typer
 
-from .. import StimkitError, catalog, generate, sentbias, store, wordlists
+from .. import catalog, sentbias, store
 from ..paths import default_db
 from .common import app, emit, handles_errors, open_store, out, print_rows, state
 
@@ -31,33 +31,31 @@ def catalog_con():
 @app.command("generate")
 @handles_errors
 def generate_cmd(
-    wordlist: Annotated[Optional[list[str]], typer.Option("--wordlist", "-w", help="Word list name (repeatable); default: all.")] = None,
+    wordlist: Annotated[Optional[list[str]], typer.Option("--wordlist", "-w", help="Word list name (repeatable); default: all (with --wordlist-dir: its lists).")] = None,
     template_set: Annotated[Optional[list[str]], typer.Option("--templates", "-t", help="Template set, optionally /file (repeatable).")] = None,
-    wordlist_dir: Annotated[Optional[Path], typer.Option("--wordlist-dir", help="Folder of word-list TOML files.")] = None,
+    wordlist_dir: Annotated[Optional[Path], typer.Option("--wordlist-dir", help="Folder of your own word-list TOML files, added to the built-in lists.")] = None,
+    template_dir: Annotated[Optional[Path], typer.Option("--template-dir", help="Folder of your own template sets, searched before the built-in ones.")] = None,
+    override: Annotated[bool, typer.Option("--override", help="Let your word lists / template sets replace built-in ones of the same name (recorded in the set's provenance).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
 ):
-    """Render word lists through template sets into versioned stimulus sets (a no-op when nothing changed)."""
-    lists = wordlists.load_all(wordlist_dir)
-    if wordlist or template_set:
-        names = wordlist or list(lists)
-        unknown = [n for n in names if n not in lists]
-        if unknown:
-            raise StimkitError(f"unknown word list {unknown[0]!r} (see wordlists/*.toml)")
-        specs = []
-        for t in template_set or ["word", "may2019"]:
-            tset, _, file = t.partition("/")
-            specs += [generate.SetSpec(n, tset, file or None) for n in names]
-    else:
-        specs = catalog.default_specs(lists)
-    con = open_store().con
-    report = generate.generate(con, specs, lists)
+    """Render word lists through template sets into versioned stimulus sets (a no-op when nothing changed).
+
+    Examples:
+      stimkit generate
+      stimkit generate -w flowers -t may2019 -t heilman/engineer_attribute
+      stimkit generate --wordlist-dir mylists/ -t word
+    """
+    with open_store() as store:
+        report = store.generate(wordlist, template_set, wordlist_dir, template_dir, override)
     counts = {s: sum(r["status"] == s for r in report) for s in ("new", "restored", "unchanged")}
     if not quiet:
         for r in report:
             if r["status"] != "unchanged":
-                out.print(f"{r['status']:>9}  {r['name']:<55} {r['version']}  {r['n_stimuli']:>5} stimuli", highlight=False)
+                out.print(f"{r['status']:>9}  {r['name']:<55} {r['version']}  {r['n_stimuli']:>5} stimuli",
+                          highlight=False, markup=False, emoji=False)
     out.print(f"{len(report)} sets: {counts['new']} new, {counts['restored']} restored, {counts['unchanged']} unchanged "
-              f"({sum(r['n_stimuli'] for r in report)} stimuli) in {state['db'] or default_db()}", highlight=False)
+              f"({sum(r['n_stimuli'] for r in report)} stimuli) in {state['db'] or default_db()}",
+              highlight=False, markup=False, emoji=False)
 
 
 @app.command("sets")
@@ -120,11 +118,12 @@ def export_sentbias(
     tests: Annotated[Optional[list[str]], typer.Option("--test", help="Test name (repeatable); default: all.")] = None,
     balance: Annotated[Optional[str], typer.Option("--balance", help="Apply a balancing policy: cut | drop-words.")] = None,
     seed: Annotated[int, typer.Option("--seed")] = 0,
+    force: Annotated[bool, typer.Option("--force", help="Write into a folder that is not empty (files of the same name are replaced).")] = False,
 ):
     """Write one JSON file per catalog test in the published SEAT format (unbalanced by default)."""
     con = open_store(read_only=True).con
-    written = sentbias.export(con, outdir, tests or [], balance, seed)
-    out.print(f"wrote {len(written)} files to {outdir}")
+    written = sentbias.export(con, outdir, tests or [], balance, seed, force)
+    out.print(f"wrote {len(written)} files to {outdir}", highlight=False, markup=False, emoji=False)
 
 
 @import_app.command("sentbias")
@@ -132,12 +131,13 @@ def export_sentbias(
 def import_sentbias(
     directory: Path,
     prefix: Annotated[str, typer.Option("--prefix", help="Prefix of the imported test names.")] = "import:",
+    override: Annotated[bool, typer.Option("--override", help="Let an imported test replace the catalog test of the same name (recorded in its sets' provenance).")] = False,
 ):
     """Load published-format JSON files as stimulus sets and tests named <prefix><file stem>."""
     con = open_store().con
-    report = sentbias.import_dir(con, directory, prefix)
+    report = sentbias.import_dir(con, directory, prefix, override)
     for r in report:
-        out.print(f"{r['test']:<50} sizes X/Y/A/B = {'/'.join(map(str, r['sizes']))}", highlight=False)
-    out.print(f"imported {len(report)} tests")
+        out.print(f"{r['test']:<50} sizes X/Y/A/B = {'/'.join(map(str, r['sizes']))}", highlight=False, markup=False, emoji=False)
+    out.print(f"imported {len(report)} tests", highlight=False)
 
 

@@ -137,9 +137,27 @@ def convert(path: Path, target: Path, binary: str | None = None):
         has_header = is_binary or len(first.split()) == 2
         kv = KeyedVectors.load_word2vec_format(str(path), binary=is_binary, no_header=not has_header)
     except Exception as e:
-        raise StimkitError(f"encoder 'vectors:{path}': cannot read as word2vec/GloVe: {e}") from None
+        raise StimkitError(f"encoder 'vectors:{path}': cannot read as word2vec/GloVe: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+    check_finite(path, kv, is_binary, has_header)
     tmp = target.with_suffix(".tmp")
     tmp.mkdir(parents=True, exist_ok=True)
     np.save(tmp / "vectors.npy", kv.vectors.astype(np.float32))
     (tmp / "words.txt").write_text("\n".join(kv.index_to_key), encoding="utf-8")
     tmp.replace(target) if not target.exists() else None  # atomic: a half-converted cache is never used
+
+
+def check_finite(path: Path, kv, is_binary: bool, has_header: bool) -> None:
+    """Refuse a vector with NaN or inf, naming the file and line (its row, in a binary file)."""
+    bad = ~np.isfinite(kv.vectors).all(axis=1)
+    if not bad.any():
+        return
+    row = int(np.argmax(bad))
+    word = kv.index_to_key[row]
+    where = f"{path}: vector {row + 1}"
+    if not is_binary:  # the first line after the header that starts with the word
+        needle = word.encode("utf-8") + b" "
+        with open(path, "rb") as f:
+            number = next((n for n, line in enumerate(f, start=1)
+                           if line.startswith(needle) and (n > 1 or not has_header)), None)
+        where = f"{path}:{number}" if number else where
+    raise StimkitError(f"{where}: word {word!r} has a NaN or infinite value (encoder 'vectors:{path}')")
