@@ -237,3 +237,16 @@ def select_stimuli(con, sets: list[str] | None = None, tests: list[str] | None =
     if not frames:
         raise StimkitError("say what to encode: a set (--set), a test (--test) or everything (--all)")
     return stimuli_of(frames)
+
+
+def table(con, paper: str | None = None) -> pl.DataFrame:
+    """What `stimkit catalog` lists: the tests of one paper, or every test and the WEFAT
+    entries (one target set, and a property in place of Y)."""
+    df = listing(by_paper(load(con), paper))
+    if paper is not None:
+        return df
+    from . import wefat
+
+    entries = [{"test": t.name, "paper": "caliskan-2017", "context": t.context, "family": "WEFAT", "source": "catalog",
+                "X": t.targets, "Y": f"property {t.property}", "A": t.a, "B": t.b} for t in wefat.load_catalog().values()]
+    return pl.concat([df, pl.DataFrame(entries)], how="diagonal_relaxed")

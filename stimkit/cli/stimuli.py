@@ -5,12 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Optional
 
-import polars as pl
 import typer
 
-from .. import catalog, sentbias, store
-from ..paths import default_db
-from .common import app, emit, handles_errors, open_store, out, print_rows, state
+from .common import app, db_path, emit, err, format_option, handles_errors, open_store, out
 
 catalog_app = typer.Typer(help="The test catalog: list tests, show their set queries.", invoke_without_command=True)
 export_app = typer.Typer(help="Export stimulus sets in other tools' formats.")
@@ -54,7 +51,7 @@ def generate_cmd(
                 out.print(f"{r['status']:>9}  {r['name']:<55} {r['version']}  {r['n_stimuli']:>5} stimuli",
                           highlight=False, markup=False, emoji=False)
     out.print(f"{len(report)} sets: {counts['new']} new, {counts['restored']} restored, {counts['unchanged']} unchanged "
-              f"({sum(r['n_stimuli'] for r in report)} stimuli) in {state['db'] or default_db()}",
+              f"({sum(r['n_stimuli'] for r in report)} stimuli) in {db_path()}",
               highlight=False, markup=False, emoji=False)
 
 
@@ -63,16 +60,16 @@ def generate_cmd(
 def sets_cmd(
     all_versions: Annotated[bool, typer.Option("--all", help="Every version, not only the current ones.")] = False,
     like: Annotated[Optional[str], typer.Argument(help="Only sets whose name contains this.")] = None,
+    fmt: Annotated[Optional[str], format_option()] = None,
 ):
-    """List stimulus sets with their versions and counts."""
-    con = open_store(read_only=True).con
-    view = "stimulus_sets" if all_versions else "current_sets"
-    where = "WHERE name LIKE ?" if like else ""
-    df = store.frame(
-        con, f"SELECT name, version, n_words, n_stimuli, strftime(created_at, '%Y-%m-%d %H:%M:%S') AS created_at "
-        f"FROM {view} {where} ORDER BY name, created_at", [f"%{like}%"] if like else None
-    )
-    print_rows(df.to_dicts(), df.columns)
+    """List stimulus sets with their versions and counts.
+
+    Examples:
+      stimkit sets flowers
+      stimkit sets --all --format csv
+    """
+    with open_store(read_only=True) as store:
+        emit(store.sets(like, all_versions), fmt)
 
 
 @catalog_app.callback()
@@ -80,32 +77,39 @@ def sets_cmd(
 def catalog_list(
     ctx: typer.Context,
     paper: Annotated[Optional[str], typer.Option("--paper", help="Only one paper's tests: may-2019 | tan-celis-2019.")] = None,
-    fmt: Annotated[str, typer.Option("--format", help="table | csv | json.")] = "table",
+    fmt: Annotated[Optional[str], format_option()] = None,
 ):
-    """List the catalog's tests."""
+    """List the catalog's tests (and the imported ones, where a store exists).
+
+    Examples:
+      stimkit catalog --paper tan-celis-2019
+      stimkit catalog show sent-weat9
+    """
     if ctx.invoked_subcommand:
         return
-    con = catalog_con()
-    df = catalog.listing(catalog.by_paper(catalog.load(con), paper))
-    if paper is None:  # WEFAT entries: one target set, and a property in place of Y
-        from .. import wefat
-        df = pl.concat([df, pl.DataFrame([{"test": t.name, "paper": "caliskan-2017", "context": t.context, "family": "WEFAT",
-                                           "source": "catalog", "X": t.targets, "Y": f"property {t.property}", "A": t.a,
-                                           "B": t.b} for t in wefat.load_catalog().values()])], how="diagonal_relaxed")
-    emit(df, fmt, ["test", "context", "family", "X", "Y", "A", "B"] if fmt == "table" else None)
+    from .. import catalog
+
+    df = catalog.table(catalog_con(), paper)
+    emit(df, fmt, ["test", "context", "family", "X", "Y", "A", "B"] if fmt in (None, "table") else None)
 
 
 @catalog_app.command("show")
 @handles_errors
 def catalog_show(name: str):
-    """Print a test's four set queries and the sizes they select."""
+    """Print a test's four set queries and the sizes they select.
+
+    Example: stimkit catalog show sent-weat9
+    """
+    from .. import catalog, store
+
     con = catalog_con()
     test = catalog.get(con, name)
-    out.print(f"{test.name}  context={test.context} family={test.family} balance={test.balance} source={test.source}")
+    out.print(f"{test.name}  context={test.context} family={test.family} balance={test.balance} source={test.source}",
+              highlight=False)
     for role in catalog.ROLES:
         sql = test.sql(role)
         try:
-            n = store.one(con, f"SELECT count(*) FROM ({sql})")[0]
+            n = store.one(con, f"SELECT count(*) FROM ({sql})")[0] if con is not None else "no store yet:"
         except Exception as e:
             n = f"error: {str(e).splitlines()[0]}"
         out.print(f"\n{role.upper()} ({n} stimuli)\n  {sql}", highlight=False)
@@ -120,10 +124,15 @@ def export_sentbias(
     seed: Annotated[int, typer.Option("--seed")] = 0,
     force: Annotated[bool, typer.Option("--force", help="Write into a folder that is not empty (files of the same name are replaced).")] = False,
 ):
-    """Write one JSON file per catalog test in the published SEAT format (unbalanced by default)."""
+    """Write one JSON file per catalog test in the published SEAT format (unbalanced by default).
+
+    Example: stimkit export sentbias out/ --test sent-weat6
+    """
+    from .. import sentbias
+
     con = open_store(read_only=True).con
     written = sentbias.export(con, outdir, tests or [], balance, seed, force)
-    out.print(f"wrote {len(written)} files to {outdir}", highlight=False, markup=False, emoji=False)
+    err.print(f"wrote {len(written)} files to {outdir}", highlight=False, markup=False, emoji=False)
 
 
 @import_app.command("sentbias")
@@ -133,7 +142,12 @@ def import_sentbias(
     prefix: Annotated[str, typer.Option("--prefix", help="Prefix of the imported test names.")] = "import:",
     override: Annotated[bool, typer.Option("--override", help="Let an imported test replace the catalog test of the same name (recorded in its sets' provenance).")] = False,
 ):
-    """Load published-format JSON files as stimulus sets and tests named <prefix><file stem>."""
+    """Load published-format JSON files as stimulus sets and tests named <prefix><file stem>.
+
+    Example: stimkit import sentbias their-tests/ --prefix theirs:
+    """
+    from .. import sentbias
+
     con = open_store().con
     report = sentbias.import_dir(con, directory, prefix, override)
     for r in report:
