@@ -1,0 +1,146 @@
+"""The library's face: stimkit.weat on arrays, stimkit.open -> Store, and the CLI as a thin layer over it."""
+
+import os
+import shutil
+import subprocess
+import sys
+from itertools import combinations
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+import stimkit
+from stimkit import stats, store
+from stimkit.cli import app
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def brute_force(X, Y, A, B):
+    """d and the one-sided p over every equal-size partition, from the definitions."""
+    def cos(u, v):
+        return u @ v / np.linalg.norm(u) / np.linalg.norm(v)
+
+    def s(w):
+        return np.mean([cos(w, a) for a in A]) - np.mean([cos(w, b) for b in B])
+
+    W = np.concatenate([X, Y])
+    sw = np.array([s(w) for w in W])
+    n = len(X)
+    stat = sw[:n].sum() - sw[n:].sum()
+    null = [sw[list(i)].sum() - sw[[j for j in range(len(W)) if j not in i]].sum() for i in combinations(range(len(W)), n)]
+    d = (sw[:n].mean() - sw[n:].mean()) / sw.std(ddof=1)
+    return d, np.mean(np.array(null) >= stat - 1e-12), len(null)
+
+
+def test_weat_agrees_with_brute_force():
+    rng = np.random.default_rng(5)
+    X, Y = rng.normal(size=(5, 4)) + 0.3, rng.normal(size=(5, 4))
+    A, B = rng.normal(size=(4, 4)) + 0.3, rng.normal(size=(3, 4))
+    res = stimkit.weat(X, Y, A, B)
+    d, p, partitions = brute_force(X, Y, A, B)
+    assert res.method == "exact" and res.n_partitions == partitions == 252
+    assert res.effect_size == pytest.approx(d, abs=1e-12) and res.pvalue == pytest.approx(p, abs=1e-15)
+    assert res.min_p == 1 / 252 and len(res.associations) == 10
+
+
+def test_weat_sampled_null_distribution_and_seed():
+    rng = np.random.default_rng(6)
+    X, Y, A, B = (rng.normal(size=(30, 8)) for _ in range(4))
+    res = stimkit.weat(X, Y, A, B, method="sampled", n_samples=2000, seed=3)
+    assert res.null_distribution.shape == (1999,)
+    assert res.pvalue == pytest.approx((1 + np.sum(res.null_distribution >= res.statistic - 1e-9)) / 2000)
+    assert stimkit.weat(X, Y, A, B, method="sampled", n_samples=2000, seed=3).pvalue == res.pvalue
+    assert stimkit.weat(Y, X, A, B, seed=3).effect_size == pytest.approx(-res.effect_size)
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda X, Y, A, B: (np.zeros_like(X), Y, A, B), "zero vector"),
+    (lambda X, Y, A, B: (X[:1], Y[:1], A, B), "at least 2 per target set"),
+    (lambda X, Y, A, B: (X, X.copy(), A, B), "X and Y hold the same items"),
+    (lambda X, Y, A, B: (np.ones_like(X), np.ones_like(Y) * 2, A, B), "d is undefined"),
+    (lambda X, Y, A, B: (X, Y, A[:, :2], B), "different sizes"),
+])
+def test_weat_refuses_inputs_without_meaning(change, message):
+    rng = np.random.default_rng(7)
+    args = change(*(rng.normal(size=(4, 3)) for _ in range(4)))
+    with pytest.raises(stats.InvalidInput, match=message):
+        stimkit.weat(*args)
+
+
+def comparable(df):
+    drop = ["result_id", "run_id", "seconds", "created_at", "options", "hypothesis"]
+    return df.drop([c for c in drop if c in df.columns]).sort("test", "encoder").to_dicts()
+
+
+def test_cli_and_library_give_identical_rows(catalog_db, tmp_path):
+    via_cli, via_lib = tmp_path / "cli.duckdb", tmp_path / "lib.duckdb"
+    shutil.copy(catalog_db, via_cli)
+    shutil.copy(catalog_db, via_lib)
+    r = CliRunner().invoke(app, ["--db", str(via_cli), "test", "weat6", "sent-weat9", "--seed", "3", "--budget", "5000"])
+    assert r.exit_code == 0, r.output
+    with stimkit.open(via_lib) as s:
+        report = s.test(["weat6", "sent-weat9"], encoders=["glove-6b-50d"], seed=3, budget=5000)
+        assert not report.failures and len(report.rows) == 2
+    with stimkit.open(via_cli, read_only=True) as a, stimkit.open(via_lib, read_only=True) as b:
+        assert comparable(a.results()) == comparable(b.results())
+        assert a.family.m == b.family.m == 2
+
+
+def test_a_read_only_store_refuses_writes(catalog_db, tmp_path):
+    path = tmp_path / "ro.duckdb"
+    shutil.copy(catalog_db, path)
+    with stimkit.open(path, read_only=True) as s:
+        with pytest.raises(stimkit.StimkitError, match="writes to the store"):
+            s.test(["weat6"])
+        assert s.sets("flowers").height >= 2
+
+
+def test_opening_a_missing_store_read_only_creates_nothing(tmp_path):
+    with pytest.raises(stimkit.UsageError, match="no store at"):
+        stimkit.open(tmp_path / "missing.duckdb", read_only=True)
+    assert not (tmp_path / "missing.duckdb").exists()
+
+
+def test_views_answer_plain_sql(catalog_db, tmp_path):
+    """A user of the plain duckdb client needs no SET and no table names."""
+    path = tmp_path / "views.duckdb"
+    shutil.copy(catalog_db, path)
+    with stimkit.open(path) as s:
+        s.test(["weat6", "sent-weat6"], encoders=["glove-6b-50d"], budget=1000)
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        assert con.execute("SELECT count(*) FROM latest_results").fetchall()[0][0] == 2
+        n_items = con.execute("SELECT count(*) FROM results_with_items WHERE test = 'weat6'").fetchall()[0][0]
+        assert n_items == 32
+        vec = con.execute("SELECT vector, dim FROM stimulus_vectors WHERE encoder = 'glove-6b-50d' AND stimulus = 'John' "
+                      "LIMIT 1").fetchall()[0]
+        assert vec[1] == 50 and len(vec[0]) == 50
+        pivot = con.sql("PIVOT (SELECT test, encoder, round(effect_size, 2) AS d FROM latest_results) "
+                        "ON encoder USING first(d)").fetchall()
+        assert len(pivot) == 2
+    finally:
+        con.close()
+
+
+def test_a_reader_waits_for_a_writer_and_gets_results(catalog_db, tmp_path):
+    """DuckDB lets one process write or many read: the reader waits (bounded) and says why."""
+    path = tmp_path / "busy.duckdb"
+    shutil.copy(catalog_db, path)
+    with stimkit.open(path) as s:
+        s.test(["weat6"], encoders=["glove-6b-50d"], budget=1000)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time, duckdb; con = duckdb.connect(sys.argv[1]); print('holding', flush=True); "
+        "con.execute('BEGIN'); con.execute(\"UPDATE runs SET command = command\"); time.sleep(3); con.execute('COMMIT')"),
+        str(path)], stdout=subprocess.PIPE, text=True, env=env)
+    assert holder.stdout.readline().strip() == "holding"
+    reader = subprocess.run([sys.executable, "-m", "stimkit", "--db", str(path), "results", "--format", "csv"],
+                            capture_output=True, text=True, env=env, timeout=120)
+    holder.wait(timeout=30)
+    assert reader.returncode == 0, reader.stderr
+    assert "waiting for" in reader.stderr and reader.stdout.splitlines()[0].startswith("result_id,")
+    assert len(reader.stdout.splitlines()) == 2

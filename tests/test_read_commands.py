@@ -1,0 +1,130 @@
+"""Every read command, every format: one valid document of data on stdout, prose on stderr;
+reads open the store read-only, never create one, and never write."""
+
+import csv
+import io
+import json
+import shutil
+
+import pytest
+from typer.testing import CliRunner
+
+import stimkit
+from stimkit.cli import app
+from stimkit.output import FORMATS
+
+from conftest import snapshot
+
+invoke = CliRunner().invoke
+
+
+@pytest.fixture(scope="module")
+def db(catalog_db, tmp_path_factory):
+    path = tmp_path_factory.mktemp("reads") / "reads.duckdb"
+    shutil.copy(catalog_db, path)
+    with stimkit.open(path) as s:
+        s.test(["weat7", "weat8", "sent-weat7"], encoders=["glove-6b-50d"], budget=1000)
+    return path
+
+
+READS = {
+    "results": (["results"], 3),
+    "check": (["check"], None),
+    "query": (["query", "SELECT test, effect_size, [1.5, 2.0]::FLOAT[2] AS v, '[/] :x:' AS markup FROM latest_results"], 3),
+    "sets": (["sets", "flowers"], 2),
+    "catalog": (["catalog", "--paper", "may-2019"], 46),
+    "encoders": (["encoders"], None),
+}
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("command", list(READS))
+def test_each_read_command_prints_one_document_per_format(db, command, fmt):
+    args, rows = READS[command]
+    before = snapshot_of(db)
+    r = invoke(app, ["--db", str(db), *args, "--format", fmt])
+    assert r.exit_code == 0, r.output
+    out = r.stdout
+    if fmt == "json":
+        doc = json.loads(out)  # the whole of stdout is one document
+        data = doc["rows"] if isinstance(doc, dict) else doc
+        assert rows is None or len(data) == rows
+    elif fmt == "ndjson":
+        lines = [json.loads(line) for line in out.splitlines()]
+        assert rows is None or len(lines) == rows
+    elif fmt in ("csv", "tsv"):
+        parsed = list(csv.reader(io.StringIO(out), delimiter="," if fmt == "csv" else "\t"))
+        assert parsed and all(len(row) == len(parsed[0]) for row in parsed)
+        assert rows is None or len(parsed) == rows + 1
+    elif fmt == "markdown":
+        body = [line for line in out.splitlines() if line.startswith("|")]
+        assert rows is None or len(body) == rows + 2
+    elif fmt == "latex":
+        assert out.startswith("\\begin{tabular}") and out.rstrip().endswith("\\end{tabular}")
+    if command == "query" and fmt in ("csv", "json"):
+        assert "[/] :x:" in out and "[1.5,2.0]" in out.replace(" ", "")  # data is never markup; vectors are lists
+    if command == "query" and fmt == "table":
+        assert "[2 floats]" in out
+    assert snapshot_of(db) == before
+
+
+def snapshot_of(path):
+    import duckdb
+
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        return snapshot(con)
+    finally:
+        con.close()
+
+
+def test_a_read_on_a_missing_store_exits_2_and_creates_nothing(tmp_path):
+    for args in (["results"], ["check"], ["query", "SELECT 1"], ["sets"], ["encoders"]):
+        r = invoke(app, ["--db", str(tmp_path / "missing.duckdb"), *args])
+        assert r.exit_code == 2 and "no store at" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "missing.duckdb").exists()
+
+
+@pytest.mark.parametrize("sql", ["DELETE FROM results", "DROP TABLE results", "SELECT 1; DELETE FROM results",
+                                 "COPY results TO 'x.csv'", "ATTACH 'other.duckdb'"])
+def test_query_cannot_write(db, sql):
+    before = snapshot_of(db)
+    r = invoke(app, ["--db", str(db), "query", sql])
+    assert r.exit_code == 1 and len(r.stderr.strip().splitlines()) == 1 and r.stdout == ""
+    assert snapshot_of(db) == before
+
+
+def test_query_cannot_read_host_files_unless_allowed(db, tmp_path):
+    data = tmp_path / "x.csv"
+    data.write_text("a\n1\n")
+    r = invoke(app, ["--db", str(db), "query", f"SELECT * FROM read_csv('{data}')"])
+    assert r.exit_code == 1 and "query failed" in r.stderr
+    r = invoke(app, ["--db", str(db), "query", f"SELECT * FROM read_csv('{data}')", "--allow-files", "--format", "csv"])
+    assert r.exit_code == 0 and r.stdout.splitlines() == ["a", "1"]
+
+
+def test_query_takes_named_parameters_and_a_limit(db):
+    r = invoke(app, ["--db", str(db), "query", "SELECT test FROM latest_results WHERE test = $t", "--param", "t=weat8",
+                     "--format", "csv"])
+    assert r.stdout.splitlines() == ["test", "weat8"]
+    r = invoke(app, ["--db", str(db), "query", "SELECT * FROM range(250)", "--format", "table"])
+    assert "150 more rows" in r.stderr
+
+
+@pytest.mark.parametrize("args", [["results", "--where", "1=1; DROP TABLE results"],
+                                  ["results", "--where", "1=1; DELETE FROM result_items"],
+                                  ["check", "--where", "1=1; DROP TABLE runs"]])
+def test_stacked_sql_in_where_is_refused(db, args):
+    before = snapshot_of(db)
+    r = invoke(app, ["--db", str(db), *args])
+    assert r.exit_code == 1 and "--where" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert snapshot_of(db) == before
+
+
+def test_version_and_a_fresh_stimkit_db(tmp_path, monkeypatch):
+    r = invoke(app, ["--version"])
+    assert r.exit_code == 0 and r.stdout.strip() == f"stimkit {stimkit.__version__}"
+    monkeypatch.setenv("STIMKIT_DB", str(tmp_path / "new.duckdb"))
+    r = invoke(app, ["generate", "-w", "flowers", "-t", "word"])
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "new.duckdb").exists()
