@@ -87,10 +87,10 @@ def run_sql(con, sql: str) -> pl.DataFrame:
 READING = {"SELECT", "EXPLAIN", "PRAGMA", "CALL", "MULTI"}  # MULTI: PIVOT expands to several reading steps
 
 
-def read_query(con, sql: str, params: dict | None = None, allow_files: bool = False) -> pl.DataFrame:
+def read_query(con, sql: str, params: dict | None = None) -> pl.DataFrame:
     """One reading statement a user typed, with named parameters ($name). Writes are
     refused before they run (and the store is open read-only besides); files on the host
-    are out of reach unless `allow_files`."""
+    are out of reach unless the store was opened with allow_files."""
     import duckdb
 
     try:
@@ -102,8 +102,6 @@ def read_query(con, sql: str, params: dict | None = None, allow_files: bool = Fa
     kind = statements[0].type.name
     if kind not in READING:
         raise StimkitError(f"query can only read: a {kind} statement is refused (writes go through stimkit commands)")
-    if not allow_files:
-        con.execute("SET enable_external_access = false")
     try:
         return con.sql(sql.strip().rstrip(";"), params=params or None).pl()
     except Exception as e:

@@ -85,10 +85,10 @@ class Store:
     """A stimkit store (a DuckDB file). Opened read-only, it never creates a file and
     refuses writes; read-write, it brings the schema up to date."""
 
-    def __init__(self, path: str | Path | None = None, read_only: bool = False, on_wait=None):
+    def __init__(self, path: str | Path | None = None, read_only: bool = False, on_wait=None, allow_files: bool = False):
         self.path = Path(path) if path is not None else default_db()
         self.read_only = read_only
-        self.con = store.connect(self.path, read_only=read_only, on_wait=on_wait)
+        self.con = store.connect(self.path, read_only=read_only, on_wait=on_wait, allow_files=allow_files)
         self.family: analysis.Family | None = None  # the family of the last results()/check()
 
     def close(self) -> None:
@@ -183,10 +183,11 @@ class Store:
         self.family = analysis.define_family(self.con, where, alpha, run, allow_empty=True)
         return analysis.consistency(self.con)
 
-    def query(self, sql: str, params: dict | None = None, allow_files: bool = False) -> pl.DataFrame:
-        """A named query (queries/NAME.sql) or one reading statement; `family` is defined first."""
+    def query(self, sql: str, params: dict | None = None) -> pl.DataFrame:
+        """A named query (queries/NAME.sql) or one reading statement; `family` is defined first.
+        Host files are reachable only from a store opened with allow_files=True."""
         analysis.define_family(self.con, None, 0.01, None, allow_empty=True)
-        return analysis.read_query(self.con, analysis.named_query(sql) or sql, params, allow_files)
+        return analysis.read_query(self.con, analysis.named_query(sql) or sql, params)
 
     # ------------------------------------------------------------------ audits and WEFAT
 

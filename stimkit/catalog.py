@@ -31,8 +31,8 @@ def is_sql(ref: str) -> bool:
 
 def set_sql(ref: str) -> str:
     """The SQL that selects a set: a set name becomes a query on current_stimuli."""
-    if is_sql(ref):
-        return ref.strip().rstrip(";")
+    if is_sql(ref):  # a query a user typed can only read: exactly one SELECT (DuckDB's parser decides)
+        return store.single_select(ref, f"set query {ref!r}")
     name = ref.replace("'", "''")
     return f"SELECT * FROM current_stimuli WHERE set_name = '{name}' ORDER BY ordinal"
 

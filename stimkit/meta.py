@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as sps
 
 
 def d_variance(d: np.ndarray, n1: np.ndarray, n2: np.ndarray) -> np.ndarray:
@@ -31,6 +30,7 @@ class Pooled:
 
 
 def dersimonian_laird(d: np.ndarray, v: np.ndarray, level: float = 0.95) -> Pooled:
+    from scipy import stats as sps  # here: scipy.stats takes half a second to import
     d, v = np.asarray(d, dtype=float), np.asarray(v, dtype=float)
     k = len(d)
     if k < 2:

@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from scipy import stats as sps
 
 NAME = "split-match/sfc64"              # recorded with each result
 LANE_BITS, LANES = 12, 4                # items per table lookup, lanes per 64-bit word
@@ -180,6 +179,7 @@ class SizeLaw:
 def size_law(M: int, k: int) -> SizeLaw | None:
     """The law of |S n A| for uniform k-subsets S of M items, or None when coin pools
     would need more than MAX_POOL_FACTOR subsets per row. Depends on (M, k) only: cached."""
+    from scipy import stats as sps  # here: scipy.stats takes half a second to import
     half = M // 2
     if half == 0:
         return None

@@ -29,12 +29,15 @@ LOCK_TIMEOUT = float(os.environ.get("STIMKIT_LOCK_TIMEOUT", "120"))
 
 
 def connect(path: str | Path | None = None, read_only: bool = False, wait: float | None = None,
-            on_wait=None) -> duckdb.DuckDBPyConnection:
+            on_wait=None, allow_files: bool = False) -> duckdb.DuckDBPyConnection:
     """Open the store (read-write: bring its schema up to date, each migration once).
 
     A read-only open never creates a store. DuckDB lets one process write or many read:
     while another process holds the file, retry for up to `wait` seconds (default
-    STIMKIT_LOCK_TIMEOUT, 120), telling `on_wait` once what we wait for."""
+    STIMKIT_LOCK_TIMEOUT, 120), telling `on_wait` once what we wait for.
+
+    SQL on the store cannot reach files on the host (stimkit itself never needs it; user
+    SQL must not): `allow_files` lifts that, for `stimkit query --allow-files`."""
     from . import UsageError
 
     path = Path(path) if path is not None else default_db()
@@ -44,7 +47,7 @@ def connect(path: str | Path | None = None, read_only: bool = False, wait: float
     told = False
     while True:
         try:
-            con = duckdb.connect(str(path), read_only=read_only)
+            con = duckdb.connect(str(path), read_only=read_only, config=_config(allow_files))
             break
         except duckdb.IOException as e:
             if "lock" not in str(e).lower() or time.monotonic() > deadline:
@@ -58,7 +61,7 @@ def connect(path: str | Path | None = None, read_only: bool = False, wait: float
                 raise StimkitError(f"{path}: cannot open store: {str(e).splitlines()[0]}") from None
             # This process already has the store open for writing (a notebook, a test): share
             # that database; a reader still only reads (its SQL is checked to be SELECTs).
-            con = duckdb.connect(str(path))
+            con = duckdb.connect(str(path), config=_config(allow_files))
             break
         except duckdb.Error as e:
             raise StimkitError(f"{path}: cannot open store: {str(e).splitlines()[0]}") from None
@@ -87,6 +90,10 @@ def refresh_vector_view(con) -> None:
              AND (e.span_start = -1 OR (e.span_start = s.span_start AND e.span_end = s.span_end))
         JOIN encoders enc ON enc.fingerprint = e.fingerprint""" for t in tables]
     con.execute("CREATE OR REPLACE VIEW stimulus_vectors AS " + " UNION ALL ".join(parts))
+
+
+def _config(allow_files: bool) -> dict:
+    return {"enable_external_access": bool(allow_files)}
 
 
 def check_schema(con, path, read_only: bool) -> None:

@@ -30,7 +30,6 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import polars as pl
 import pyarrow as pa
-from scipy import stats as sps
 
 from . import StimkitError, __version__, catalog, embeddings, properties, runner, sampler, stats, store
 from .encoders import Encoder
@@ -82,6 +81,7 @@ def word_p_values(v: np.ndarray, n_a: int, rngs: list[np.random.Generator], meth
 def regression(s: np.ndarray, prop: np.ndarray, level: float = 0.95) -> dict:
     """Pearson r (two-sided p as scipy.stats.pearsonr), Spearman rho, and the least-squares
     line prop = intercept + slope * s with t-based CIs at `level`."""
+    from scipy import stats as sps  # here: scipy.stats takes half a second to import
     n = len(s)
     pr, sr, lr = sps.pearsonr(s, prop), sps.spearmanr(s, prop), sps.linregress(s, prop)
     t = sps.t.ppf((1 + level) / 2, n - 2)

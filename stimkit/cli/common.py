@@ -61,13 +61,13 @@ def handles_errors(fn):
     return wrapper
 
 
-def open_store(read_only: bool = False):
+def open_store(read_only: bool = False, allow_files: bool = False):
     """The store as a library object (`with open_store() as store: ... store.con`). Read
     commands open it read-only: they never create a file, and wait while another process
     writes."""
     from ..api import Store
 
-    opened = Store(db_path(), read_only, on_wait=lambda message: err.print(message, highlight=False))
+    opened = Store(db_path(), read_only, on_wait=lambda message: err.print(message, highlight=False), allow_files=allow_files)
     _opened.append(opened)
     return opened
 

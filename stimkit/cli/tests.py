@@ -252,9 +252,9 @@ def query_cmd(
         if not sep or not key:
             raise UsageError(f"--param {p!r}: expected NAME=VALUE")
         params[key] = value
-    with open_store(read_only=True) as store:
+    with open_store(read_only=True, allow_files=allow_files) as store:
         analysis.define_family(store.con, where, alpha, run, allow_empty=True)
-        df = analysis.read_query(store.con, analysis.named_query(sql) or sql, params, allow_files)
+        df = analysis.read_query(store.con, analysis.named_query(sql) or sql, params)
     fmt = fmt or default_format()
     limit = limit if limit is not None else (100 if fmt == "table" else None)
     emit(df, fmt, limit=limit)
