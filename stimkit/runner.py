@@ -117,6 +117,26 @@ def prepare(con, test: TestDef, enc: Encoder, opts: Options, sets: dict[str, pl.
     return Prepared(frames, vectors, kept, unbalanced)
 
 
+def refuse_early(test: TestDef, sets: dict[str, pl.DataFrame], opts: Options) -> None:
+    """What the selected stimuli alone show to be meaningless, refused before anything is
+    encoded or written (the rest is checked on the vectors: stats.check_inputs)."""
+    from math import comb
+
+    policy = opts.for_test(test)
+    x, y = sets["x"], sets["y"]
+    for role, f in (("X", x), ("Y", y)):
+        if f.height < 2:
+            raise stats.InvalidInput(f"set {role} has {f.height} item; d needs at least 2 per target set "
+                                     "(with 1 a side |d| = sqrt(2) whatever the data)")
+    if sorted(x["stimulus"].to_list()) == sorted(y["stimulus"].to_list()):
+        raise stats.InvalidInput("X and Y hold the same items: there is nothing to compare")
+    if opts.method == "exact":
+        n_x, n_y = (x.height, y.height) if policy == "none" else (min(x.height, y.height),) * 2
+        if opts.clustered:
+            n_x, n_y = x["word"].n_unique(), y["word"].n_unique()
+        stats.check_exact(comb(n_x + n_y, n_x))
+
+
 def cut(unbalanced: dict, policy: str, cut_seed: int, test_name: str):
     """X and Y (frames and vectors) after the balance policy; the cut depends on the test,
     its set versions and the cut seed only."""
@@ -332,8 +352,9 @@ def run_tests(con, tests: list[TestDef], encoder_specs: list[str], opts: Options
     sets = {}
     for t in tests:
         try:
-            opts.for_test(t)
-            sets[t.name] = catalog.fetch_sets(con, t)
+            fetched = catalog.fetch_sets(con, t)
+            refuse_early(t, fetched, opts)
+            sets[t.name] = fetched
         except EXPECTED_FAILURES as e:
             fail(t.name, "*", e)
     if any(t.context == "c-word" for t in tests) and sets:

@@ -250,7 +250,7 @@ def test_patterns_select_catalog_and_imported_tests(catalog_con):
 def test_a_failing_test_does_not_stop_the_others(db):
     con = store.connect(db)
     con.execute("INSERT INTO imported_tests (name, source, x_set, y_set, a_set, b_set) VALUES "
-                "('import:oov', 'import:x', 'SELECT ''zzqx'' AS stimulus', 'SELECT ''qqzx'' AS stimulus', "
+                "('import:oov', 'import:x', 'SELECT unnest([''zzqx'', ''zzqy'']) AS stimulus', 'SELECT unnest([''qqzx'', ''qqzy'']) AS stimulus', "
                 "'pleasant@word', 'unpleasant@word')")
     con.close()
     r = run_cli(db, "test", "weat6", "import:oov", "weat2", "--budget", "1000")

@@ -23,9 +23,8 @@ def progress_callbacks(verbose: bool):
 
     from .encode import encode_with_progress
 
-    def encode(con, enc, stimuli):
-        r = encode_with_progress(con, enc, stimuli, 256)
-        err.print(f"encoded {r['encoder']}: {r['cached']} cached, {r['encoded']} new in {r['seconds']:.1f}s", highlight=False)
+    def encode(con, enc, stimuli):  # a progress bar on a terminal; `stimkit encoders` tells what is stored
+        encode_with_progress(con, enc, stimuli, 256)
 
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                    console=err, transient=True, disable=verbose or not err.is_terminal)

@@ -30,7 +30,12 @@ def read_vectors(path: Path, dim: int | None = None) -> tuple[list[str], np.ndar
     if "vector" in df.columns:
         col = df["vector"]
         if col.dtype == pl.String:
-            rows = [json.loads(v) if v.strip().startswith("[") else [float(x) for x in v.split()] for v in col]
+            rows = []
+            for i, v in enumerate(col):
+                try:
+                    rows.append([float(x) for x in (json.loads(v) if v.strip().startswith("[") else v.split())])
+                except (ValueError, TypeError, AttributeError):
+                    raise StimkitError(f"{where}: row {i + 2} ({df['text'][i]!r}): the vector is not a list of numbers: {str(v)[:40]!r}") from None
         else:
             rows = col.to_list()
         lengths = {len(r) if r is not None else 0 for r in rows}

@@ -1,0 +1,201 @@
+"""The reliability suite (issue 12): bad input and faults, as a new user meets them.
+
+Each case asserts the exit code, one line on stderr naming the culprit, nothing on stdout,
+and an identical store (every table's rows). More cases of the same suite live beside the
+code they guard: tests/test_inputs.py (word lists, templates, names, paths, export, import,
+SIGINT in generate), tests/test_read_commands.py (user SQL), tests/test_families.py
+(selection), tests/test_encode_speed.py and tests/test_encoders.py (encoder specs).
+"""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import polars as pl
+import pytest
+
+from stimkit import cli, stats
+
+from conftest import snapshot
+
+REPO = Path(__file__).resolve().parent.parent
+ENV = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+FLOWERS_14 = "SELECT * FROM current_stimuli WHERE set_name = 'flowers@word' AND ordinal < 14"
+INSECTS_14 = "SELECT * FROM current_stimuli WHERE set_name = 'insects@word' AND ordinal < 14"
+ADHOC = ["--y", "insects@word", "--a", "pleasant@word", "--b", "unpleasant@word"]
+
+
+@pytest.fixture(scope="module")
+def tested_db(catalog_db, tmp_path_factory):
+    path = tmp_path_factory.mktemp("rel") / "tested.duckdb"
+    shutil.copy(catalog_db, path)
+    subprocess.run([sys.executable, "-m", "stimkit", "--db", str(path), "test", "weat6", "--budget", "1000", "-q"],
+                   check=True, env=ENV, capture_output=True)
+    return path
+
+
+@pytest.fixture
+def db(tested_db, tmp_path):
+    path = tmp_path / "case.duckdb"
+    shutil.copy(tested_db, path)
+    return path
+
+
+def rows_of(path) -> dict:
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        return snapshot(con)
+    finally:
+        con.close()
+
+
+def run_main(capsys, *args):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main([str(a) for a in args])
+    out = capsys.readouterr()
+    return exit_.value.code, out.out, out.err
+
+
+def zero_vectors(tmp_path) -> Path:
+    """An `import:` file whose vectors are all zero."""
+    words = ["rose", "tulip", "daisy", "lily", "ant", "bee", "fly", "moth", "joy", "love", "peace", "happy",
+             "pain", "hurt", "evil", "ugly"]
+    pl.DataFrame({"text": words, "vector": [[0.0, 0.0, 0.0]] * len(words)}).write_parquet(tmp_path / "zeros.parquet")
+    return tmp_path / "zeros.parquet"
+
+
+CASES = {
+    "stacked SQL in --where": (["results", "--where", "1=1; DELETE FROM result_items"], 1, "--where"),
+    "stacked SQL in a set query": (["test", "--x", "SELECT * FROM current_stimuli; DROP TABLE results; SELECT 1", *ADHOC],
+                                   1, "must be a single SELECT"),
+    "alpha out of range": (["results", "--alpha", "2"], 1, "--alpha must be between 0 and 1"),
+    "alpha zero in test": (["test", "weat6", "--alpha", "0"], 1, "--alpha must be between 0 and 1"),
+    "negative bootstrap": (["test", "weat6", "--bootstrap", "-5"], 1, "--bootstrap must be 0"),
+    "seed beyond 64 bits": (["test", "weat6", "--seed", str(2 ** 64)], 1, "--seed must be between 0 and 2^63 - 1"),
+    "exact beyond its limit": (["test", "--x", FLOWERS_14, "--y", INSECTS_14, "--a", "pleasant@word",
+                                "--b", "unpleasant@word", "--method", "exact"], 1, "use --method sampled"),
+    "n = 1 per side": (["test", "--x", "SELECT * FROM current_stimuli WHERE set_name = 'flowers@word' AND ordinal = 0",
+                        "--y", "SELECT * FROM current_stimuli WHERE set_name = 'insects@word' AND ordinal = 0",
+                        "--a", "pleasant@word", "--b", "unpleasant@word"], 1, "at least 2 per target set"),
+    "X identical to Y": (["test", "--x", "flowers@word", "--y", "flowers@word", "--a", "pleasant@word",
+                          "--b", "unpleasant@word"], 1, "X and Y hold the same items"),
+    "markup in an argument": (["test", "[/]"], 2, "no test matches '[/]'"),
+    "emoji code in a value": (["results", "--where", "test = ':x:'"], 1, "where test = ':x:'"),
+    "unknown correction": (["results", "--correct", "bonferonni"], 1, "unknown correction 'bonferonni'"),
+    "unknown run": (["results", "--run", "nope"], 1, "--run nope: no such run"),
+    "query that writes": (["query", "DELETE FROM results"], 1, "query can only read"),
+    "unknown encoder": (["test", "weat6", "-e", "nosuch"], 1, "unknown encoder 'nosuch'"),
+    "unknown layout": (["results", "--layout", "nope"], 2, "unknown layout 'nope'"),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_bad_input_is_one_line_and_leaves_the_store(db, capsys, case):
+    args, code, message = CASES[case]
+    before = rows_of(db)
+    exit_code, out, err = run_main(capsys, "--db", db, *args)
+    lines = err.strip().splitlines()
+    assert exit_code == code, err
+    assert len(lines) == 1 and message in lines[0], err
+    assert out == "" and "Traceback" not in err
+    assert rows_of(db) == before
+
+
+def test_all_zero_vectors_are_refused(db, capsys, tmp_path):
+    source = zero_vectors(tmp_path)
+    before_results = rows_of(db)["results"]
+    code, out, err = run_main(capsys, "--db", db, "test", "--x", "SELECT 'rose' AS stimulus UNION ALL SELECT 'tulip'",
+                              "--y", "SELECT 'ant' AS stimulus UNION ALL SELECT 'bee'",
+                              "--a", "SELECT 'joy' AS stimulus UNION ALL SELECT 'love'",
+                              "--b", "SELECT 'pain' AS stimulus UNION ALL SELECT 'hurt'", "-e", f"import:{source}")
+    assert code == 1 and "zero vector" in err and len(err.strip().splitlines()) == 1, err
+    assert rows_of(db)["results"] == before_results
+
+
+def test_a_non_numeric_csv_import_names_the_row(db, capsys, tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text('text,vector\nrose,"1 2 3"\ntulip,"1 x 3"\n')
+    code, out, err = run_main(capsys, "--db", db, "encode", "-e", f"import:{bad}", "--set", "flowers@word")
+    assert code == 1 and "row 3 ('tulip')" in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_corrupted_store_is_one_line(tmp_path, capsys):
+    path = tmp_path / "corrupt.duckdb"
+    path.write_bytes(b"this is not a duckdb file" * 100)
+    code, out, err = run_main(capsys, "--db", path, "sets")
+    assert code == 1 and str(path) in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_store_from_a_newer_stimkit_is_refused(db, capsys):
+    con = duckdb.connect(str(db))
+    con.execute("INSERT INTO schema_migrations (version, name) VALUES (999, '999_future.sql')")
+    con.close()
+    before = rows_of(db)
+    for args in (["sets"], ["generate", "-w", "flowers", "-t", "word"]):
+        code, out, err = run_main(capsys, "--db", db, *args)
+        assert code == 1 and "made by a newer stimkit" in err and "upgrade" in err, err
+    assert rows_of(db) == before
+
+
+def test_an_unexpected_error_is_one_line_and_debug_shows_the_traceback(db, capsys, monkeypatch):
+    from stimkit import analysis
+
+    def broken(*a, **k):
+        raise RuntimeError("planted bug")
+
+    monkeypatch.setattr(analysis, "corrected", broken)
+    code, out, err = run_main(capsys, "--db", db, "results")
+    assert code == 1 and "internal error: RuntimeError: planted bug" in err and "Traceback" not in err
+    with pytest.raises(RuntimeError, match="planted bug"):
+        cli.main(["--db", str(db), "--debug", "results"])
+
+
+def test_exact_enumeration_is_bounded_in_memory():
+    """14+14 would be 40 million partitions: refused before any allocation; under the
+    limit, the chunked enumeration equals the one-shot one."""
+    with pytest.raises(stats.InvalidInput, match="over the limit"):
+        stats.permutation_p(np.arange(28.0), 14, method="exact")
+    values = np.random.default_rng(1).normal(size=18)
+    chunked = np.concatenate(list(stats.subset_sum_chunks(values, 9, chunk=1000)))
+    assert np.allclose(np.sort(chunked), np.sort(stats.exact_subset_sums(values, 9)))
+
+
+# ------------------------------------------------------------------ faults: signals mid-run
+
+def start(db, *args):
+    return subprocess.Popen([sys.executable, "-m", "stimkit", "--db", str(db), *args], env=ENV,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
+def test_a_killed_run_leaves_no_partial_run_and_a_rerun_equals_a_clean_one(catalog_db, tmp_path, sig):
+    killed, clean = tmp_path / "killed.duckdb", tmp_path / "clean.duckdb"
+    shutil.copy(catalog_db, killed)
+    shutil.copy(catalog_db, clean)
+    args = ["test", "--all", "-e", "glove-6b-50d", "--budget", "200000", "--seed", "5", "-q"]
+    proc = start(killed, *args)
+    time.sleep(5)  # start-up, selection and encoding take about this long: the signal lands mid-run
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    if proc.returncode == 0:
+        pytest.skip("the run finished before the signal")
+    assert proc.returncode == (130 if sig == signal.SIGINT else -9), err
+    if sig == signal.SIGINT:
+        assert "Traceback" not in err and len([l for l in err.splitlines() if l.startswith("error")]) <= 1
+    con = duckdb.connect(str(killed))
+    assert con.execute("SELECT count(*) FROM results").fetchall()[0][0] == 0  # all or nothing
+    con.close()
+    for path in (killed, clean):
+        subprocess.run([sys.executable, "-m", "stimkit", "--db", str(path), *args], env=ENV, check=True, capture_output=True)
+    got = []
+    for path in (killed, clean):
+        con = duckdb.connect(str(path), read_only=True)
+        got.append(con.execute("SELECT test, effect_size, p_value, n_x FROM results ORDER BY test").fetchall())
+        con.close()
+    assert got[0] == got[1] and len(got[0]) > 10
