@@ -246,17 +246,22 @@ def caliskan_sentence_tests() -> list[str]:
     return [n for n in catalog.by_paper(catalog.load_toml(), catalog.DEFAULT_PAPER) if n.startswith("sent-weat")]
 
 
+def _checked(con, names: list[str], template_sets: list[str], encoder_specs: list[str]):
+    """The tests and encoders, refusing before any work a test without sentence sets to re-template."""
+    from . import encoders
+
+    tests = [catalog.get(con, n) for n in names]
+    for t in tests:
+        for sname in template_sets:
+            retemplate(t, sname)
+    return tests, [encoders.resolve(e) for e in encoder_specs]
+
+
 def run_templates(con, names: list[str] | None, encoder_specs: list[str], template_sets: list[str] | None,
                   opts: runner.Options, alpha: float, command: str, on_audit=None) -> tuple[str, list[dict]]:
     """Audit every test under every template set for every encoder, in one run (all or nothing)."""
-    from . import encoders
-
-    tests = [catalog.get(con, n) for n in (names or caliskan_sentence_tests())]
     sets = template_sets or [SENTENCE_SET]
-    for t in tests:
-        for sname in sets:
-            retemplate(t, sname)  # refuse a test without sentence sets before any work
-    encs = [encoders.resolve(e) for e in encoder_specs]
+    tests, encs = _checked(con, names or caliskan_sentence_tests(), sets, encoder_specs)
     audits = []
     with store.transaction(con):
         run_id = runner.start_run(con, command, opts.seed)
@@ -273,15 +278,9 @@ def run_templates(con, names: list[str] | None, encoder_specs: list[str], templa
 def run_compare(con, names: list[str], encoder_specs: list[str], template_sets: list[str], opts: runner.Options,
                 alpha: float, command: str) -> tuple[str, list[dict]]:
     """The same tests under each template set: d, its shift and flips against the first set."""
-    from . import encoders
-
     if len(template_sets) < 2:
         raise StimkitError("compare needs at least two template sets")
-    tests = [catalog.get(con, n) for n in names]
-    for t in tests:
-        for sname in template_sets:
-            retemplate(t, sname)
-    encs = [encoders.resolve(e) for e in encoder_specs]
+    tests, encs = _checked(con, names, template_sets, encoder_specs)
     rows = []
     with store.transaction(con):
         run_id = runner.start_run(con, command, opts.seed)

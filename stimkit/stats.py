@@ -1,4 +1,4 @@
-"""WEAT / SEAT statistics as pure functions over arrays (../shared/spec/STATISTICS.md).
+"""WEAT / SEAT statistics as pure functions over arrays (Caliskan et al. 2017; May et al. 2019, appendix A).
 
 Notation: X, Y targets, A, B attributes, rows are vectors.
 
