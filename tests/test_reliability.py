@@ -199,3 +199,49 @@ def test_a_killed_run_leaves_no_partial_run_and_a_rerun_equals_a_clean_one(catal
         got.append(con.execute("SELECT test, effect_size, p_value, n_x FROM results ORDER BY test").fetchall())
         con.close()
     assert got[0] == got[1] and len(got[0]) > 10
+
+
+def test_a_killed_audit_leaves_no_audit_and_a_rerun_equals_a_clean_one(catalog_db, tmp_path):
+    killed, clean = tmp_path / "killed.duckdb", tmp_path / "clean.duckdb"
+    shutil.copy(catalog_db, killed)
+    shutil.copy(catalog_db, clean)
+    tests = ["sent-weat1", "sent-weat2", "sent-weat6", "sent-weat7", "sent-weat8", "sent-weat9"]
+    args = ["audit", "templates", *[a for t in tests for a in ("-t", t)], "-e", "glove-6b-50d", "--budget", "500000"]
+    proc = start(killed, *args)
+    time.sleep(4)
+    proc.kill()
+    proc.communicate(timeout=60)
+    if proc.returncode == 0:
+        pytest.skip("the audit finished before the signal")
+    con = duckdb.connect(str(killed))
+    assert con.execute("SELECT count(*) FROM audits").fetchall()[0][0] == 0
+    assert con.execute("SELECT count(*) FROM results").fetchall()[0][0] == 0
+    con.close()
+    for path in (killed, clean):
+        subprocess.run([sys.executable, "-m", "stimkit", "--db", str(path), *args], env=ENV, check=True, capture_output=True)
+    got = []
+    for path in (killed, clean):
+        con = duckdb.connect(str(path), read_only=True)
+        got.append(con.execute("SELECT test, pooled_d, tau2, decision_flip_share FROM audits ORDER BY test").fetchall())
+        con.close()
+    assert got[0] == got[1] and len(got[0]) == len(tests)
+
+
+def test_a_killed_generate_leaves_a_consistent_store_and_a_rerun_completes(tmp_path):
+    path = tmp_path / "gen.duckdb"
+    proc = start(path, "generate", "-q")
+    time.sleep(3)
+    proc.kill()
+    proc.communicate(timeout=60)
+    r = subprocess.run([sys.executable, "-m", "stimkit", "--db", str(path), "generate", "-q"], env=ENV,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    clean = tmp_path / "clean.duckdb"
+    subprocess.run([sys.executable, "-m", "stimkit", "--db", str(clean), "generate", "-q"], env=ENV, check=True,
+                   capture_output=True)
+    sets = []
+    for p in (path, clean):
+        con = duckdb.connect(str(p), read_only=True)
+        sets.append(con.execute("SELECT name, version, n_stimuli FROM current_sets ORDER BY name").fetchall())
+        con.close()
+    assert sets[0] == sets[1] and len(sets[0]) > 100
