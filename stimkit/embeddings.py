@@ -1,12 +1,14 @@
 """The embedding store: vectors keyed by encoder fingerprint and content, never by test.
 
 Encoding is resumable: only (text, span) pairs without a stored vector are encoded,
-in batches, each committed on its own, so a killed run keeps what it finished.
+in batches committed by a writer thread, so a killed run keeps what it finished.
 """
 
 from __future__ import annotations
 
 import json
+import queue
+import threading
 import time
 from typing import Callable
 
@@ -92,45 +94,128 @@ def _arrow_vectors(vectors: np.ndarray) -> pa.Array:
     return pa.FixedSizeListArray.from_arrays(values, dim, mask=pa.array(null))
 
 
-def write_batch(con, enc: Encoder, batch: pl.DataFrame, encoded) -> None:
+def batch_table(enc: Encoder, batch: pl.DataFrame, encoded) -> pa.Table:
+    """One encoded batch as the Arrow rows of its vector table; checks the shape first."""
     if encoded.vectors.shape != (batch.height, enc.dim):
         raise StimkitError(f"encoder {enc.spec!r} returned shape {encoded.vectors.shape}, expected {(batch.height, enc.dim)}")
-    table = pa.table({
-        "fingerprint": [enc.fingerprint] * batch.height,
-        "text": batch["text"].to_arrow(),
+    return pa.table({
+        "fingerprint": pa.array([enc.fingerprint] * batch.height, pa.string()),
+        "text": batch["text"].to_arrow().cast(pa.string()),
         "span_start": batch["span_start"].to_arrow(),
         "span_end": batch["span_end"].to_arrow(),
         "vector": _arrow_vectors(encoded.vectors),
         "oov": pa.array(encoded.oov, type=pa.list_(pa.string())),
         "note": pa.array(encoded.notes, type=pa.string()),
     })
+
+
+def append(con, dim: int, table: pa.Table) -> None:
+    """One Arrow append of any number of rows, in one transaction."""
     con.register("_batch", table)
     try:
         with store.transaction(con):
-            con.execute(f"INSERT INTO {vector_table(enc.dim)} (fingerprint, text, span_start, span_end, vector, oov, note) "
+            con.execute(f"INSERT INTO {vector_table(dim)} (fingerprint, text, span_start, span_end, vector, oov, note) "
                         "SELECT fingerprint, text, span_start, span_end, vector, oov, note FROM _batch")
     finally:
         con.unregister("_batch")
 
 
-def encode_missing(con, enc: Encoder, stimuli: pl.DataFrame, batch_size: int = 256,
-                   progress: Callable[[int, int], None] | None = None) -> dict:
-    """Encode what is not stored yet. Returns counts and timing."""
+def write_batch(con, enc: Encoder, batch: pl.DataFrame, encoded) -> None:
+    append(con, enc.dim, batch_table(enc, batch, encoded))
+
+
+class Writer:
+    """Appends encoded batches to the store from its own thread, so the model never waits for
+    DuckDB. It owns a cursor (its own connection to the same database: DuckDB connections are
+    not shared across threads) and, each time it wakes, appends everything queued in one
+    transaction: large appends when the model is fast, prompt ones when it is slow. The queue
+    is bounded, so vectors never pile up in memory. close() commits what is queued, also when
+    the encode was interrupted."""
+
+    def __init__(self, con, dim: int, total: int, progress: Callable[[int, int], None] | None = None,
+                 queued: int = 8):
+        self.cursor, self.dim, self.total, self.progress = con.cursor(), dim, total, progress
+        self.queue: queue.Queue = queue.Queue(maxsize=queued)
+        self.written, self.error = 0, None
+        self.thread = threading.Thread(target=self._run, name="stimkit-writer", daemon=True)
+        self.thread.start()
+
+    def put(self, table: pa.Table) -> None:
+        while True:
+            if self.error is not None:
+                raise self.error
+            try:
+                self.queue.put(table, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+
+    def _run(self):
+        done = False
+        while not done:
+            tables = [self.queue.get()]
+            while True:  # everything else already waiting joins this append
+                try:
+                    tables.append(self.queue.get_nowait())
+                except queue.Empty:
+                    break
+            done = tables[-1] is None
+            tables = [t for t in tables if t is not None]
+            if not tables or self.error is not None:
+                continue
+            try:
+                append(self.cursor, self.dim, pa.concat_tables(tables))
+            except BaseException as e:  # surfaces in the encoding thread at its next put/close
+                self.error = e
+                continue
+            self.written += sum(t.num_rows for t in tables)
+            if self.progress:
+                self.progress(self.written, self.total)
+
+    def close(self) -> None:
+        self.queue.put(None)
+        self.thread.join()
+        self.cursor.close()
+        if self.error is not None:
+            raise self.error
+
+
+def batches(enc: Encoder, todo: pl.DataFrame, chunk: int):
+    """(keys, Encoded) pairs for the missing rows, `chunk` rows handed to the encoder at a time."""
+    for start in range(0, todo.height, chunk):
+        part = todo.slice(start, chunk)
+        spans = list(zip(part["span_start"], part["span_end"])) if enc.uses_span else [None] * part.height
+        for rows, encoded in enc.encode_stream(part["text"].to_list(), spans):
+            yield part[rows], encoded
+
+
+def encode_missing(con, enc: Encoder, stimuli: pl.DataFrame, batch_size: int = 4096,
+                   progress: Callable[[int, int], None] | None = None, engine: str = "local",
+                   workers: int | None = None) -> dict:
+    """Encode what is not stored yet, `batch_size` texts handed to the encoder at a time (a
+    transformer sorts and re-batches them by length inside). engine="ray" encodes on a Ray
+    cluster (stimkit.encoders.ray_engine); the vectors are the same and only this process
+    writes to the store. Returns counts and timing."""
+    if engine not in ("local", "ray"):
+        raise StimkitError(f"engine must be local or ray, not {engine!r}")
     register(con, enc)
     items = items_for(enc, stimuli)
     todo = missing(con, enc, items)
     started = time.perf_counter()
-    done = 0
-    for start in range(0, todo.height, batch_size):
-        batch = todo.slice(start, batch_size)
-        spans = list(zip(batch["span_start"], batch["span_end"])) if enc.uses_span else [None] * batch.height
-        encoded = enc.encode(batch["text"].to_list(), spans)
-        write_batch(con, enc, batch, encoded)
-        done += batch.height
-        if progress:
-            progress(done, todo.height)
+    if todo.height:
+        if engine == "ray":
+            from .encoders import ray_engine
+            produced = ray_engine.batches(enc, todo, batch_size, workers)
+        else:
+            produced = batches(enc, todo, batch_size)
+        writer = Writer(con, enc.dim, todo.height, progress)
+        try:
+            for keys_, encoded in produced:
+                writer.put(batch_table(enc, keys_, encoded))
+        finally:
+            writer.close()  # commits every batch encoded so far, interrupted or not
     return {"encoder": enc.spec, "fingerprint": enc.fingerprint, "wanted": items.height,
-            "cached": items.height - todo.height, "encoded": done, "seconds": time.perf_counter() - started}
+            "cached": items.height - todo.height, "encoded": todo.height, "seconds": time.perf_counter() - started}
 
 
 def load(con, enc: Encoder, stimuli: pl.DataFrame) -> tuple[np.ndarray, list[str | None]]:

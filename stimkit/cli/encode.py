@@ -26,7 +26,7 @@ def select_stimuli(con, sets: list[str] | None, tests: list[str] | None, everyth
     return embeddings.stimuli_of(frames)
 
 
-def encode_with_progress(con, enc, stimuli, batch_size: int) -> dict:
+def encode_with_progress(con, enc, stimuli, batch_size: int, engine: str = "local", workers: int | None = None) -> dict:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -41,7 +41,7 @@ def encode_with_progress(con, enc, stimuli, batch_size: int) -> dict:
             elapsed = max(time.perf_counter() - started[0], 1e-9)
             bar.update(task, completed=done, total=total, rate=f"{done / elapsed:,.0f}/s")
 
-        return embeddings.encode_missing(con, enc, stimuli, batch_size, tick)
+        return embeddings.encode_missing(con, enc, stimuli, batch_size, tick, engine=engine, workers=workers)
 
 
 @app.command("encode")
@@ -51,14 +51,19 @@ def encode_cmd(
     sets: Annotated[Optional[list[str]], typer.Option("--set", help="Stimulus set name or SQL (repeatable).")] = None,
     tests: Annotated[Optional[list[str]], typer.Option("--test", help="Catalog test (repeatable).")] = None,
     everything: Annotated[bool, typer.Option("--all", help="Every current stimulus.")] = False,
-    batch_size: Annotated[int, typer.Option("--batch-size")] = 256,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Texts handed to the encoder at a time "
+                                            "(a transformer sorts them by length and batches by batch_tokens= inside).")] = 4096,
+    engine: Annotated[str, typer.Option("--engine", help="local, or ray: a Ray cluster (RAY_ADDRESS, else a local one).")] = "local",
+    workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="Ray: model replicas (default: one per GPU, else per 2 CPUs).")] = None,
 ):
-    """Encode stimuli into the embedding store; only what is missing, committing each batch."""
+    """Encode stimuli into the embedding store; only what is missing, committing as it goes."""
+    if engine not in ("local", "ray"):
+        raise StimkitError(f"--engine must be local or ray, not {engine!r}")
+    encs = [encoders.resolve(spec) for spec in encoder]  # every spec checked before anything is written
     con = open_store()
     stimuli = select_stimuli(con, sets, tests, everything)
-    for spec in encoder:
-        enc = encoders.resolve(spec)
-        r = encode_with_progress(con, enc, stimuli, batch_size)
+    for enc in encs:
+        r = encode_with_progress(con, enc, stimuli, batch_size, engine, workers)
         rate = f", {r['encoded'] / r['seconds']:,.0f}/s" if r["encoded"] and r["seconds"] > 0 else ""
         out.print(f"{r['encoder']:<40} {r['fingerprint']}  {r['wanted']} texts: {r['cached']} cached, "
                   f"{r['encoded']} encoded in {r['seconds']:.1f}s{rate}", highlight=False)
