@@ -20,6 +20,7 @@ is fast.
 from __future__ import annotations
 
 import json
+import re
 from importlib.metadata import version
 from pathlib import Path
 from typing import Iterator
@@ -31,6 +32,7 @@ from . import device as devices
 from .base import Encoded, Encoder, Span, file_identity, positive_int
 
 POOLINGS = ("cls", "mean", "max", "last", "token")
+HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]{0,95}(/[A-Za-z0-9][\w.-]{0,95})?", re.ASCII)
 # Padded tokens per forward pass by default: enough to keep a GPU busy, small enough for CPU caches.
 BATCH_TOKENS = {"cpu": 4096, "cuda": 65536, "mps": 16384}
 # Texts tokenised, sorted and handed out together: the window over which sorting cuts padding.
@@ -303,4 +305,6 @@ def hf(model: str, **options) -> TransformerEncoder:
         model = str(local)
     elif model.startswith(("/", "./", "../", "~")):
         raise StimkitError(f"encoder 'hf:{model}': no such model folder")
+    elif not HUB_ID.fullmatch(model):
+        raise StimkitError(f"encoder 'hf:{model}': not a model folder or hub id (name or org/name)")
     return TransformerEncoder(model, **options)
