@@ -186,8 +186,8 @@ import polars as pl
 from stimkit import embeddings, store
 from stimkit.encoders import resolve
 con = store.connect(sys.argv[1])
-texts = [f"Sentence number {i} says {'more ' * (i % 7)}things." for i in range(3000)]
-frame = pl.DataFrame({"stimulus": texts, "span_start": [0] * 3000, "span_end": [8] * 3000})
+texts = [f"Sentence number {i} says {'more ' * (i % 7)}things." for i in range(600)]
+frame = pl.DataFrame({"stimulus": texts, "span_start": [0] * 600, "span_end": [8] * 600})
 embeddings.encode_missing(con, resolve("minilm,batch_size=8"), frame, batch_size=64,
                           progress=lambda done, total: print(done, flush=True))
 """
@@ -202,21 +202,21 @@ def test_interrupted_encode_keeps_what_it_wrote_and_resumes(tmp_path, how):
     committed = 0
     for line in proc.stdout:  # the writer reports only what it has committed
         committed = int(line)
-        if committed >= 200:
+        if committed >= 40:
             break
     proc.send_signal(how)
     proc.communicate(timeout=60)
-    assert 200 <= committed < 3000
+    assert 40 <= committed < 600
     con = store.connect(db)
     kept = store.one(con, "SELECT count(*) FROM embeddings_384")[0]
-    assert committed <= kept < 3000, (committed, kept)
-    texts = [f"Sentence number {i} says {'more ' * (i % 7)}things." for i in range(3000)]
-    frame = pl.DataFrame({"stimulus": texts, "span_start": [0] * 3000, "span_end": [8] * 3000})
+    assert committed <= kept < 600, (committed, kept)
+    texts = [f"Sentence number {i} says {'more ' * (i % 7)}things." for i in range(600)]
+    frame = pl.DataFrame({"stimulus": texts, "span_start": [0] * 600, "span_end": [8] * 600})
     enc = resolve("minilm")
     report = embeddings.encode_missing(con, enc, frame)
-    assert report["cached"] == kept and report["encoded"] == 3000 - kept
+    assert report["cached"] == kept and report["encoded"] == 600 - kept
     matrix, _ = embeddings.load(con, enc, frame)
-    sample = np.arange(0, 3000, 97)
+    sample = np.arange(0, 600, 37)
     alone = enc.encode([texts[i] for i in sample], [None] * len(sample)).vectors
     assert np.allclose(matrix[sample], alone, atol=1e-5)
     con.close()

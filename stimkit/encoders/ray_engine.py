@@ -85,8 +85,10 @@ def batches(enc: Encoder, todo: pl.DataFrame, batch_size: int, workers: int | No
     gpus = int(resources.get("GPU", 0))
     if workers is None:
         workers = gpus or max(1, int(resources.get("CPU", 1)) // CPUS_PER_REPLICA)
-    # blocks of batch_size rows, so that every replica gets work
-    data = ray.data.from_arrow(todo.select(KEYS).to_arrow()).repartition(max(workers, -(-todo.height // batch_size)))
+    # one block per batch_size rows, so that every replica gets work (cut here: a repartition
+    # would need CPUs that the replicas hold)
+    keys = todo.select(KEYS).to_arrow()
+    data = ray.data.from_arrow([keys.slice(s, batch_size) for s in range(0, keys.num_rows, batch_size)])
     encoded = data.map_batches(
         Replica, fn_constructor_kwargs={"spec": worker_spec(enc), "fingerprint": enc.fingerprint},
         batch_size=batch_size, batch_format="pyarrow", compute=ray.data.ActorPoolStrategy(size=workers),
