@@ -114,7 +114,7 @@ print(report["encoded"], time.perf_counter() - t, "torch" in sys.modules)
 
 def warm_noop(folder: Path, db: Path, specs: list[str]):
     print("warm no-op `stimkit encode -e SPEC --all` (everything stored):")
-    startup = min(timed([sys.executable, "-m", "stimkit", "--version"])[0] for _ in range(3))
+    startup = min(timed([sys.executable, "-m", "stimkit", "--help"])[0] for _ in range(3))
     for spec in specs:
         timed(stimkit(db, "encode", "-e", spec, "--all"))  # cold, to fill the store
         whole = min(timed(stimkit(db, "encode", "-e", spec, "--all"))[0] for _ in range(3))
@@ -123,7 +123,7 @@ def warm_noop(folder: Path, db: Path, specs: list[str]):
         print(f"  {spec:<14} whole process {whole:5.2f} s   inside (resolve + fingerprint + lookup) "
               f"{min(float(i[1]) for i in inside):5.3f} s   torch imported: {inside[0][2]}   "
               f"goal < 1 s: {'met' if whole < 1 else 'MISSED (process start ' + f'{startup:.2f} s)'}")
-    print(f"  (`stimkit --version` alone, the CLI's start-up: {startup:.2f} s)")
+    print(f"  (`stimkit --help` alone, the CLI's start-up: {startup:.2f} s)")
 
 
 MEMORY = """

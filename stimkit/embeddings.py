@@ -120,10 +120,6 @@ def append(con, dim: int, table: pa.Table) -> None:
         con.unregister("_batch")
 
 
-def write_batch(con, enc: Encoder, batch: pl.DataFrame, encoded) -> None:
-    append(con, enc.dim, batch_table(enc, batch, encoded))
-
-
 class Writer:
     """Appends encoded batches to the store from its own thread, so the model never waits for
     DuckDB. It owns a cursor (its own connection to the same database: DuckDB connections are

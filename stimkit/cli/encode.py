@@ -54,7 +54,7 @@ def encode_cmd(
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Texts handed to the encoder at a time "
                                             "(a transformer sorts them by length and batches by batch_tokens= inside).")] = 4096,
     engine: Annotated[str, typer.Option("--engine", help="local, or ray: a Ray cluster (RAY_ADDRESS, else a local one).")] = "local",
-    workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="Ray: model replicas (default: one per GPU, else per 2 CPUs).")] = None,
+    workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="Ray: model replicas (default: one per GPU, else one per CPU).")] = None,
 ):
     """Encode stimuli into the embedding store; only what is missing, committing as it goes."""
     if engine not in ("local", "ray"):
