@@ -126,17 +126,26 @@ class Writer:
     not shared across threads) and, each time it wakes, appends everything queued in one
     transaction: large appends when the model is fast, prompt ones when it is slow. The queue
     is bounded, so vectors never pile up in memory. close() commits what is queued, also when
-    the encode was interrupted."""
+    the encode was interrupted. Inside a transaction the caller opened, it appends in line."""
 
     def __init__(self, con, dim: int, total: int, progress: Callable[[int, int], None] | None = None,
                  queued: int = 8):
-        self.cursor, self.dim, self.total, self.progress = con.cursor(), dim, total, progress
-        self.queue: queue.Queue = queue.Queue(maxsize=queued)
-        self.written, self.error = 0, None
-        self.thread = threading.Thread(target=self._run, name="stimkit-writer", daemon=True)
-        self.thread.start()
+        self.dim, self.total, self.progress = dim, total, progress
+        self.written, self.error, self.thread = 0, None, None
+        # Inside the caller's open transaction another connection would not see its uncommitted
+        # tables, and the caller wants all or nothing anyway: append in line, on its connection.
+        self.inline = id(con) in store._open_transactions
+        self.cursor = con if self.inline else con.cursor()
+        if not self.inline:
+            self.queue: queue.Queue = queue.Queue(maxsize=queued)
+            self.thread = threading.Thread(target=self._run, name="stimkit-writer", daemon=True)
+            self.thread.start()
 
     def put(self, table: pa.Table) -> None:
+        if self.inline:
+            append(self.cursor, self.dim, table)
+            self._written(table.num_rows)
+            return
         while True:
             if self.error is not None:
                 raise self.error
@@ -161,14 +170,18 @@ class Writer:
                 continue
             try:
                 append(self.cursor, self.dim, pa.concat_tables(tables))
+                self._written(sum(t.num_rows for t in tables))
             except BaseException as e:  # surfaces in the encoding thread at its next put/close
                 self.error = e
-                continue
-            self.written += sum(t.num_rows for t in tables)
-            if self.progress:
-                self.progress(self.written, self.total)
+
+    def _written(self, rows: int) -> None:
+        self.written += rows
+        if self.progress:
+            self.progress(self.written, self.total)
 
     def close(self) -> None:
+        if self.inline:
+            return
         self.queue.put(None)
         self.thread.join()
         self.cursor.close()

@@ -107,27 +107,6 @@ def test_warm_encode_loads_no_model(tmp_path, monkeypatch):
     assert report["cached"] == 3 and report["encoded"] == 0
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("minilm,layer=99", "layer 99 does not exist (hidden states 0..6"),
-    ("minilm,layer=-8", "layer -8 does not exist"),
-    ("minilm,max_length=abc", "max_length must be a whole number >= 1, not 'abc'"),
-    ("minilm,batch_tokens=0", "batch_tokens must be a whole number >= 1"),
-    ("minilm,batch_size=-3", "batch_size must be a whole number >= 1"),
-    ("minilm,device=tpu", "device must be auto, cpu, cuda, cuda:N or mps, not 'tpu'"),
-    ("minilm,dtype=int8", "dtype must be auto, float32, bfloat16, float16, not 'int8'"),
-    ("minilm,layer=two", "layer must be top, sum, mean or an index"),
-    ("minilm,pooling=cls,pooling=mean", "option 'pooling' given twice"),
-    ("minilm,frobnicate=1", "unexpected keyword argument 'frobnicate'"),
-    ("use-m3,threads=abc", "threads must be a whole number >= 1"),
-    ("hf:\x00bad", "not a model folder or hub id"),
-    ("hf:org/name/extra", "not a model folder or hub id"),
-])
-def test_bad_option_values_are_one_line_errors(spec, message):
-    with pytest.raises(StimkitError) as e:
-        resolve(spec)
-    assert message in str(e.value) and "\n" not in str(e.value)
-
-
 def test_bad_layer_fails_before_anything_is_written(catalog_con, tmp_path):
     from typer.testing import CliRunner
     from stimkit.cli import app
@@ -139,6 +118,21 @@ def test_bad_layer_fails_before_anything_is_written(catalog_con, tmp_path):
     con = store.connect(db)
     assert snapshot(con) == before  # no encoder row, no empty vector table
     con.close()
+
+
+def test_encode_inside_a_callers_transaction_is_all_or_nothing(tmp_path):
+    con = store.connect(tmp_path / "s.duckdb")
+    enc = resolve("glove-6b-50d")
+    frame = pl.DataFrame({"stimulus": ["This is a rose.", "That is a gun."]})
+    with pytest.raises(RuntimeError):
+        with store.transaction(con):
+            assert embeddings.encode_missing(con, enc, frame, batch_size=1)["encoded"] == 2
+            assert store.one(con, "SELECT count(*) FROM embeddings_50")[0] == 2  # seen inside
+            raise RuntimeError("the caller fails later")
+    assert not store.one(con, "SELECT 1 FROM information_schema.tables WHERE table_name = 'embeddings_50'")
+    with store.transaction(con):
+        embeddings.encode_missing(con, enc, frame)
+    assert store.one(con, "SELECT count(*) FROM embeddings_50")[0] == 2
 
 
 def test_span_no_token_covers_names_the_sentence():
