@@ -81,18 +81,19 @@ def catalog_store(folder: Path) -> tuple[Path, Path]:
     return db, path
 
 
-def speed(folder: Path, db: Path, texts_file: Path, model: str, spec: str, device: str, dtype: str, repeats: int):
+def speed(folder: Path, db: Path, texts_file: Path, model: str, spec: str, device: str, dtype: str, repeats: int,
+          raw_batch: int):
     n = len(texts_file.read_text(encoding="utf-8").split("\n"))
     raw_s, ours_s, ours_peak = [], [], 0.0
     for r in range(repeats):  # alternated, best of each: the machine is shared
-        raw_s.append(timed([sys.executable, "-c", RAW, model, str(texts_file), device, dtype, "64"])[0])
+        raw_s.append(timed([sys.executable, "-c", RAW, model, str(texts_file), device, dtype, str(raw_batch)])[0])
         fresh = folder / f"fresh{r}.duckdb"
         shutil.copy(db, fresh)
         seconds, output = timed(stimkit(fresh, "encode", "-e", spec, "--all"))
         ours_s.append(seconds)
         ours_peak = max(ours_peak, peak(output))
     raw, ours = n / min(raw_s), n / min(ours_s)
-    print(f"{n} texts, {spec} on {device} ({dtype}), whole processes, best of {repeats}:")
+    print(f"{n} texts, {spec} on {device} ({dtype}), whole processes, best of {repeats} (raw: batches of {raw_batch}):")
     print(f"  (a) raw forward     {raw:8.0f} texts/s  ({min(raw_s):.1f} s; all: {', '.join(f'{s:.1f}' for s in raw_s)})")
     print(f"  (b) stimkit encode  {ours:8.0f} texts/s  ({min(ours_s):.1f} s; all: {', '.join(f'{s:.1f}' for s in ours_s)}; "
           f"peak RSS {ours_peak:.0f} MiB)")
@@ -153,6 +154,7 @@ def main():
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--raw-batch", type=int, default=64, help="texts per batch of the raw forward (256 on a GPU)")
     parser.add_argument("--memory", type=int, nargs="*", default=[], help="text counts for the memory run")
     parser.add_argument("--skip-speed", action="store_true")
     args = parser.parse_args()
@@ -166,7 +168,7 @@ def main():
         folder = Path(d)
         db, texts = catalog_store(folder)
         if not args.skip_speed:
-            speed(folder, db, texts, model, spec, args.device, args.dtype, args.repeats)
+            speed(folder, db, texts, model, spec, args.device, args.dtype, args.repeats, args.raw_batch)
         warm_noop(folder, db, ["glove-6b-50d", "minilm", "use-m3"])
         if args.memory:
             memory(folder, args.memory)

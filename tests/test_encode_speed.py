@@ -94,6 +94,18 @@ def test_fingerprint_and_dim_without_torch_and_stable_across_processes():
     assert [d for _, d in runs[0][:-1]] == [50, 384, 384, 512]
 
 
+def test_fingerprint_follows_the_model_files(tmp_path):
+    source = Path(minilm_path())
+    for f in source.iterdir():  # a copy of MiniLM: small files copied, the weights linked
+        if f.is_file():
+            (tmp_path / f.name).symlink_to(f) if f.stat().st_size > 2**20 else (tmp_path / f.name).write_bytes(f.read_bytes())
+    before = resolve(f"hf:{tmp_path}").fingerprint
+    assert resolve(f"hf:{tmp_path}").fingerprint == before
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text(vocab.read_text() + "stimkit\n")  # another tokenizer: other vectors
+    assert resolve(f"hf:{tmp_path}").fingerprint != before
+
+
 def test_warm_encode_loads_no_model(tmp_path, monkeypatch):
     con = store.connect(tmp_path / "s.duckdb")
     frame = pl.DataFrame({"stimulus": TEXTS[:3], "span_start": [0] * 3, "span_end": [3] * 3})

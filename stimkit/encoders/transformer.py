@@ -33,6 +33,9 @@ from .base import Encoded, Encoder, Span, file_identity, positive_int
 
 POOLINGS = ("cls", "mean", "max", "last", "token")
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]{0,95}(/[A-Za-z0-9][\w.-]{0,95})?", re.ASCII)
+# What a tokenizer is made of, whichever of these a model folder has.
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt", "vocab.json",
+                   "merges.txt", "spiece.model", "sentencepiece.bpe.model", "added_tokens.json")
 # Padded tokens per forward pass by default: enough to keep a GPU busy, small enough for CPU caches.
 BATCH_TOKENS = {"cpu": 4096, "cuda": 65536, "mps": 16384}
 # Texts tokenised, sorted and handed out together: the window over which sorting cuts padding.
@@ -130,6 +133,7 @@ class TransformerEncoder(Encoder):
             ident["weights"] = [file_identity(w) for w in weights]
             if (path / "config.json").exists():
                 ident["config"] = file_identity(path / "config.json")
+            ident["tokenizer"] = [file_identity(path / f) for f in TOKENIZER_FILES if (path / f).is_file()]
         else:
             local = self._local_config()
             # the hub cache keeps each revision in snapshots/<commit>/, as transformers reads it
