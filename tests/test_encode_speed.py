@@ -132,6 +132,13 @@ def test_bad_layer_fails_before_anything_is_written(catalog_con, tmp_path):
     con.close()
 
 
+def test_unknown_engine_is_refused_before_anything_is_written(empty_con):
+    before = snapshot(empty_con)
+    with pytest.raises(StimkitError, match="engine must be local or ray, not 'spark'"):
+        embeddings.encode_missing(empty_con, resolve("glove-6b-50d"), pl.DataFrame({"stimulus": ["rose"]}), engine="spark")
+    assert snapshot(empty_con) == before
+
+
 def test_encode_inside_a_callers_transaction_is_all_or_nothing(tmp_path):
     con = store.connect(tmp_path / "s.duckdb")
     enc = resolve("glove-6b-50d")

@@ -57,8 +57,6 @@ def encode_cmd(
     workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="Ray: model replicas (default: one per GPU, else one per CPU).")] = None,
 ):
     """Encode stimuli into the embedding store; only what is missing, committing as it goes."""
-    if engine not in ("local", "ray"):
-        raise StimkitError(f"--engine must be local or ray, not {engine!r}")
     encs = [encoders.resolve(spec) for spec in encoder]  # every spec checked before anything is written
     con = open_store()
     stimuli = select_stimuli(con, sets, tests, everything)

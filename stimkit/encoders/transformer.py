@@ -37,7 +37,7 @@ HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]{0,95}(/[A-Za-z0-9][\w.-]{0,95})?", re.AS
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt", "vocab.json",
                    "merges.txt", "spiece.model", "sentencepiece.bpe.model", "added_tokens.json")
 # Padded tokens per forward pass by default: enough to keep a GPU busy, small enough for CPU caches.
-BATCH_TOKENS = {"cpu": 4096, "cuda": 65536, "mps": 16384}
+BATCH_TOKENS = {"cpu": 1024, "cuda": 65536, "mps": 16384}
 # Texts tokenised, sorted and handed out together: the window over which sorting cuts padding.
 SORT_WINDOW = 16384
 
