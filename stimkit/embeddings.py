@@ -94,10 +94,13 @@ def _arrow_vectors(vectors: np.ndarray) -> pa.Array:
     return pa.FixedSizeListArray.from_arrays(values, dim, mask=pa.array(null))
 
 
-def batch_table(enc: Encoder, batch: pl.DataFrame, encoded) -> pa.Table:
-    """One encoded batch as the Arrow rows of its vector table; checks the shape first."""
+def check_shape(enc: Encoder, batch: pl.DataFrame, encoded) -> None:
     if encoded.vectors.shape != (batch.height, enc.dim):
         raise StimkitError(f"encoder {enc.spec!r} returned shape {encoded.vectors.shape}, expected {(batch.height, enc.dim)}")
+
+
+def batch_table(enc: Encoder, batch: pl.DataFrame, encoded) -> pa.Table:
+    """One encoded batch as the Arrow rows of its vector table."""
     return pa.table({
         "fingerprint": pa.array([enc.fingerprint] * batch.height, pa.string()),
         "text": batch["text"].to_arrow().cast(pa.string()),
@@ -128,9 +131,9 @@ class Writer:
     is bounded, so vectors never pile up in memory. close() commits what is queued, also when
     the encode was interrupted. Inside a transaction the caller opened, it appends in line."""
 
-    def __init__(self, con, dim: int, total: int, progress: Callable[[int, int], None] | None = None,
+    def __init__(self, con, enc: Encoder, total: int, progress: Callable[[int, int], None] | None = None,
                  queued: int = 8):
-        self.dim, self.total, self.progress = dim, total, progress
+        self.enc, self.total, self.progress = enc, total, progress
         self.written, self.error, self.thread = 0, None, None
         # Inside the caller's open transaction another connection would not see its uncommitted
         # tables, and the caller wants all or nothing anyway: append in line, on its connection.
@@ -141,16 +144,17 @@ class Writer:
             self.thread = threading.Thread(target=self._run, name="stimkit-writer", daemon=True)
             self.thread.start()
 
-    def put(self, table: pa.Table) -> None:
+    def put(self, keys: pl.DataFrame, encoded) -> None:
+        check_shape(self.enc, keys, encoded)
         if self.inline:
-            append(self.cursor, self.dim, table)
-            self._written(table.num_rows)
+            append(self.cursor, self.enc.dim, batch_table(self.enc, keys, encoded))
+            self._written(keys.height)
             return
         while True:
             if self.error is not None:
                 raise self.error
             try:
-                self.queue.put(table, timeout=0.1)
+                self.queue.put((keys, encoded), timeout=0.1)
                 return
             except queue.Full:
                 continue
@@ -158,19 +162,20 @@ class Writer:
     def _run(self):
         done = False
         while not done:
-            tables = [self.queue.get()]
+            pending = [self.queue.get()]
             while True:  # everything else already waiting joins this append
                 try:
-                    tables.append(self.queue.get_nowait())
+                    pending.append(self.queue.get_nowait())
                 except queue.Empty:
                     break
-            done = tables[-1] is None
-            tables = [t for t in tables if t is not None]
-            if not tables or self.error is not None:
+            done = pending[-1] is None
+            pending = [t for t in pending if t is not None]
+            if not pending or self.error is not None:
                 continue
-            try:
-                append(self.cursor, self.dim, pa.concat_tables(tables))
-                self._written(sum(t.num_rows for t in tables))
+            try:  # Arrow conversion here too: it overlaps the next forward pass, which releases the GIL
+                rows = pa.concat_pending([batch_table(self.enc, keys, encoded) for keys, encoded in pending])
+                append(self.cursor, self.enc.dim, rows)
+                self._written(rows.num_rows)
             except BaseException as e:  # surfaces in the encoding thread at its next put/close
                 self.error = e
 
@@ -217,10 +222,10 @@ def encode_missing(con, enc: Encoder, stimuli: pl.DataFrame, batch_size: int = 4
             produced = ray_engine.batches(enc, todo, batch_size, workers)
         else:
             produced = batches(enc, todo, batch_size)
-        writer = Writer(con, enc.dim, todo.height, progress)
+        writer = Writer(con, enc, todo.height, progress)
         try:
             for keys_, encoded in produced:
-                writer.put(batch_table(enc, keys_, encoded))
+                writer.put(keys_, encoded)
         finally:
             writer.close()  # commits every batch encoded so far, interrupted or not
     return {"encoder": enc.spec, "fingerprint": enc.fingerprint, "wanted": items.height,
