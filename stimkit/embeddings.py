@@ -173,7 +173,7 @@ class Writer:
             if not pending or self.error is not None:
                 continue
             try:  # Arrow conversion here too: it overlaps the next forward pass, which releases the GIL
-                rows = pa.concat_pending([batch_table(self.enc, keys, encoded) for keys, encoded in pending])
+                rows = pa.concat_tables([batch_table(self.enc, keys, encoded) for keys, encoded in pending])
                 append(self.cursor, self.enc.dim, rows)
                 self._written(rows.num_rows)
             except BaseException as e:  # surfaces in the encoding thread at its next put/close
