@@ -40,7 +40,12 @@ def parse(spec: str) -> tuple[str, dict[str, str]]:
 
 
 def resolve(spec: str) -> Encoder:
-    enc = _build(spec)
+    try:
+        enc = _build(spec)
+    except StimkitError as e:  # a spec with a line break in it still gives a one-line error
+        if "\n" not in str(e):
+            raise
+        raise StimkitError(str(e).replace("\r", "\\r").replace("\n", "\\n")) from None
     enc.requested = spec  # as the user wrote it: what a Ray worker rebuilds the encoder from
     return enc
 
