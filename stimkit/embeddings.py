@@ -1,12 +1,14 @@
 """The embedding store: vectors keyed by encoder fingerprint and content, never by test.
 
 Encoding is resumable: only (text, span) pairs without a stored vector are encoded,
-in batches, each committed on its own, so a killed run keeps what it finished.
+in batches committed by a writer thread, so a killed run keeps what it finished.
 """
 
 from __future__ import annotations
 
 import json
+import queue
+import threading
 import time
 from typing import Callable
 
@@ -93,45 +95,142 @@ def _arrow_vectors(vectors: np.ndarray) -> pa.Array:
     return pa.FixedSizeListArray.from_arrays(values, dim, mask=pa.array(null))
 
 
-def write_batch(con, enc: Encoder, batch: pl.DataFrame, encoded) -> None:
+def check_shape(enc: Encoder, batch: pl.DataFrame, encoded) -> None:
     if encoded.vectors.shape != (batch.height, enc.dim):
         raise StimkitError(f"encoder {enc.spec!r} returned shape {encoded.vectors.shape}, expected {(batch.height, enc.dim)}")
-    table = pa.table({
-        "fingerprint": [enc.fingerprint] * batch.height,
-        "text": batch["text"].to_arrow(),
+
+
+def batch_table(enc: Encoder, batch: pl.DataFrame, encoded) -> pa.Table:
+    """One encoded batch as the Arrow rows of its vector table."""
+    return pa.table({
+        "fingerprint": pa.array([enc.fingerprint] * batch.height, pa.string()),
+        "text": batch["text"].to_arrow().cast(pa.string()),
         "span_start": batch["span_start"].to_arrow(),
         "span_end": batch["span_end"].to_arrow(),
         "vector": _arrow_vectors(encoded.vectors),
         "oov": pa.array(encoded.oov, type=pa.list_(pa.string())),
         "note": pa.array(encoded.notes, type=pa.string()),
     })
+
+
+def append(con, dim: int, table: pa.Table) -> None:
+    """One Arrow append of any number of rows, in one transaction."""
     con.register("_batch", table)
     try:
         with store.transaction(con):
-            con.execute(f"INSERT INTO {vector_table(enc.dim)} (fingerprint, text, span_start, span_end, vector, oov, note) "
+            con.execute(f"INSERT INTO {vector_table(dim)} (fingerprint, text, span_start, span_end, vector, oov, note) "
                         "SELECT fingerprint, text, span_start, span_end, vector, oov, note FROM _batch")
     finally:
         con.unregister("_batch")
 
 
-def encode_missing(con, enc: Encoder, stimuli: pl.DataFrame, batch_size: int = 256,
-                   progress: Callable[[int, int], None] | None = None) -> dict:
-    """Encode what is not stored yet. Returns counts and timing."""
+class Writer:
+    """Appends encoded batches to the store from its own thread, so the model never waits for
+    DuckDB. It owns a cursor (its own connection to the same database: DuckDB connections are
+    not shared across threads) and, each time it wakes, appends everything queued in one
+    transaction: large appends when the model is fast, prompt ones when it is slow. The queue
+    is bounded, so vectors never pile up in memory. close() commits what is queued, also when
+    the encode was interrupted. Inside a transaction the caller opened, it appends in line."""
+
+    def __init__(self, con, enc: Encoder, total: int, progress: Callable[[int, int], None] | None = None,
+                 queued: int = 8):
+        self.enc, self.total, self.progress = enc, total, progress
+        self.written, self.error, self.thread = 0, None, None
+        # Inside the caller's open transaction another connection would not see its uncommitted
+        # tables, and the caller wants all or nothing anyway: append in line, on its connection.
+        self.inline = id(con) in store._open_transactions
+        self.cursor = con if self.inline else con.cursor()
+        if not self.inline:
+            self.queue: queue.Queue = queue.Queue(maxsize=queued)
+            self.thread = threading.Thread(target=self._run, name="stimkit-writer", daemon=True)
+            self.thread.start()
+
+    def put(self, keys: pl.DataFrame, encoded) -> None:
+        check_shape(self.enc, keys, encoded)
+        if self.inline:
+            append(self.cursor, self.enc.dim, batch_table(self.enc, keys, encoded))
+            self._written(keys.height)
+            return
+        while True:
+            if self.error is not None:
+                raise self.error
+            try:
+                self.queue.put((keys, encoded), timeout=0.1)
+                return
+            except queue.Full:
+                continue
+
+    def _run(self):
+        done = False
+        while not done:
+            pending = [self.queue.get()]
+            while True:  # everything else already waiting joins this append
+                try:
+                    pending.append(self.queue.get_nowait())
+                except queue.Empty:
+                    break
+            done = pending[-1] is None
+            pending = [t for t in pending if t is not None]
+            if not pending or self.error is not None:
+                continue
+            try:  # Arrow conversion here too: it overlaps the next forward pass, which releases the GIL
+                rows = pa.concat_tables([batch_table(self.enc, keys, encoded) for keys, encoded in pending])
+                append(self.cursor, self.enc.dim, rows)
+                self._written(rows.num_rows)
+            except BaseException as e:  # surfaces in the encoding thread at its next put/close
+                self.error = e
+
+    def _written(self, rows: int) -> None:
+        self.written += rows
+        if self.progress:
+            self.progress(self.written, self.total)
+
+    def close(self) -> None:
+        if self.inline:
+            return
+        self.queue.put(None)
+        self.thread.join()
+        self.cursor.close()
+        if self.error is not None:
+            raise self.error
+
+
+def batches(enc: Encoder, todo: pl.DataFrame, chunk: int):
+    """(keys, Encoded) pairs for the missing rows, `chunk` rows handed to the encoder at a time."""
+    for start in range(0, todo.height, chunk):
+        part = todo.slice(start, chunk)
+        spans = list(zip(part["span_start"], part["span_end"])) if enc.uses_span else [None] * part.height
+        for rows, encoded in enc.encode_stream(part["text"].to_list(), spans):
+            yield part[rows], encoded
+
+
+def encode_missing(con, enc: Encoder, stimuli: pl.DataFrame, batch_size: int = 4096,
+                   progress: Callable[[int, int], None] | None = None, engine: str = "local",
+                   workers: int | None = None) -> dict:
+    """Encode what is not stored yet, `batch_size` texts handed to the encoder at a time (a
+    transformer sorts and re-batches them by length inside). engine="ray" encodes on a Ray
+    cluster (stimkit.encoders.ray_engine); the vectors are the same and only this process
+    writes to the store. Returns counts and timing."""
+    if engine not in ("local", "ray"):
+        raise StimkitError(f"engine must be local or ray, not {engine!r}")
     register(con, enc)
     items = items_for(enc, stimuli)
     todo = missing(con, enc, items)
     started = time.perf_counter()
-    done = 0
-    for start in range(0, todo.height, batch_size):
-        batch = todo.slice(start, batch_size)
-        spans = list(zip(batch["span_start"], batch["span_end"])) if enc.uses_span else [None] * batch.height
-        encoded = enc.encode(batch["text"].to_list(), spans)
-        write_batch(con, enc, batch, encoded)
-        done += batch.height
-        if progress:
-            progress(done, todo.height)
+    if todo.height:
+        if engine == "ray":
+            from .encoders import ray_engine
+            produced = ray_engine.batches(enc, todo, batch_size, workers)
+        else:
+            produced = batches(enc, todo, batch_size)
+        writer = Writer(con, enc, todo.height, progress)
+        try:
+            for keys_, encoded in produced:
+                writer.put(keys_, encoded)
+        finally:
+            writer.close()  # commits every batch encoded so far, interrupted or not
     return {"encoder": enc.spec, "fingerprint": enc.fingerprint, "wanted": items.height,
-            "cached": items.height - todo.height, "encoded": done, "seconds": time.perf_counter() - started}
+            "cached": items.height - todo.height, "encoded": todo.height, "seconds": time.perf_counter() - started}
 
 
 def load(con, enc: Encoder, stimuli: pl.DataFrame) -> tuple[np.ndarray, list[str | None]]:
@@ -155,3 +254,24 @@ def load(con, enc: Encoder, stimuli: pl.DataFrame) -> tuple[np.ndarray, list[str
     matrix = np.array(values, dtype=np.float32).reshape(len(column), dim)
     matrix[column.is_null().to_numpy(zero_copy_only=False)] = np.nan
     return matrix, result.column("note").to_pylist()
+
+
+def notes(con, enc: Encoder, limit: int = 5) -> list[tuple[str, int]]:
+    """The most common notes (out of vocabulary, truncated) on an encoder's stored vectors."""
+    return store.rows(con, f"SELECT note, count(*) FROM {vector_table(enc.dim)} WHERE fingerprint = ? AND note IS NOT NULL "
+                           f"GROUP BY note ORDER BY 2 DESC LIMIT {int(limit)}", [enc.fingerprint])
+
+
+def stored(con) -> pl.DataFrame:
+    """Every encoder with vectors in the store (and the embedded ones, with none yet)."""
+    from .encoders import EMBEDDED
+
+    rows = []
+    for fp, spec, dim, table in store.rows(con, "SELECT fingerprint, spec, dim, vector_table FROM encoders ORDER BY created_at"):
+        n, nulls = store.one(con, f"SELECT count(*), count(*) - count(vector) FROM {table} WHERE fingerprint = ?", [fp])
+        rows.append({"encoder": spec, "fingerprint": fp, "dim": dim, "vectors": n, "no_vector": nulls})
+    listed = {r["encoder"].split(",")[0] for r in rows}
+    rows += [{"encoder": name, "fingerprint": None, "dim": None, "vectors": 0, "no_vector": 0}
+             for name in EMBEDDED if name not in listed]
+    return pl.DataFrame(rows, schema={"encoder": pl.String, "fingerprint": pl.String, "dim": pl.Int64,
+                                      "vectors": pl.Int64, "no_vector": pl.Int64})

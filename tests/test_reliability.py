@@ -92,6 +92,7 @@ CASES = {
     "query that writes": (["query", "DELETE FROM results"], 1, "query can only read"),
     "unknown encoder": (["test", "weat6", "-e", "nosuch"], 1, "unknown encoder 'nosuch'"),
     "unknown layout": (["results", "--layout", "nope"], 2, "unknown layout 'nope'"),
+    "a hub model offline": (["test", "weat6", "-e", "hf:someorg/nosuchmodel"], 1, "not found locally and no network"),
 }
 
 
@@ -205,10 +206,9 @@ def test_a_killed_audit_leaves_no_audit_and_a_rerun_equals_a_clean_one(catalog_d
     killed, clean = tmp_path / "killed.duckdb", tmp_path / "clean.duckdb"
     shutil.copy(catalog_db, killed)
     shutil.copy(catalog_db, clean)
-    tests = ["sent-weat1", "sent-weat2", "sent-weat6", "sent-weat7", "sent-weat8", "sent-weat9"]
-    args = ["audit", "templates", *[a for t in tests for a in ("-t", t)], "-e", "glove-6b-50d", "--budget", "500000"]
+    args = ["audit", "templates", "-e", "glove-6b-50d", "--budget", "200000"]  # every sent- Caliskan test: ~12 s
     proc = start(killed, *args)
-    time.sleep(4)
+    time.sleep(5)
     proc.kill()
     proc.communicate(timeout=60)
     if proc.returncode == 0:
@@ -224,7 +224,7 @@ def test_a_killed_audit_leaves_no_audit_and_a_rerun_equals_a_clean_one(catalog_d
         con = duckdb.connect(str(path), read_only=True)
         got.append(con.execute("SELECT test, pooled_d, tau2, decision_flip_share FROM audits ORDER BY test").fetchall())
         con.close()
-    assert got[0] == got[1] and len(got[0]) == len(tests)
+    assert got[0] == got[1] and len(got[0]) >= 10
 
 
 def test_a_killed_generate_leaves_a_consistent_store_and_a_rerun_completes(tmp_path):

@@ -9,6 +9,11 @@
 
 Options follow as `,key=value`: `minilm,pooling=cls`, `hf:gpt2,pooling=last`,
 `hf:bert-base-uncased,pooling=token,subtoken=mean,layer=sum`, `glove-6b-50d,pooling=token`.
+Transformers also take `device=auto|cpu|cuda|cuda:N|mps`, `dtype=auto|float32|bfloat16|float16`,
+`batch_tokens=N` (padded tokens per forward pass) or `batch_size=N`, and `max_length=N`.
+
+Every option is checked here, when the encoder is built, without loading a model: a bad
+spec is one StimkitError line before anything is written to the store.
 """
 
 from __future__ import annotations
@@ -25,13 +30,27 @@ def parse(spec: str) -> tuple[str, dict[str, str]]:
     options = {}
     for opt in opts:
         key, sep, value = opt.partition("=")
-        if not sep or not key.strip():
+        key = key.strip()
+        if not sep or not key.isidentifier():
             raise StimkitError(f"encoder {spec!r}: option {opt!r} is not key=value")
-        options[key.strip()] = value.strip()
+        if key in options:
+            raise StimkitError(f"encoder {spec!r}: option {key!r} given twice")
+        options[key] = value.strip()
     return head.strip(), options
 
 
 def resolve(spec: str) -> Encoder:
+    try:
+        enc = _build(spec)
+    except StimkitError as e:  # a spec with a line break in it still gives a one-line error
+        if "\n" not in str(e):
+            raise
+        raise StimkitError(str(e).replace("\r", "\\r").replace("\n", "\\n")) from None
+    enc.requested = spec  # as the user wrote it: what a Ray worker rebuilds the encoder from
+    return enc
+
+
+def _build(spec: str) -> Encoder:
     head, options = parse(spec)
     try:
         if head == "glove-6b-50d":
@@ -54,6 +73,9 @@ def resolve(spec: str) -> Encoder:
             return ImportedEncoder(head[7:], **options)
     except TypeError as e:  # an option the encoder does not take
         raise StimkitError(f"encoder {spec!r}: {str(e).split('() ')[-1]}") from None
+    except (OSError, ValueError, RuntimeError) as e:  # a path the OS refuses, a value that is no number
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise StimkitError(f"encoder {spec!r}: {first}") from None
     raise StimkitError(
         f"unknown encoder {spec!r} (known: {', '.join(EMBEDDED)}, or hf:<model>, vectors:<file>, import:<file>)"
     )

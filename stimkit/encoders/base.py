@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
+from typing import Iterator
 
 import numpy as np
+
+from .. import StimkitError
 
 Span = tuple[int, int] | None
 
@@ -41,6 +46,11 @@ class Encoder:
     def encode(self, texts: list[str], spans: list[Span]) -> Encoded:
         raise NotImplementedError
 
+    def encode_stream(self, texts: list[str], spans: list[Span]) -> Iterator[tuple[np.ndarray, Encoded]]:
+        """(row indices into texts, their vectors) in whatever order suits the model; an
+        encoder that batches by length yields batch after batch so the store writes meanwhile."""
+        yield np.arange(len(texts)), self.encode(texts, spans)
+
     @property
     def spec(self) -> str:
         opts = "".join(f",{k}={v}" for k, v in sorted(self.options.items()))
@@ -58,13 +68,28 @@ class Encoder:
 
 
 def file_identity(path, head_bytes: int = 1 << 20) -> dict:
-    """A cheap content identity for big weight files: size plus a hash of the first MiB (-1: all)."""
-    from pathlib import Path
+    """A cheap content identity for big weight files: size plus a hash of the first MiB (-1: all).
+    Cached per (path, size, mtime): a file that changes is hashed again."""
+    st = os.stat(path)
+    return dict(_file_identity(os.path.abspath(path), st.st_size, st.st_mtime_ns, head_bytes))
 
-    p = Path(path)
-    with open(p, "rb") as f:
+
+@functools.lru_cache(maxsize=256)
+def _file_identity(path: str, size: int, mtime_ns: int, head_bytes: int) -> tuple:
+    with open(path, "rb") as f:
         head = hashlib.sha256(f.read(head_bytes)).hexdigest()[:16]
-    return {"file": p.name, "size": p.stat().st_size, "head_sha256": head}
+    return (("file", os.path.basename(path)), ("size", size), ("head_sha256", head))
+
+
+def positive_int(value, key: str, where: str) -> int:
+    """An option value that must be a whole number >= 1, else a one-line error naming it."""
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise StimkitError(f"encoder {where!r}: {key} must be a whole number >= 1, not {value!r}")
+    return number
 
 
 def nan_rows(n: int, dim: int) -> np.ndarray:

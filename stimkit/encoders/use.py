@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import StimkitError
-from .base import Encoded, Encoder, Span
+from .base import Encoded, Encoder, Span, positive_int
 
 
 class UniversalSentenceEncoder(Encoder):
@@ -14,7 +14,8 @@ class UniversalSentenceEncoder(Encoder):
 
     def __init__(self, threads: str | int = 1, batch_size: str | int = 64):
         self.options = {}
-        self.threads, self.batch_size = int(threads), int(batch_size)
+        self.threads = positive_int(threads, "threads", self.name)
+        self.batch_size = positive_int(batch_size, "batch_size", self.name)
         self._model = None
 
     def _load(self):

