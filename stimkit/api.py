@@ -137,12 +137,25 @@ class Store:
     # ------------------------------------------------------------------ vectors
 
     def encode(self, encoder_specs: list[str], sets: list[str] | None = None, tests: list[str] | None = None,
-               everything: bool = False, batch_size: int = 256, progress=None) -> list[dict]:
-        """Encode what is missing for each encoder; returns one report per encoder."""
+               everything: bool = False, batch_size: int = 4096, progress=None, engine: str = "local",
+               workers: int | None = None) -> list[dict]:
+        """Encode what is missing for each encoder; returns one report per encoder (with its
+        most common notes). While the model runs the store is closed, opened only for each
+        append: other processes can read it meanwhile."""
         self._writable("encode")
+        encs = [encoders.resolve(spec) for spec in encoder_specs]  # every spec checked before anything is written
         stimuli = catalog.select_stimuli(self.con, sets, tests, everything)
-        return [embeddings.encode_missing(self.con, encoders.resolve(spec), stimuli, batch_size, progress)
-                for spec in encoder_specs]
+        self.con.close()
+        reports = []
+        try:
+            for enc in encs:
+                tick = progress(enc) if progress else None
+                reports.append(embeddings.encode_missing_released(self.path, enc, stimuli, batch_size, tick, engine, workers))
+        finally:
+            self.con = store.connect(self.path)
+        for r, enc in zip(reports, encs):
+            r["notes"] = embeddings.notes(self.con, enc)
+        return reports
 
     # ------------------------------------------------------------------ tests
 

@@ -133,13 +133,16 @@ class Writer:
     the encode was interrupted. Inside a transaction the caller opened, it appends in line."""
 
     def __init__(self, con, enc: Encoder, total: int, progress: Callable[[int, int], None] | None = None,
-                 queued: int = 8):
+                 queued: int = 8, path=None):
         self.enc, self.total, self.progress = enc, total, progress
         self.written, self.error, self.thread = 0, None, None
         # Inside the caller's open transaction another connection would not see its uncommitted
         # tables, and the caller wants all or nothing anyway: append in line, on its connection.
-        self.inline = id(con) in store._open_transactions
-        self.cursor = con if self.inline else con.cursor()
+        self.inline = con is not None and id(con) in store._open_transactions
+        # Given a path instead of a connection, each append opens the store and closes it again,
+        # so other processes can read it between appends.
+        self.path = path
+        self.cursor = None if path is not None else (con if self.inline else con.cursor())
         if not self.inline:
             self.queue: queue.Queue = queue.Queue(maxsize=queued)
             self.thread = threading.Thread(target=self._run, name="stimkit-writer", daemon=True)
@@ -175,7 +178,14 @@ class Writer:
                 continue
             try:  # Arrow conversion here too: it overlaps the next forward pass, which releases the GIL
                 rows = pa.concat_tables([batch_table(self.enc, keys, encoded) for keys, encoded in pending])
-                append(self.cursor, self.enc.dim, rows)
+                if self.path is None:
+                    append(self.cursor, self.enc.dim, rows)
+                else:
+                    con = store.connect(self.path)
+                    try:
+                        append(con, self.enc.dim, rows)
+                    finally:
+                        con.close()
                 self._written(rows.num_rows)
             except BaseException as e:  # surfaces in the encoding thread at its next put/close
                 self.error = e
@@ -190,7 +200,8 @@ class Writer:
             return
         self.queue.put(None)
         self.thread.join()
-        self.cursor.close()
+        if self.cursor is not None:
+            self.cursor.close()
         if self.error is not None:
             raise self.error
 
@@ -211,11 +222,36 @@ def encode_missing(con, enc: Encoder, stimuli: pl.DataFrame, batch_size: int = 4
     transformer sorts and re-batches them by length inside). engine="ray" encodes on a Ray
     cluster (stimkit.encoders.ray_engine); the vectors are the same and only this process
     writes to the store. Returns counts and timing."""
-    if engine not in ("local", "ray"):
-        raise StimkitError(f"engine must be local or ray, not {engine!r}")
+    _check_engine(engine)
     register(con, enc)
     items = items_for(enc, stimuli)
     todo = missing(con, enc, items)
+    return _encode(enc, items, todo, batch_size, engine, workers, lambda: Writer(con, enc, todo.height, progress))
+
+
+def encode_missing_released(path, enc: Encoder, stimuli: pl.DataFrame, batch_size: int = 4096,
+                            progress: Callable[[int, int], None] | None = None, engine: str = "local",
+                            workers: int | None = None) -> dict:
+    """encode_missing for a long encode: the store file is open only to find what is missing
+    and for each append, so other processes can read it (`stimkit results` works) while the
+    model runs. The caller must hold no connection to it."""
+    _check_engine(engine)
+    con = store.connect(path)
+    try:
+        register(con, enc)
+        items = items_for(enc, stimuli)
+        todo = missing(con, enc, items)
+    finally:
+        con.close()
+    return _encode(enc, items, todo, batch_size, engine, workers, lambda: Writer(None, enc, todo.height, progress, path=path))
+
+
+def _check_engine(engine: str) -> None:
+    if engine not in ("local", "ray"):
+        raise StimkitError(f"engine must be local or ray, not {engine!r}")
+
+
+def _encode(enc: Encoder, items: pl.DataFrame, todo: pl.DataFrame, batch_size: int, engine: str, workers, make_writer) -> dict:
     started = time.perf_counter()
     if todo.height:
         if engine == "ray":
@@ -223,7 +259,7 @@ def encode_missing(con, enc: Encoder, stimuli: pl.DataFrame, batch_size: int = 4
             produced = ray_engine.batches(enc, todo, batch_size, workers)
         else:
             produced = batches(enc, todo, batch_size)
-        writer = Writer(con, enc, todo.height, progress)
+        writer = make_writer()
         try:
             for keys_, encoded in produced:
                 writer.put(keys_, encoded)

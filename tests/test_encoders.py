@@ -130,11 +130,10 @@ def test_hf_local_path_loads_like_minilm(minilm):
 
 def test_hub_ids_are_not_mistaken_for_paths(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    enc = resolve("hf:sentence-transformers/all-MiniLM-L6-v2,pooling=cls")
-    assert enc.model_id == "sentence-transformers/all-MiniLM-L6-v2"  # org/name is a hub id, not a folder
-    with pytest.raises(StimkitError) as e:
-        enc.dim  # offline: the hub cannot be reached, and the error says which model
-    assert "cannot load model 'sentence-transformers/all-MiniLM-L6-v2'" in str(e.value) and "\n" not in str(e.value)
+    with pytest.raises(StimkitError) as e:  # org/name is a hub id, not a folder: offline, it fails at once
+        resolve("hf:sentence-transformers/all-MiniLM-L6-v2,pooling=cls")
+    assert str(e.value) == ("encoder 'hf:sentence-transformers/all-MiniLM-L6-v2': not found locally and no network "
+                            "(HF_HUB_OFFLINE is set)")
     with pytest.raises(StimkitError, match="no such model folder"):
         resolve("hf:./models/missing")
 

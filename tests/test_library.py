@@ -1,6 +1,7 @@
 """The library's face: stimkit.weat on arrays, stimkit.open -> Store, and the CLI as a thin layer over it."""
 
 import os
+import time
 import shutil
 import subprocess
 import sys
@@ -144,3 +145,24 @@ def test_a_reader_waits_for_a_writer_and_gets_results(catalog_db, tmp_path):
     assert reader.returncode == 0, reader.stderr
     assert "waiting for" in reader.stderr and reader.stdout.splitlines()[0].startswith("result_id,")
     assert len(reader.stdout.splitlines()) == 2
+
+
+def test_a_long_encode_lets_readers_in(catalog_db, tmp_path):
+    """While the model runs, the store is closed: another process reads it without waiting
+    for the whole encode (the reader here gives up after 2 s of waiting)."""
+    path = tmp_path / "encoding.duckdb"
+    shutil.copy(catalog_db, path)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    writer = subprocess.Popen([sys.executable, "-m", "stimkit", "--db", str(path), "encode", "-e", "minilm",
+                               "--test", "sent-weat6", "--test", "sent-weat7", "--test", "sent-weat8", "--batch-size", "64"],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(6)  # past start-up and model loading: the model is encoding now
+    reader = subprocess.run([sys.executable, "-m", "stimkit", "--db", str(path), "sets", "flowers", "--format", "csv"],
+                            env={**env, "STIMKIT_LOCK_TIMEOUT": "2"}, capture_output=True, text=True, timeout=60)
+    still_encoding = writer.poll() is None
+    out, err = writer.communicate(timeout=300)
+    assert writer.returncode == 0, err
+    assert reader.returncode == 0, reader.stderr
+    assert reader.stdout.splitlines()[0].startswith("name,") and still_encoding
+    with stimkit.open(path, read_only=True) as s:
+        assert s.query("SELECT count(*) AS n FROM stimulus_vectors WHERE encoder LIKE 'minilm%'")["n"][0] > 300

@@ -43,13 +43,15 @@ def handles_errors(fn):
             fail(str(e), 2)
         except StimkitError as e:
             fail(str(e), 1)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, duckdb.InterruptException):
             fail("interrupted; nothing half-written was kept", 130)
         except duckdb.Error as e:
             fail(f"store {db_path()}: {str(e).splitlines()[0]}", 1)
         except OSError as e:
             fail(f"{e.filename + ': ' if e.filename else ''}{e.strerror or e}", 1)
         except Exception as e:
+            if "interrupted" in str(e).lower() and isinstance(e, RuntimeError):  # Ctrl-C inside a DuckDB or polars call
+                fail("interrupted; nothing half-written was kept", 130)
             if state.get("debug"):
                 raise
             fail(f"internal error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''} "

@@ -51,19 +51,34 @@ def encode_cmd(
     """
     import polars as pl
 
-    from .. import catalog, embeddings, encoders
-
-    encs = [encoders.resolve(spec) for spec in encoder]  # every spec checked before anything is written
-    reports = []
     with open_store() as store:
-        stimuli = catalog.select_stimuli(store.con, sets, tests, everything)
-        for enc in encs:
-            r = encode_with_progress(store.con, enc, stimuli, batch_size, engine, workers)
-            reports.append({**r, "notes": embeddings.notes(store.con, enc)})
+        reports = store.encode(encoder, sets, tests, everything, batch_size, progress_for, engine, workers)
     for r in reports:
         for note, n in r["notes"]:
             err.print(f"{r['encoder']}: note: {note} ({n} texts)", highlight=False)
     emit(pl.DataFrame([{k: v for k, v in r.items() if k != "notes"} for r in reports]), fmt)
+
+
+def progress_for(enc):
+    """A progress callback for one encoder: a bar on a terminal (stderr), nothing otherwise."""
+    import time
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    if not err.is_terminal:
+        return None
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
+                   TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn(), console=err, transient=True)
+    task = bar.add_task(f"encode {enc.spec}", total=None, rate="")
+    started = time.perf_counter()
+    bar.start()
+
+    def tick(done, total):
+        bar.update(task, completed=done, total=total, rate=f"{done / max(time.perf_counter() - started, 1e-9):,.0f}/s")
+        if done >= total:
+            bar.stop()
+
+    return tick
 
 
 @app.command("encoders")
