@@ -109,7 +109,7 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
         return inline[name]
 
     m = data.results.height
-    family = f"family: {data.where}" if data.where else "family: the default, as in stimkit results"
+    family = f"family: {data.family}"
     d, labels = matrix(data)
     emit_figure(figures.significance_matrix(d, labels, data.tests, data.encoders,
                                             f"d by test and encoder\n{correction_text(data)} (m = {m})"), "significance-matrix")

@@ -32,6 +32,7 @@ class ReportData:
     wefat: list[tuple[dict, pl.DataFrame]] = field(default_factory=list)
     consistency: pl.DataFrame | None = None
     provenance: dict = field(default_factory=dict)
+    family: str = ""                                        # the family's definition (analysis.Family)
 
 
 def has_rows(con, table: str) -> bool:
@@ -45,11 +46,11 @@ def gather(con, where: str | None = None, correct: str = "holm", alpha: float = 
            tests: list[str] | None = None, audits: bool = False) -> ReportData:
     if not has_rows(con, "results"):
         raise NothingToReport("nothing to report: run `stimkit test` first")
-    analysis.define_family(con, where, alpha)
+    family = analysis.define_family(con, where, alpha)
     df = analysis.corrected(con, correct)
     order = list(catalog.load_toml())
     names = [t for t in order if t in set(df["test"])] + sorted(set(df["test"]) - set(order))
-    data = ReportData(correct, alpha, where, df, names, sorted(set(df["encoder"])))
+    data = ReportData(correct, alpha, where, df, names, sorted(set(df["encoder"])), family=family.definition)
     for t in tests or []:
         if t not in set(df["test"]):
             raise StimkitError(f"--test {t}: no result for it in the family (run `stimkit test {t}` first)")
