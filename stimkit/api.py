@@ -26,14 +26,18 @@ Every command of the CLI calls one of these methods and prints what it returns.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from pathlib import Path
 
-import numpy as np
 import polars as pl
 
-from . import StimkitError, analysis, catalog, embeddings, encoders, generate, runner, stats, store, wordlists
+from . import DEFAULT_BUDGET, StimkitError, analysis, store
 from .paths import default_db
-from .seeding import rng_for
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from . import catalog, runner
 
 
 @dataclass(frozen=True)
@@ -49,7 +53,7 @@ class WeatResult:
     ci: tuple[float, float] | None = None        # bootstrap percentile CI for d
 
 
-def weat(X, Y, A, B, *, method: str = "auto", alternative: str = "greater", n_samples: int = stats.DEFAULT_BUDGET,
+def weat(X, Y, A, B, *, method: str = "auto", alternative: str = "greater", n_samples: int = DEFAULT_BUDGET,
          seed: int | None = None, bootstrap: int = 0, ci_level: float = 0.95, ddof: int = 1) -> WeatResult:
     """WEAT / SEAT on vectors (rows): X, Y targets, A, B attributes.
 
@@ -58,6 +62,11 @@ def weat(X, Y, A, B, *, method: str = "auto", alternative: str = "greater", n_sa
     normal fit to n_samples draws, as Caliskan et al.'s replication). X and Y may differ
     in size: the statistic is then the difference of mean s(w). The same seed gives the
     same result, whatever ran before."""
+    import numpy as np
+
+    from . import stats
+    from .seeding import rng_for
+
     X, Y, A, B = (np.asarray(m, dtype=np.float64) for m in (X, Y, A, B))
     stats.check_inputs(X, Y, A, B, "weat")
     if method not in stats.METHODS or alternative not in stats.ALTERNATIVES:
@@ -113,7 +122,7 @@ class Store:
         changed). Your own lists (`wordlist_dir`) and template sets (`template_dir`) join the
         built-in ones; one with a built-in name is refused unless `override` (recorded in the
         set's provenance). With `wordlist_dir` and no names, only your lists are generated."""
-        from . import templates
+        from . import generate, templates, wordlists
 
         self._writable("generate")
         lists = wordlists.load_all()
@@ -132,6 +141,8 @@ class Store:
                                      "ORDER BY name, created_at", [f"%{like}%"] if like else None)
 
     def catalog(self) -> dict[str, catalog.TestDef]:
+        from . import catalog
+
         return catalog.load(self.con)
 
     # ------------------------------------------------------------------ vectors
@@ -142,6 +153,8 @@ class Store:
         """Encode what is missing for each encoder; returns one report per encoder (with its
         most common notes). While the model runs the store is closed, opened only for each
         append: other processes can read it meanwhile."""
+        from . import catalog, embeddings, encoders
+
         self._writable("encode")
         encs = [encoders.resolve(spec) for spec in encoder_specs]  # every spec checked before anything is written
         stimuli = catalog.select_stimuli(self.con, sets, tests, everything)
@@ -167,6 +180,8 @@ class Store:
         or one ad-hoc test from four set names or SELECTs) on each encoder, in one run.
         Options as keywords (budget=, method=, alternative=, seed=, clustered=, bootstrap=,
         balance=, cut_seed=, cuts=, alpha=) or as a runner.Options."""
+        from . import catalog, runner
+
         self._writable("test")
         opts = options or runner.Options(**option_values)
         opts.validate()
@@ -209,7 +224,7 @@ class Store:
               on_audit=None, **option_values) -> tuple[str, list[dict]]:
         """Template audits (see stimkit.audit): per template alone and left out, a
         random-effects meta-analysis, flip rates and word influence."""
-        from . import audit
+        from . import audit, runner
 
         self._writable("audit")
         opts = runner.Options(**{"alpha": alpha, **option_values})
@@ -218,7 +233,7 @@ class Store:
 
     def wefat(self, name: str, encoder: str = "glove-6b-50d", **option_values) -> dict:
         """A WEFAT from the catalog (queries/wefat.toml) on one encoder; returns the stored summary."""
-        from . import wefat
+        from . import encoders, wefat
 
         self._writable("wefat")
         opts = wefat.Options(**option_values)

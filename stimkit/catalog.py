@@ -9,14 +9,17 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
 
 from . import StimkitError, store
-from .generate import SetSpec
 from .paths import data_dir
 from .seeding import rng_for
+
+if TYPE_CHECKING:
+    from .generate import SetSpec
 
 ROLES = ("x", "y", "a", "b")
 SENTBIAS_KEYS = dict(zip(ROLES, ("targ1", "targ2", "attr1", "attr2")))
@@ -53,6 +56,8 @@ class TestDef:
         return set_sql(self.sets[ROLES.index(role)])
 
     def set_specs(self) -> list[SetSpec]:
+        from .generate import SetSpec  # here: generate pulls in jinja2, which reading results never needs
+
         return [SetSpec.parse(s) for s in self.sets if not is_sql(s) and "@" in s]
 
 
@@ -191,6 +196,8 @@ def balance(x: pl.DataFrame, y: pl.DataFrame, policy: str, seed: int, test_name:
 
 def default_specs(lists: dict) -> list[SetSpec]:
     """Every catalog set, then every word list under `word` and `may2019`."""
+    from .generate import SetSpec
+
     specs = [s for t in load_toml().values() for s in t.set_specs()]
     for name in lists:
         specs += [SetSpec(name, "word"), SetSpec(name, "may2019")]

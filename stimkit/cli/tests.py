@@ -166,7 +166,7 @@ def results_cmd(
       stimkit results --table --format markdown
       stimkit results --format sentbias > results.tsv
     """
-    from .. import analysis, catalog
+    from .. import analysis
 
     if layout not in (None, "tan-celis"):
         raise UsageError(f"unknown layout {layout!r} (known: tan-celis)")
@@ -175,9 +175,10 @@ def results_cmd(
         family = store.family
         err.print(f"family: {family.definition}; m = {family.m}; {correct} at alpha {alpha}", highlight=False)
         if layout:
-            from .. import tancelis
+            from .. import catalog, tancelis
             emit(tancelis.layout(df, catalog.load(store.con)), fmt)
         elif table:
+            from .. import catalog
             columns, rows = analysis.table4(df, alpha, list(catalog.load_toml()))
             emit_rows(rows, columns, f"d by test and encoder; * p <= {alpha}, ** also after {correct} correction "
                                      f"over m = {family.m}; † cannot reach p <= {alpha}", fmt)
