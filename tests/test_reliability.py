@@ -174,6 +174,17 @@ def start(db, *args):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+def rerun_both(args: list[str], paths: list[Path], sql: str) -> list[list[tuple]]:
+    """Run the same command on each store (the killed one resumes, the clean one starts), then read `sql` from each."""
+    got = []
+    for path in paths:
+        subprocess.run([sys.executable, "-m", "stimkit", "--db", str(path), *args], env=ENV, check=True, capture_output=True)
+        con = duckdb.connect(str(path), read_only=True)
+        got.append(con.execute(sql).fetchall())
+        con.close()
+    return got
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
 def test_a_killed_run_leaves_no_partial_run_and_a_rerun_equals_a_clean_one(catalog_db, tmp_path, sig):
     killed, clean = tmp_path / "killed.duckdb", tmp_path / "clean.duckdb"
@@ -192,13 +203,7 @@ def test_a_killed_run_leaves_no_partial_run_and_a_rerun_equals_a_clean_one(catal
     con = duckdb.connect(str(killed))
     assert con.execute("SELECT count(*) FROM results").fetchall()[0][0] == 0  # all or nothing
     con.close()
-    for path in (killed, clean):
-        subprocess.run([sys.executable, "-m", "stimkit", "--db", str(path), *args], env=ENV, check=True, capture_output=True)
-    got = []
-    for path in (killed, clean):
-        con = duckdb.connect(str(path), read_only=True)
-        got.append(con.execute("SELECT test, effect_size, p_value, n_x FROM results ORDER BY test").fetchall())
-        con.close()
+    got = rerun_both(args, [killed, clean], "SELECT test, effect_size, p_value, n_x FROM results ORDER BY test")
     assert got[0] == got[1] and len(got[0]) > 10
 
 
@@ -217,13 +222,7 @@ def test_a_killed_audit_leaves_no_audit_and_a_rerun_equals_a_clean_one(catalog_d
     assert con.execute("SELECT count(*) FROM audits").fetchall()[0][0] == 0
     assert con.execute("SELECT count(*) FROM results").fetchall()[0][0] == 0
     con.close()
-    for path in (killed, clean):
-        subprocess.run([sys.executable, "-m", "stimkit", "--db", str(path), *args], env=ENV, check=True, capture_output=True)
-    got = []
-    for path in (killed, clean):
-        con = duckdb.connect(str(path), read_only=True)
-        got.append(con.execute("SELECT test, pooled_d, tau2, decision_flip_share FROM audits ORDER BY test").fetchall())
-        con.close()
+    got = rerun_both(args, [killed, clean], "SELECT test, pooled_d, tau2, decision_flip_share FROM audits ORDER BY test")
     assert got[0] == got[1] and len(got[0]) >= 10
 
 
