@@ -175,7 +175,8 @@ class Store:
     def test(self, tests: list[str] | None = None, *, encoders: list[str] = ("glove-6b-50d",), everything: bool = False,
              source: str | None = None, x: str | None = None, y: str | None = None, a: str | None = None,
              b: str | None = None, name: str = "adhoc", context: str = "sentence", command: str = "library",
-             options: runner.Options | None = None, encode=None, on_result=None, on_failure=None, **option_values) -> runner.RunReport:
+             options: runner.Options | None = None, encode=None, on_result=None, on_failure=None, progress=None,
+             **option_values) -> runner.RunReport:
         """Run tests (names or shell patterns over catalog and imported tests, or `everything`,
         or one ad-hoc test from four set names or SELECTs) on each encoder, in one run.
         Options as keywords (budget=, method=, alternative=, seed=, clustered=, bootstrap=,
@@ -195,7 +196,38 @@ class Store:
                 from . import UsageError
                 raise UsageError("name tests (or patterns), or pass --all, or give an ad-hoc test with --x --y --a --b")
             chosen = catalog.select(self.con, list(tests or []), everything, source)
+        self._encode_released(chosen, list(encoders), opts, progress)
         return runner.run_tests(self.con, chosen, list(encoders), opts, command, encode, on_result, on_failure)
+
+    def _encode_released(self, tests: list, encoder_specs: list[str], opts: runner.Options, progress=None) -> None:
+        """Encode what the tests need with the store closed between appends, so readers get in
+        during the long part of a run. Anything that fails here is left to the run, which
+        reports it per test and encoder (and c-word tests encode their token variants there)."""
+        from . import catalog, embeddings, encoders, runner
+
+        frames = []
+        for t in tests:
+            if t.context == "c-word":
+                continue
+            try:
+                sets = catalog.fetch_sets(self.con, t)
+                runner.refuse_early(t, sets, opts)  # nothing is encoded for a test the run will refuse
+            except StimkitError:
+                continue
+            frames += list(sets.values())
+        if not frames:
+            return
+        stimuli = embeddings.stimuli_of(frames)
+        self.con.close()
+        try:
+            for spec in encoder_specs:
+                try:
+                    enc = encoders.resolve(spec)
+                    embeddings.encode_missing_released(self.path, enc, stimuli, progress=progress(enc) if progress else None)
+                except StimkitError:
+                    continue
+        finally:
+            self.con = store.connect(self.path)
 
     # ------------------------------------------------------------------ results
 

@@ -147,14 +147,17 @@ def test_a_reader_waits_for_a_writer_and_gets_results(catalog_db, tmp_path):
     assert len(reader.stdout.splitlines()) == 2
 
 
-def test_a_long_encode_lets_readers_in(catalog_db, tmp_path):
-    """While the model runs, the store is closed: another process reads it (giving up after
-    2 s of waiting for the lock) and sees the vectors written so far, before the encode ends."""
+@pytest.mark.parametrize("command", [["encode", "-e", "minilm", "--all", "--batch-size", "256"],
+                                     ["test", "sent-weat*", "-e", "minilm", "--budget", "1000", "-q"]])
+def test_a_long_encode_lets_readers_in(catalog_db, tmp_path, command):
+    """While the model runs (in `encode`, or in the encode phase of `test`), the store is closed:
+    another process reads it (giving up after 2 s of waiting for the lock) and sees the
+    vectors written so far, before the command ends."""
     path = tmp_path / "encoding.duckdb"
     shutil.copy(catalog_db, path)
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
-    writer = subprocess.Popen([sys.executable, "-m", "stimkit", "--db", str(path), "encode", "-e", "minilm", "--all",
-                               "--batch-size", "256"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    writer = subprocess.Popen([sys.executable, "-m", "stimkit", "--db", str(path), *command], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     seen_midway, deadline = None, time.monotonic() + 240
     while writer.poll() is None and time.monotonic() < deadline:
         reader = subprocess.run([sys.executable, "-m", "stimkit", "--db", str(path), "query",

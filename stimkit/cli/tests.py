@@ -132,9 +132,11 @@ def test_cmd(
             if chosen is not None:
                 report = runner.run_tests(store.con, chosen, specs, opts, " ".join(sys.argv[1:]), **callbacks)
             else:
+                from .encode import progress_for
+
                 report = store.test(patterns, encoders=specs, everything=everything, source=source, x=x, y=y, a=a, b=b,
                                      name=name, context=context or "sentence", command=" ".join(sys.argv[1:]),
-                                     options=opts, **callbacks)
+                                     options=opts, progress=progress_for, **callbacks)
     warn_cannot_reject(report, alpha)
     finish(report)
 
