@@ -31,7 +31,7 @@ from pathlib import Path
 
 import polars as pl
 
-from . import DEFAULT_BUDGET, StimkitError, analysis, store
+from . import DEFAULT_BUDGET, DEFAULT_PAPER, StimkitError, analysis, store
 from .paths import default_db
 
 if TYPE_CHECKING:
@@ -92,16 +92,35 @@ def weat(X, Y, A, B, *, method: str = "auto", alternative: str = "greater", n_sa
 
 class Store:
     """A stimkit store (a DuckDB file). Opened read-only, it never creates a file and
-    refuses writes; read-write, it brings the schema up to date."""
+    refuses writes; read-write, it brings the schema up to date.
+
+    Every CLI command is one method here. Long writes (encode, test, run, audit, wefat)
+    encode first with the file closed between appends, so other processes can read the
+    store while a model runs; only the short statistics phase holds it."""
 
     def __init__(self, path: str | Path | None = None, read_only: bool = False, on_wait=None, allow_files: bool = False):
         self.path = Path(path) if path is not None else default_db()
         self.read_only = read_only
-        self.con = store.connect(self.path, read_only=read_only, on_wait=on_wait, allow_files=allow_files)
+        self._on_wait, self._allow_files = on_wait, allow_files
+        self._con = store.connect(self.path, read_only=read_only, on_wait=on_wait, allow_files=allow_files)
         self.family: analysis.Family | None = None  # the family of the last results()/check()
 
+    @property
+    def con(self):
+        """The DuckDB connection; reopened on first use after a phase that released the file."""
+        if self._con is None:
+            self._con = store.connect(self.path, read_only=self.read_only, on_wait=self._on_wait,
+                                      allow_files=self._allow_files)
+        return self._con
+
+    def _release(self) -> None:
+        """Close the file so other processes can open it (a long encode, writing figures)."""
+        if self._con is not None:
+            self._con.close()
+            self._con = None
+
     def close(self) -> None:
-        self.con.close()
+        self._release()
 
     def __enter__(self) -> Store:
         return self
@@ -140,10 +159,32 @@ class Store:
         return store.frame(self.con, f"SELECT name, version, n_words, n_stimuli, created_at FROM {view} {where} "
                                      "ORDER BY name, created_at", [f"%{like}%"] if like else None)
 
-    def catalog(self) -> dict[str, catalog.TestDef]:
+    def catalog(self, paper: str | None = None) -> pl.DataFrame:
+        """The tests (catalog and imported; `paper`: one paper's) and the WEFAT entries, a row each."""
         from . import catalog
 
-        return catalog.load(self.con)
+        return catalog.table(self.con, paper)
+
+    def test_sets(self, name: str) -> tuple[catalog.TestDef, pl.DataFrame]:
+        """A test's definition and its four set queries with the number of stimuli each selects."""
+        from . import catalog
+
+        test = catalog.get(self.con, name)
+        return test, catalog.sizes(self.con, test)
+
+    def export_sentbias(self, outdir: str | Path, tests: list[str] | None = None, balance: str | None = None,
+                        seed: int = 0, force: bool = False) -> list[Path]:
+        """One JSON file per test in the published SEAT format (unbalanced unless `balance`)."""
+        from . import sentbias
+
+        return sentbias.export(self.con, Path(outdir), list(tests or []), balance, seed, force)
+
+    def import_sentbias(self, directory: str | Path, prefix: str = "import:", override: bool = False) -> list[dict]:
+        """Published-format JSON files as stimulus sets and tests named <prefix><file stem>."""
+        from . import sentbias
+
+        self._writable("import")
+        return sentbias.import_dir(self.con, Path(directory), prefix, override)
 
     # ------------------------------------------------------------------ vectors
 
@@ -158,76 +199,132 @@ class Store:
         self._writable("encode")
         encs = [encoders.resolve(spec) for spec in encoder_specs]  # every spec checked before anything is written
         stimuli = catalog.select_stimuli(self.con, sets, tests, everything)
-        self.con.close()
-        reports = []
-        try:
-            for enc in encs:
-                tick = progress(enc) if progress else None
-                reports.append(embeddings.encode_missing_released(self.path, enc, stimuli, batch_size, tick, engine, workers))
-        finally:
-            self.con = store.connect(self.path)
+        reports = self._encode_released([(enc, stimuli) for enc in encs], progress, batch_size, engine, workers)
         for r, enc in zip(reports, encs):
             r["notes"] = embeddings.notes(self.con, enc)
+        return reports
+
+    def encoders(self) -> pl.DataFrame:
+        """Every encoder with vectors in the store: spec, fingerprint, dimension, count."""
+        from . import embeddings
+
+        return embeddings.stored(self.con)
+
+    def prepare_vectors(self, tests=(), encoder_specs=(), options: runner.Options | None = None, wefats=(),
+                        progress=None) -> list[dict]:
+        """Encode what these tests (TestDefs) and WEFATs (WefatDefs) will need, with the store
+        closed between appends, so that readers get in during the long part of a run. A test
+        the run will refuse, or an encoder that fails, is left to the run, which reports it;
+        c-word tests encode each encoder's token variant. Returns a report per encoding."""
+        self._writable("encoding")
+        return self._encode_released(self._needs(list(tests), list(encoder_specs), options, list(wefats)), progress,
+                              keep_going=True)
+
+    def _needs(self, tests: list, encoder_specs: list[str], opts, wefats: list) -> list[tuple]:
+        """(encoder, stimuli) pairs: what the tests and WEFATs will encode."""
+        from . import catalog, cword, embeddings, encoders, runner, wefat
+
+        opts = opts or runner.Options()
+        encs = []
+        for spec in encoder_specs:
+            try:
+                encs.append(encoders.resolve(spec))
+            except runner.EXPECTED_FAILURES:
+                continue
+        plain, by_word = [], {}
+        for t in tests:
+            try:
+                sets = catalog.fetch_sets(self.con, t)
+                runner.refuse_early(t, sets, opts)  # nothing is encoded for a test the run will refuse
+            except runner.EXPECTED_FAILURES:
+                continue
+            if t.context == "c-word":
+                by_word[t.name] = (t, sets)
+            else:
+                plain += list(sets.values())
+        for w in wefats:
+            try:
+                plain += wefat.frames_of(self.con, w)
+            except runner.EXPECTED_FAILURES:
+                continue
+        needs = [(enc, embeddings.stimuli_of(plain)) for enc in encs] if plain else []
+        if by_word:
+            stimuli = embeddings.stimuli_of(f for _, sets in by_word.values() for f in sets.values())
+            for enc in encs:
+                try:
+                    (variant,) = cword.encoders_for([t for t, _ in by_word.values()], [enc],
+                                                    {name: sets for name, (_, sets) in by_word.items()})
+                except runner.EXPECTED_FAILURES:
+                    continue
+                needs.append((variant, stimuli))
+        return needs
+
+    def _encode_released(self, needs: list[tuple], progress=None, batch_size: int = 4096, engine: str = "local",
+                         workers: int | None = None, keep_going: bool = False) -> list[dict]:
+        """Encode each (encoder, stimuli) with this store's connection closed: the file is
+        opened only to find what is missing and for each append. `keep_going`: an encoder
+        that fails is skipped (the run that follows reports it)."""
+        from . import embeddings, runner
+
+        if not needs:
+            return []
+        reports = []
+        self._release()
+        for enc, stimuli in needs:
+            try:
+                reports.append(embeddings.encode_missing_released(
+                    self.path, enc, stimuli, batch_size, progress(enc) if progress else None, engine, workers))
+            except runner.EXPECTED_FAILURES:
+                if not keep_going:
+                    raise
         return reports
 
     # ------------------------------------------------------------------ tests
 
     def test(self, tests: list[str] | None = None, *, encoders: list[str] = ("glove-6b-50d",), everything: bool = False,
              source: str | None = None, x: str | None = None, y: str | None = None, a: str | None = None,
-             b: str | None = None, name: str = "adhoc", context: str = "sentence", command: str = "library",
+             b: str | None = None, name: str = "adhoc", context: str | None = None, command: str = "library",
              options: runner.Options | None = None, encode=None, on_result=None, on_failure=None, progress=None,
              **option_values) -> runner.RunReport:
         """Run tests (names or shell patterns over catalog and imported tests, or `everything`,
         or one ad-hoc test from four set names or SELECTs) on each encoder, in one run.
+        `context="c-word"` runs sentence tests on each encoder's inserted-word vectors.
         Options as keywords (budget=, method=, alternative=, seed=, clustered=, bootstrap=,
         balance=, cut_seed=, cuts=, alpha=) or as a runner.Options."""
-        from . import catalog, runner
+        from . import UsageError, catalog, runner
 
         self._writable("test")
         opts = options or runner.Options(**option_values)
         opts.validate()
         if any((x, y, a, b)):
             if not all((x, y, a, b)):
-                from . import UsageError
                 raise UsageError("an ad-hoc test needs all four of --x --y --a --b")
-            chosen = [catalog.TestDef(name, (x, y, a, b), context, None, opts.balance or "none", source="adhoc")]
+            chosen = [catalog.TestDef(name, (x, y, a, b), context or "sentence", None, opts.balance or "none", source="adhoc")]
         else:
             if not (tests or everything):
-                from . import UsageError
                 raise UsageError("name tests (or patterns), or pass --all, or give an ad-hoc test with --x --y --a --b")
             chosen = catalog.select(self.con, list(tests or []), everything, source)
-        self._encode_released(chosen, list(encoders), opts, progress)
+            if context is not None:  # c-word runs a sentence test's inserted word
+                from . import cword
+                chosen = [cword.in_context(t, context) for t in chosen]
+        self.prepare_vectors(chosen, list(encoders), opts, progress=progress)
         return runner.run_tests(self.con, chosen, list(encoders), opts, command, encode, on_result, on_failure)
 
-    def _encode_released(self, tests: list, encoder_specs: list[str], opts: runner.Options, progress=None) -> None:
-        """Encode what the tests need with the store closed between appends, so readers get in
-        during the long part of a run. Anything that fails here is left to the run, which
-        reports it per test and encoder (and c-word tests encode their token variants there)."""
-        from . import catalog, embeddings, encoders, runner
+    def run(self, encoders: list[str] | None = None, *, paper: str = DEFAULT_PAPER, options: runner.Options | None = None,
+            progress=None, on_result=None, on_failure=None, log=None, **option_values):
+        """The main job (`stimkit run`): generate the catalog, encode, run every test of
+        `paper` on each encoder in one run, Holm over the run, the consistency checks and
+        the WEFAT catalog (may-2019); or Tan & Celis's Tables 7 and 8 (tan-celis-2019).
+        Returns a mainjob.MainJob."""
+        from . import catalog, mainjob, runner, tancelis
 
-        frames = []
-        for t in tests:
-            if t.context == "c-word":
-                continue
-            try:
-                sets = catalog.fetch_sets(self.con, t)
-                runner.refuse_early(t, sets, opts)  # nothing is encoded for a test the run will refuse
-            except StimkitError:
-                continue
-            frames += list(sets.values())
-        if not frames:
-            return
-        stimuli = embeddings.stimuli_of(frames)
-        self.con.close()
-        try:
-            for spec in encoder_specs:
-                try:
-                    enc = encoders.resolve(spec)
-                    embeddings.encode_missing_released(self.path, enc, stimuli, progress=progress(enc) if progress else None)
-                except StimkitError:
-                    continue
-        finally:
-            self.con = store.connect(self.path)
+        self._writable("run")
+        opts = options or runner.Options(**option_values)
+        opts.validate()
+        if paper == tancelis.PAPER:
+            return tancelis.run_job(self, encoders, opts, log, progress)
+        catalog.by_paper(catalog.load_toml(), paper)  # an unknown paper is refused
+        return mainjob.run(self, encoders, opts, progress, on_result, on_failure)
 
     # ------------------------------------------------------------------ results
 
@@ -243,17 +340,36 @@ class Store:
         self.family = analysis.define_family(self.con, where, alpha, run, allow_empty=True)
         return analysis.consistency(self.con)
 
-    def query(self, sql: str, params: dict | None = None) -> pl.DataFrame:
-        """A named query (queries/NAME.sql) or one reading statement; `family` is defined first.
-        Host files are reachable only from a store opened with allow_files=True."""
-        analysis.define_family(self.con, None, 0.01, None, allow_empty=True)
+    def query(self, sql: str, params: dict | None = None, where: str | None = None, run: str | None = None,
+              alpha: float = 0.01) -> pl.DataFrame:
+        """A named query (queries/NAME.sql) or one reading statement with named parameters
+        ($name); the temp view `family` (see `results`) is defined first. Host files are
+        reachable only from a store opened with allow_files=True."""
+        self.family = analysis.define_family(self.con, where, alpha, run, allow_empty=True)
         return analysis.read_query(self.con, analysis.named_query(sql) or sql, params)
+
+    def report(self, out_dir: str | Path = "report", where: str | None = None, correct: str = "holm",
+               alpha: float = 0.01, formats: list[str] | None = None, tests: list[str] | None = None,
+               audits: bool = False, force: bool = False):
+        """Write out_dir/report.html (figures inline), figures/ and tables/ from the store
+        (reads only). Returns report.Written; its `notes` say what was asked for but absent."""
+        try:  # matplotlib is an extra: the rest of the library works without it
+            from . import report
+        except ImportError as e:
+            raise StimkitError(f"the report needs {e.name}: pip install 'stimkit[report]'") from None
+        data = report.gather(self.con, where, correct, alpha, tests, audits)
+        self._release()  # drawing takes seconds: let writers in
+        written = report.write_report(data, Path(out_dir), formats, force)
+        if audits and not data.audits:
+            written.notes.append("no template audits" + (f" of {', '.join(tests)}" if tests else "")
+                                 + " (run `stimkit audit templates`)")
+        return written
 
     # ------------------------------------------------------------------ audits and WEFAT
 
     def audit(self, tests: list[str] | None = None, encoders: list[str] = ("minilm",),
               template_sets: list[str] | None = None, alpha: float = 0.01, command: str = "library",
-              on_audit=None, **option_values) -> tuple[str, list[dict]]:
+              on_audit=None, progress=None, **option_values) -> tuple[str, list[dict]]:
         """Template audits (see stimkit.audit): per template alone and left out, a
         random-effects meta-analysis, flip rates and word influence."""
         from . import audit, runner
@@ -261,15 +377,59 @@ class Store:
         self._writable("audit")
         opts = runner.Options(**{"alpha": alpha, **option_values})
         opts.validate()
-        return audit.run_templates(self.con, tests, list(encoders), template_sets, opts, alpha, command, on_audit)
+        plan = audit.plan(self.con, tests or audit.caliskan_sentence_tests(), list(encoders),
+                          template_sets or [audit.SENTENCE_SET])
+        self.prepare_vectors(plan.retemplated, list(encoders), opts, progress=progress)
+        return audit.run_templates(self.con, plan, opts, alpha, command, on_audit)
 
-    def wefat(self, name: str, encoder: str = "glove-6b-50d", **option_values) -> dict:
-        """A WEFAT from the catalog (queries/wefat.toml) on one encoder; returns the stored summary."""
+    def audit_compare(self, tests: list[str], template_sets: list[str], encoders: list[str] = ("minilm",),
+                      alpha: float = 0.01, command: str = "library", progress=None,
+                      **option_values) -> tuple[str, pl.DataFrame]:
+        """The same tests under each template set: d, its shift and flips against the first set."""
+        from . import audit, runner
+
+        self._writable("audit")
+        opts = runner.Options(**{"alpha": alpha, **option_values})
+        opts.validate()
+        if len(template_sets) < 2:
+            raise StimkitError("compare needs at least two template sets")
+        plan = audit.plan(self.con, tests, list(encoders), list(template_sets))
+        self.prepare_vectors(plan.retemplated, list(encoders), opts, progress=progress)
+        run_id, rows = audit.run_compare(self.con, plan, opts, alpha, command)
+        return run_id, pl.DataFrame(rows)
+
+    def audits(self, where: str | None = None, top: int = 3) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """Stored audits (pooled d, tau2, I2, flip rates) and the `top` templates that move each most."""
+        from . import audit
+
+        if where:
+            store.single_select(f"SELECT * FROM audits WHERE ({where})", f"--where {where!r}")
+        try:
+            return audit.summary(self.con, where, top)
+        except Exception as e:
+            raise StimkitError(f"--where {where!r}: {str(e).splitlines()[0]}") from None
+
+    def wefat(self, name: str | None = None, encoder: str = "glove-6b-50d", *, targets: str | None = None,
+              a: str | None = None, b: str | None = None, property: str | None = None, label: str = "adhoc",  # noqa: A002
+              context: str | None = None, templates: str = "may2019", progress=None, **option_values) -> dict:
+        """A WEFAT from the catalog (queries/wefat.toml) by `name`, or ad hoc from `targets`,
+        `a`, `b` and `property`, on one encoder; returns the stored summary with `items`."""
         from . import encoders, wefat
 
         self._writable("wefat")
+        test = wefat.define(name, targets, a, b, property, label, context, templates)
         opts = wefat.Options(**option_values)
-        return wefat.run_wefat(self.con, wefat.get(name), encoders.resolve(encoder), opts)
+        opts.validate()
+        enc = encoders.resolve(encoder)
+        wefat.refuse_early(self.con, test)
+        self.prepare_vectors(encoder_specs=[encoder], wefats=[test], progress=progress)
+        return wefat.run_wefat(self.con, test, enc, opts)
+
+    def wefat_results(self, where: str | None = None, words: bool = False) -> pl.DataFrame:
+        """Stored WEFAT results (default: the latest run), or with `words` their per-word rows."""
+        from . import wefat
+
+        return wefat.stored(self.con, where, words)
 
 
 def open(path: str | Path | None = None, read_only: bool = False) -> Store:  # noqa: A001  (stimkit.open, like duckdb.connect)

@@ -246,28 +246,42 @@ def caliskan_sentence_tests() -> list[str]:
     return [n for n in catalog.by_paper(catalog.load_toml(), catalog.DEFAULT_PAPER) if n.startswith("sent-weat")]
 
 
-def _checked(con, names: list[str], template_sets: list[str], encoder_specs: list[str]):
-    """The tests and encoders, refusing before any work a test without sentence sets to re-template."""
+@dataclass(frozen=True)
+class Plan:
+    """What an audit or a comparison runs: tests x template sets x encoders."""
+    tests: list[TestDef]
+    template_sets: list[str]
+    encoders: list[Encoder]
+
+    @property
+    def retemplated(self) -> list[TestDef]:
+        return [retemplate(t, s) for t in self.tests for s in self.template_sets]
+
+
+def plan(con, names: list[str], encoder_specs: list[str], template_sets: list[str]) -> Plan:
+    """The tests and encoders, refusing before any work a test without sentence sets to
+    re-template; each re-templated test's sets are generated (a no-op when they exist)."""
     from . import encoders
 
     tests = [catalog.get(con, n) for n in names]
     for t in tests:
         for sname in template_sets:
             retemplate(t, sname)
-    return tests, [encoders.resolve(e) for e in encoder_specs]
+    found = Plan(tests, list(template_sets), [encoders.resolve(e) for e in encoder_specs])
+    for t in found.retemplated:
+        ensure_generated(con, t)
+    return found
 
 
-def run_templates(con, names: list[str] | None, encoder_specs: list[str], template_sets: list[str] | None,
-                  opts: runner.Options, alpha: float, command: str, on_audit=None) -> tuple[str, list[dict]]:
+def run_templates(con, plan: Plan, opts: runner.Options, alpha: float, command: str,
+                  on_audit=None) -> tuple[str, list[dict]]:
     """Audit every test under every template set for every encoder, in one run (all or nothing)."""
-    sets = template_sets or [SENTENCE_SET]
-    tests, encs = _checked(con, names or caliskan_sentence_tests(), sets, encoder_specs)
     audits = []
     with store.transaction(con):
         run_id = runner.start_run(con, command, opts.seed)
-        for enc in encs:
-            for t in tests:
-                for sname in sets:
+        for enc in plan.encoders:
+            for t in plan.tests:
+                for sname in plan.template_sets:
                     a = audit_one(con, run_id, t, enc, sname, opts, alpha)
                     audits.append(a)
                     if on_audit:
@@ -275,18 +289,16 @@ def run_templates(con, names: list[str] | None, encoder_specs: list[str], templa
     return run_id, audits
 
 
-def run_compare(con, names: list[str], encoder_specs: list[str], template_sets: list[str], opts: runner.Options,
-                alpha: float, command: str) -> tuple[str, list[dict]]:
+def run_compare(con, plan: Plan, opts: runner.Options, alpha: float, command: str) -> tuple[str, list[dict]]:
     """The same tests under each template set: d, its shift and flips against the first set."""
-    if len(template_sets) < 2:
+    if len(plan.template_sets) < 2:
         raise StimkitError("compare needs at least two template sets")
-    tests, encs = _checked(con, names, template_sets, encoder_specs)
     rows = []
     with store.transaction(con):
         run_id = runner.start_run(con, command, opts.seed)
-        for enc in encs:
-            for t in tests:
-                found = compare(con, run_id, t, enc, template_sets, opts)
+        for enc in plan.encoders:
+            for t in plan.tests:
+                found = compare(con, run_id, t, enc, plan.template_sets, opts)
                 base = found[0]
                 for r in found:
                     decision = (r["p_value"] <= alpha) != (base["p_value"] <= alpha)

@@ -61,12 +61,17 @@ class TestDef:
         return [SetSpec.parse(s) for s in self.sets if not is_sql(s) and "@" in s]
 
 
-def load_toml(path=None) -> dict[str, TestDef]:
-    path = path or data_dir("queries") / "catalog.toml"
+def read_toml(path) -> dict:
+    """A catalog file's tables, or one line naming the file when it is not valid TOML."""
     try:
-        raw = tomllib.loads(path.read_text())
+        return tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as e:
         raise StimkitError(f"{path}: not valid TOML: {e}") from None
+
+
+def load_toml(path=None) -> dict[str, TestDef]:
+    path = path or data_dir("queries") / "catalog.toml"
+    raw = read_toml(path)
     tests = {}
     for name, body in raw.items():
         sets = body.get("sets")
@@ -244,6 +249,23 @@ def select_stimuli(con, sets: list[str] | None = None, tests: list[str] | None =
     if not frames:
         raise StimkitError("say what to encode: a set (--set), a test (--test) or everything (--all)")
     return stimuli_of(frames)
+
+
+def sizes(con, test: TestDef) -> pl.DataFrame:
+    """A test's four set queries and how many stimuli each selects (or why it cannot say:
+    no store yet, or the query's error), a row per role."""
+    rows = []
+    for role in ROLES:
+        sql, n, error = test.sql(role), None, None
+        if con is None:
+            error = "no store yet"
+        else:
+            try:
+                n = store.one(con, f"SELECT count(*) FROM ({sql})")[0]
+            except Exception as e:  # duckdb raises many error classes; all mean the query is bad
+                error = str(e).splitlines()[0]
+        rows.append({"role": role.upper(), "n_stimuli": n, "sql": sql, "error": error})
+    return pl.DataFrame(rows, schema={"role": pl.String, "n_stimuli": pl.Int64, "sql": pl.String, "error": pl.String})
 
 
 def table(con, paper: str | None = None) -> pl.DataFrame:

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import polars as pl
 
 from . import DEFAULT_PAPER, analysis, catalog, encoders, generate, runner, wordlists
+
+if TYPE_CHECKING:
+    from .api import Store
 
 DEFAULT_ENCODERS = ["glove-6b-50d", "minilm", "minilm,pooling=cls", "use-m3"]
 
@@ -24,24 +28,34 @@ class MainJob:
     seconds: float = 0.0
 
 
-def run(con, encoder_specs: list[str] | None = None, opts: runner.Options | None = None, encode=None,
+def generate_catalog(con) -> list[dict]:
+    """Every set the catalog's tests use (a no-op for sets that are current)."""
+    lists = wordlists.load_all()
+    return generate.generate(con, catalog.default_specs(lists), lists)
+
+
+def run(store: Store, encoder_specs: list[str] | None = None, opts: runner.Options | None = None, progress=None,
         on_result=None, on_failure=None) -> MainJob:
+    """Generate, encode (the store open only for each append), then the statistics in one
+    run; Holm over that run, its consistency checks, and the WEFAT catalog on each encoder
+    that produced results."""
     from . import wefat
 
     started = time.perf_counter()
     opts = opts or runner.Options()
     opts.validate()
-    lists = wordlists.load_all()
-    sets = generate.generate(con, catalog.default_specs(lists), lists)
-    specs = encoder_specs or DEFAULT_ENCODERS
+    sets = generate_catalog(store.con)
+    specs = list(encoder_specs or DEFAULT_ENCODERS)
     tests = list(catalog.by_paper(catalog.load_toml(), DEFAULT_PAPER).values())
-    report = runner.run_tests(con, tests, specs, opts, "run", encode, on_result, on_failure)
+    wefats = list(wefat.load_catalog().values())
+    store.prepare_vectors(tests, specs, opts, wefats, progress)
+    report = runner.run_tests(store.con, tests, specs, opts, "run", None, on_result, on_failure)
     job = MainJob(sets, report)
     if report.run_id:
-        job.family = analysis.define_family(con, None, opts.alpha, report.run_id)
-        job.results = analysis.corrected(con, "holm")
-        job.checks = analysis.consistency(con)
+        job.results = store.results(run=report.run_id, correct="holm", alpha=opts.alpha)
+        job.family = store.family
+        job.checks = store.check(run=report.run_id, alpha=opts.alpha)
         ready = [encoders.resolve(s) for s in dict.fromkeys(r["encoder"] for r in report.rows)]
-        job.wefat = wefat.run_catalog(con, ready, wefat.Options(budget=opts.budget, seed=opts.seed), report.run_id)
+        job.wefat = wefat.run_catalog(store.con, ready, wefat.Options(budget=opts.budget, seed=opts.seed), report.run_id)
     job.seconds = time.perf_counter() - started
     return job

@@ -12,11 +12,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import polars as pl
 
-from . import StimkitError, catalog, cword, embeddings, encoders, generate, runner, store, wordlists
+from . import StimkitError, catalog, cword, encoders, runner
+from . import store as store_sql
 from .catalog import TestDef
+
+if TYPE_CHECKING:
+    from .api import Store
+    from .mainjob import MainJob
 
 PAPER = "tan-celis-2019"
 ENCODINGS = ("word", "sent", "sent (u)", "c-word", "c-word (u)")
@@ -125,18 +131,22 @@ def cell(cells: dict, family: str, enc_name: str, encoder: str, has_cword: bool)
     return text
 
 
-def run_job(con, specs: tuple[str, ...] = JOB_ENCODERS, opts: runner.Options | None = None,
-            log: Callable[[str], None] = lambda line: None) -> str:
+def run_job(store: Store, specs: list[str] | None = None, opts: runner.Options | None = None,
+            log: Callable[[str], None] | None = None, progress=None) -> MainJob:
     """`stimkit run --paper tan-celis-2019`: generate the catalog, then every paper test on every
     encoder in its own context, and every sentence test as c-word on each encoder that has
-    token vectors (the others are NA). One run, all or nothing; returns its id."""
+    token vectors (the others are NA). Encoding first (the store open only for each append),
+    then the statistics in one run, all or nothing; Holm over that run."""
+    from .mainjob import MainJob, generate_catalog
+
+    started = time.perf_counter()
+    log = log or (lambda line: None)
     opts = opts or runner.Options()
     opts.validate()
-    lists = wordlists.load_all()
-    generate.generate(con, catalog.default_specs(lists), lists)
+    con = store.con
+    generated = generate_catalog(con)
     tests = paper_tests()
-    sets = {t.name: catalog.fetch_sets(con, t) for t in tests}
-    encs = [encoders.resolve(s) for s in specs]
+    encs = [encoders.resolve(s) for s in (specs or JOB_ENCODERS)]
     cword_tests = [cword.in_context(t, "c-word") for t in tests if t.context == "sentence"]
     capable = []
     for enc in encs:
@@ -145,16 +155,21 @@ def run_job(con, specs: tuple[str, ...] = JOB_ENCODERS, opts: runner.Options | N
             capable.append(enc)
         except StimkitError:
             log(f"{enc.spec}: no c-word vectors (NA)")
+    for r in store.prepare_vectors(tests + (cword_tests if capable else []), [e.spec for e in encs], opts,
+                                   progress=progress):
+        log(f"encoded {r['encoder']}: {r['cached']} cached, {r['encoded']} new in {r['seconds']:.1f}s")
+    con = store.con  # (reopened after encoding)
+    sets = {t.name: catalog.fetch_sets(con, t) for t in tests}
     token_encs = cword.encoders_for(cword_tests, capable, sets) if cword_tests and capable else []
     plan = [(t, e) for e in encs for t in tests] + [(t, e) for e in token_encs for t in cword_tests]
-    for enc in [*encs, *token_encs]:
-        needed = [f for t in (cword_tests if enc in token_encs else tests) for f in sets[t.name].values()]
-        r = embeddings.encode_missing(con, enc, embeddings.stimuli_of(needed))
-        log(f"encoded {r['encoder']}: {r['cached']} cached, {r['encoded']} new in {r['seconds']:.1f}s")
-    started = time.perf_counter()
-    with store.transaction(con):
+    rows = []
+    with store_sql.transaction(con):
         run_id = runner.start_run(con, f"run --paper {PAPER}", opts.seed)
         for test, enc in plan:
-            runner.run_one(con, run_id, test, enc, opts, sets[test.name], encode=False)
+            rows.append(runner.run_one(con, run_id, test, enc, opts, sets[test.name], encode=False))
     log(f"{len(plan)} results in {time.perf_counter() - started:.1f}s")
-    return run_id
+    job = MainJob(generated, runner.RunReport(run_id, rows, [], opts.alpha, len(tests) + len(cword_tests), len(encs)))
+    job.results = store.results(run=run_id, correct="holm", alpha=opts.alpha)
+    job.family = store.family
+    job.seconds = time.perf_counter() - started
+    return job

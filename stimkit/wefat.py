@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import time
-import tomllib
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -148,10 +147,7 @@ class WefatDef:
 
 def load_catalog(path=None) -> dict[str, WefatDef]:
     path = path or data_dir("queries") / "wefat.toml"
-    try:
-        raw = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as e:
-        raise StimkitError(f"{path}: not valid TOML: {e}") from None
+    raw = catalog.read_toml(path)
     known = {"targets", "a", "b", "property", "context", "templates", "drop_least_typical", "description"}
     found = {}
     for name, body in raw.items():
@@ -170,6 +166,43 @@ def get(name: str) -> WefatDef:
     if name not in entries:
         raise StimkitError(f"unknown WEFAT {name!r} (known: {', '.join(entries)})")
     return entries[name]
+
+
+def define(name: str | None = None, targets: str | None = None, a: str | None = None, b: str | None = None,
+           prop: str | None = None, label: str = "adhoc", context: str | None = None,
+           templates: str = "may2019") -> WefatDef:
+    """A catalog WEFAT by name, or an ad-hoc one from all four of targets, a, b and a property;
+    `context` (word | sentence) overrides the definition's, sentences through `templates`."""
+    import dataclasses
+
+    adhoc = [targets, a, b, prop]
+    if name:
+        if any(adhoc):
+            raise StimkitError("give a catalog name or --targets --a --b --property, not both")
+        test = get(name)
+    elif all(adhoc):
+        test = WefatDef(label, targets, a, b, prop, source="adhoc")
+    else:
+        raise StimkitError("name a WEFAT (wefat-occupations, wefat-names) or give all of --targets --a --b --property")
+    if context is not None:
+        if context not in ("word", "sentence"):
+            raise StimkitError(f"unknown context {context!r} (known: word, sentence)")
+        test = dataclasses.replace(test, context=context, templates=templates)
+    return test
+
+
+def stored(con, where: str | None = None, words: bool = False) -> pl.DataFrame:
+    """Stored results (default: the latest WEFAT run), or their per-word rows."""
+    cond = where or "run_id = (SELECT run_id FROM wefat_results ORDER BY created_at DESC LIMIT 1)"
+    sql = f"SELECT * FROM wefat_results WHERE {cond} ORDER BY created_at, name, encoder"
+    if words:
+        sql = (f"SELECT r.name, r.encoder, r.context, i.* EXCLUDE (result_id) FROM wefat_items i "
+               f"JOIN ({sql}) r USING (result_id) ORDER BY r.created_at, r.name, r.encoder, i.ordinal")
+    store.single_select(sql, f"--where {where!r}")
+    try:
+        return store.frame(con, sql)
+    except Exception as e:  # a bad --where
+        raise StimkitError(f"query failed: {str(e).splitlines()[0]} -- in: {sql}") from None
 
 
 # --------------------------------------------------------------------------- running
@@ -195,7 +228,14 @@ class Options:
             raise StimkitError(f"the CI level must be in (0, 1), got {self.ci_level}")
 
 
-def _property(con, ref: str) -> tuple[dict[str, float], str | None]:
+def refuse_early(con, test: WefatDef) -> None:
+    """Refuse, before anything is encoded, a WEFAT whose sets select nothing or whose
+    property cannot be read (a bad file, a failing query)."""
+    frames_of(con, test)
+    _property(con, test.property, save=False)
+
+
+def _property(con, ref: str, save: bool = True) -> tuple[dict[str, float], str | None]:
     """(lower-cased word -> value, stored version or None for SQL)."""
     if catalog.is_sql(ref):
         try:
@@ -206,7 +246,15 @@ def _property(con, ref: str) -> tuple[dict[str, float], str | None]:
             raise StimkitError(f"property: query must return `word` and `value` columns -- in: {ref}")
         return {str(w).lower(): float(v) for w, v in zip(df["word"], df["value"]) if v is not None}, None
     table = properties.load(ref)
-    return table.values, properties.save(con, table)
+    return table.values, properties.save(con, table) if save else None
+
+
+ROLES = ("targets", "a", "b")
+
+
+def frames_of(con, test: WefatDef) -> list[pl.DataFrame]:
+    """The stimuli of the targets, A and B."""
+    return [catalog.fetch(con, test.sql(role), f"WEFAT {test.name!r} {role}") for role in ROLES]
 
 
 def _vectors(con, enc: Encoder, frames: list[pl.DataFrame], encode: bool):
@@ -235,7 +283,7 @@ def run_wefat(con, test: WefatDef, enc: Encoder, opts: Options = Options(), run_
     per-word rows (one transaction). Returns the stored row plus `items` (a list of dicts)."""
     opts.validate()
     started = time.perf_counter()
-    frames = {role: catalog.fetch(con, test.sql(role), f"WEFAT {test.name!r} {role}") for role in ("targets", "a", "b")}
+    frames = dict(zip(ROLES, frames_of(con, test)))
     values, prop_version = _property(con, test.property)
     (T, t_notes), (A, a_notes), (B, b_notes) = _vectors(con, enc, list(frames.values()), encode)
     A, a_words = _attribute(frames["a"], A, a_notes, "a", test.name)

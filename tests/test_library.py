@@ -1,5 +1,6 @@
 """The library's face: stimkit.weat on arrays, stimkit.open -> Store, and the CLI as a thin layer over it."""
 
+import json
 import os
 import time
 import shutil
@@ -91,6 +92,45 @@ def test_cli_and_library_give_identical_rows(catalog_db, tmp_path):
         assert a.family.m == b.family.m == 2
 
 
+def cli_json(db, *args):
+    r = CliRunner().invoke(app, ["--db", str(db), *args, "--format", "json"])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)
+
+
+def test_every_writing_command_is_its_store_method(catalog_db, tmp_path):
+    """audit compare, wefat and the statistics of run store the same numbers from the CLI
+    as from their Store methods; the read commands print what their methods return."""
+    via_cli, via_lib = tmp_path / "cli.duckdb", tmp_path / "lib.duckdb"
+    shutil.copy(catalog_db, via_cli)
+    shutil.copy(catalog_db, via_lib)
+    compare = ["-t", "sent-weat6", "-e", "glove-6b-50d", "-s", "may2019", "-s", "word_first", "--budget", "2000", "--seed", "4"]
+    cli_compare = cli_json(via_cli, "audit", "compare", *compare)
+    cli_wefat = cli_json(via_cli, "wefat", "wefat-names", "-e", "glove-6b-50d", "--budget", "2000")
+    r = CliRunner().invoke(app, ["--db", str(via_cli), "audit", "templates", "-t", "sent-weat6", "-e", "glove-6b-50d",
+                                 "--budget", "2000"])
+    assert r.exit_code == 0, r.output
+    with stimkit.open(via_lib) as s:
+        _, lib_compare = s.audit_compare(["sent-weat6"], ["may2019", "word_first"], ["glove-6b-50d"], budget=2000, seed=4)
+        lib_wefat = s.wefat("wefat-names", "glove-6b-50d", budget=2000)
+        s.audit(["sent-weat6"], ["glove-6b-50d"], budget=2000)
+    assert cli_compare == lib_compare.to_dicts() and len(cli_compare) == 2
+    assert {k: cli_wefat["summary"][k] for k in ("r", "p_value", "n")} == {k: lib_wefat[k] for k in ("r", "p_value", "n")}
+    assert [w["association"] for w in cli_wefat["words"]] == [w["association"] for w in lib_wefat["items"]]
+    with stimkit.open(via_cli, read_only=True) as a, stimkit.open(via_lib, read_only=True) as b:
+        for method, args in (("audits", ()), ("wefat_results", ()), ("encoders", ()),
+                             ("query", ("SELECT test, effect_size FROM latest_results WHERE test LIKE $t ORDER BY ALL",
+                                        {"t": "sent-weat6%"}))):
+            left, right = getattr(a, method)(*args), getattr(b, method)(*args)
+            left, right = (x[0] if isinstance(x, tuple) else x for x in (left, right))
+            keep = [c for c in left.columns if c not in ("audit_id", "result_id", "run_id", "created_at", "seconds", "options")]
+            assert left.height > 0 and left.select(keep).to_dicts() == right.select(keep).to_dicts(), method
+        rows = cli_json(via_cli, "query", "SELECT test, effect_size FROM latest_results WHERE test LIKE $t ORDER BY ALL",
+                        "--param", "t=sent-weat6%")
+        assert rows == a.query("SELECT test, effect_size FROM latest_results WHERE test LIKE $t ORDER BY ALL",
+                               {"t": "sent-weat6%"}).to_dicts()
+
+
 def test_a_read_only_store_refuses_writes(catalog_db, tmp_path):
     path = tmp_path / "ro.duckdb"
     shutil.copy(catalog_db, path)
@@ -148,9 +188,11 @@ def test_a_reader_waits_for_a_writer_and_gets_results(catalog_db, tmp_path):
 
 
 @pytest.mark.parametrize("command", [["encode", "-e", "minilm", "--all", "--batch-size", "256"],
-                                     ["test", "sent-weat*", "-e", "minilm", "--budget", "1000", "-q"]])
+                                     ["test", "sent-weat*", "-e", "minilm", "--budget", "1000", "-q"],
+                                     ["run", "-e", "minilm", "--budget", "1000", "--format", "csv"],
+                                     ["audit", "templates", "-e", "minilm", "--budget", "1000"]])
 def test_a_long_encode_lets_readers_in(catalog_db, tmp_path, command):
-    """While the model runs (in `encode`, or in the encode phase of `test`), the store is closed:
+    """While the model runs (in `encode`, or in the encode phase of `test`, `run` or `audit`), the store is closed:
     another process reads it (giving up after 2 s of waiting for the lock) and sees the
     vectors written so far, before the command ends."""
     path = tmp_path / "encoding.duckdb"

@@ -24,16 +24,20 @@ def db(catalog_db, tmp_path_factory):
     shutil.copy(catalog_db, path)
     with stimkit.open(path) as s:
         s.test(["weat7", "weat8", "sent-weat7"], encoders=["glove-6b-50d"], budget=1000)
+        s.audit(["sent-weat6"], ["glove-6b-50d"], budget=1000)
+        s.wefat("wefat-names", "glove-6b-50d", budget=1000)
     return path
 
 
 READS = {
-    "results": (["results"], 3),
+    "results": (["results"], 4),  # 3 tests, and the audit's full test
     "check": (["check"], None),
-    "query": (["query", "SELECT test, effect_size, [1.5, 2.0]::FLOAT[2] AS v, '[/] :x:' AS markup FROM latest_results"], 3),
+    "query": (["query", "SELECT test, effect_size, [1.5, 2.0]::FLOAT[2] AS v, '[/] :x:' AS markup FROM latest_results"], 4),
     "sets": (["sets", "flowers"], 2),
     "catalog": (["catalog", "--paper", "may-2019"], 46),
     "encoders": (["encoders"], None),
+    "audit show": (["audit", "show"], 1),       # JSON: {"audits": [the audit], "rows": [its top 3 templates]}
+    "wefat-results": (["wefat-results"], 1),
 }
 
 
@@ -44,7 +48,27 @@ def test_each_read_command_prints_one_document_per_format(db, command, fmt):
     before = snapshot_of(db)
     r = invoke(app, ["--db", str(db), *args, "--format", fmt])
     assert r.exit_code == 0, r.output
-    out = r.stdout
+    check_document(r.stdout, fmt, 3 if command == "audit show" and fmt == "json" else rows)
+    if command == "query" and fmt in ("csv", "json"):
+        assert "[/] :x:" in r.stdout and "[1.5,2.0]" in r.stdout.replace(" ", "")  # data is never markup; vectors are lists
+    if command == "query" and fmt == "table":
+        assert "[2 floats]" in r.stdout
+    assert snapshot_of(db) == before
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_encode_prints_its_summary_as_one_document_per_format(catalog_db, tmp_path, fmt):
+    path = tmp_path / "encode.duckdb"
+    shutil.copy(catalog_db, path)
+    r = invoke(app, ["--db", str(path), "encode", "-e", "glove-6b-50d", "--set", "flowers@word", "--format", fmt])
+    assert r.exit_code == 0, r.output
+    check_document(r.stdout, fmt, 1)
+    if fmt == "json":
+        assert json.loads(r.stdout)[0]["encoded"] == 25
+
+
+def check_document(out: str, fmt: str, rows: int | None) -> None:
+    """stdout is data alone, in `fmt`, with `rows` rows (None: any number)."""
     if fmt == "json":
         doc = json.loads(out)  # the whole of stdout is one document
         data = doc["rows"] if isinstance(doc, dict) else doc
@@ -61,11 +85,8 @@ def test_each_read_command_prints_one_document_per_format(db, command, fmt):
         assert rows is None or len(body) == rows + 2
     elif fmt == "latex":
         assert out.startswith("\\begin{tabular}") and out.rstrip().endswith("\\end{tabular}")
-    if command == "query" and fmt in ("csv", "json"):
-        assert "[/] :x:" in out and "[1.5,2.0]" in out.replace(" ", "")  # data is never markup; vectors are lists
-    if command == "query" and fmt == "table":
-        assert "[2 floats]" in out
-    assert snapshot_of(db) == before
+    else:
+        assert fmt == "table" and out.strip()
 
 
 def snapshot_of(path):

@@ -206,7 +206,7 @@ def test_empty_store_has_nothing_to_report(tmp_path):
     store.connect(tmp_path / "empty.duckdb").close()
     r = invoke("--db", tmp_path / "empty.duckdb", "report", "-o", tmp_path / "r")
     assert r.exit_code == 2
-    assert r.output.strip() == "nothing to report: run `stimkit test` first"
+    assert r.output.strip() == "error: nothing to report: run `stimkit test` first"
     assert not (tmp_path / "r").exists()
 
 

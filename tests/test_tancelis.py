@@ -271,24 +271,30 @@ def test_paper_tests_cover_every_row_once_per_encoding():
     assert sum(e == "sent (u)" for _, e in keys) == 4  # the four double binds
 
 
-def test_the_job_on_glove_fills_every_word_and_sent_cell(catalog_con):
-    from stimkit import analysis
+def test_the_job_on_glove_fills_every_word_and_sent_cell(catalog_db, tmp_path):
+    import shutil
 
+    import stimkit
+
+    path = tmp_path / "tan-celis.duckdb"
+    shutil.copy(catalog_db, path)
     lines = []
-    run_id = tancelis.run_job(catalog_con, ("glove-6b-50d",), runner.Options(budget=2_000), lines.append)
-    assert "glove-6b-50d: no c-word vectors (NA)" in lines
-    analysis.define_family(catalog_con, f"run_id = '{run_id}'")
-    df = analysis.corrected(catalog_con, "holm")
-    assert df.height == 64 and set(df["context"]) == {"word", "sentence"}
-    table = tancelis.layout(df, catalog.load_toml())
-    assert table.height == 64 and table["glove-6b-50d"].str.contains(r"^[+-]\d\.\d\d\*?$").all()
-    # the weat+11 cell is that test's d, rounded
-    d = df.filter(pl.col("test") == "weat+11")["effect_size"][0]
-    assert table.filter((pl.col("test") == "+C11: M/F Names, P/U") & (pl.col("encoding") == "word"))["glove-6b-50d"][0].startswith(f"{d:+.2f}")
-    # same inputs and seed, same numbers
-    again = tancelis.run_job(catalog_con, ("glove-6b-50d",), runner.Options(budget=2_000))
-    numbers = "SELECT test, context, effect_size, p_value FROM results WHERE run_id = ? ORDER BY test, context"
-    assert store.rows(catalog_con, numbers, [again]) == store.rows(catalog_con, numbers, [run_id])
+    with stimkit.open(path) as s:
+        job = s.run(["glove-6b-50d"], paper="tan-celis-2019", budget=2_000, log=lines.append)
+        run_id, df = job.run.run_id, job.results
+        assert "glove-6b-50d: no c-word vectors (NA)" in lines
+        assert job.family.m == df.height == 64 and set(df["context"]) == {"word", "sentence"}
+        assert set(df["run_id"]) == {run_id}
+        table = tancelis.layout(df, catalog.load_toml())
+        assert table.height == 64 and table["glove-6b-50d"].str.contains(r"^[+-]\d\.\d\d\*?$").all()
+        # the weat+11 cell is that test's d, rounded
+        d = df.filter(pl.col("test") == "weat+11")["effect_size"][0]
+        assert table.filter((pl.col("test") == "+C11: M/F Names, P/U") & (pl.col("encoding") == "word"))["glove-6b-50d"][0].startswith(f"{d:+.2f}")
+        # same inputs and seed, same numbers
+        again = s.run(["glove-6b-50d"], paper="tan-celis-2019", budget=2_000).run.run_id
+        numbers = "SELECT test, context, effect_size, p_value FROM results WHERE run_id = ? ORDER BY test, context"
+        assert again != run_id
+        assert store.rows(s.con, numbers, [again]) == store.rows(s.con, numbers, [run_id])
 
 
 def test_the_span_check_truncates_where_the_encoder_does(catalog_con):

@@ -1,11 +1,51 @@
 """The stimkit command line: a thin layer over the library (parse, call, print).
 
-One module per command group; importing them registers their commands on `app`."""
+One module per command group; importing one registers its commands on the Typer app.
+Typer builds every registered command's parameters on each start, so `main` registers
+only the module of the command being run (`stimkit results` never builds `audit`);
+`stimkit --help`, an unknown command and `stimkit.cli.app` get them all."""
 
 from __future__ import annotations
 
-from . import audit, encode, report, stimuli, tests, wefat  # noqa: F401  (registers the commands)
-from .common import app
+import importlib
+
+# The modules in the order `stimkit --help` lists their commands, and which holds each command.
+MODULES = ("stimuli", "encode", "tests", "audit", "wefat", "report")
+COMMAND_MODULES = {
+    "generate": "stimuli", "sets": "stimuli", "catalog": "stimuli", "export": "stimuli", "import": "stimuli",
+    "encode": "encode", "encoders": "encode",
+    "test": "tests", "results": "tests", "check": "tests", "query": "tests", "run": "tests",
+    "audit": "audit", "wefat": "wefat", "wefat-results": "wefat", "report": "report",
+}
+_GLOBAL_WITH_VALUE = {"--db"}
+
+
+def register(modules=MODULES):
+    """Import command modules (each registers its commands once) and return the app."""
+    for name in modules:
+        importlib.import_module(f"{__name__}.{name}")
+    from .common import app
+
+    return app
+
+
+def command_of(args: list[str]) -> str | None:
+    """The command word of a command line: the first argument that is not a global option."""
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in _GLOBAL_WITH_VALUE:
+            skip = True
+        elif not arg.startswith("-"):
+            return arg
+    return None
+
+
+def __getattr__(name: str):
+    if name == "app":  # the whole CLI, for CliRunner and documentation tools
+        return register()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main(args: list[str] | None = None) -> None:
@@ -17,8 +57,13 @@ def main(args: list[str] | None = None) -> None:
     # Typer 0.29 carries its own Click; its exceptions live here.
     from typer._click import exceptions as click
 
-    from .common import err
+    args = sys.argv[1:] if args is None else list(args)
+    command_module = COMMAND_MODULES.get(command_of(args))
+    app = register([command_module] if command_module else MODULES)
+
     from rich.text import Text
+
+    from .common import err
 
     command = typer.main.get_command(app)
     try:

@@ -37,9 +37,11 @@ def audit_templates_cmd(
         err.print(f"{a['test']:<14} {a['template_set']:<14} {a['encoder']:<22} d={a['full_d']:+.2f} p={a['full_p']:.2g} "
                   f"templates={a['n_templates']} pooled d={pooled} decision flips={flips}", highlight=False)
 
+    from .encode import progress_for
+
     with open_store() as store:
         run_id, _ = store.audit(test, encoder or ["minilm"], template_set, alpha, " ".join(sys.argv[1:]), line,
-                                budget=budget, seed=seed)
+                                progress_for, budget=budget, seed=seed)
     err.print(f"run {run_id}: see `stimkit audit show --where \"run_id = '{run_id}'\"`", highlight=False)
 
 
@@ -59,16 +61,12 @@ def audit_compare_cmd(
     Example:
       stimkit audit compare -t sent-weat6 -e use-m3 -s may2019 -s may2019_fixed -s word_first
     """
-    import polars as pl
+    from .encode import progress_for
 
-    from .. import audit, runner
-
-    opts = runner.Options(budget=budget, seed=seed, alpha=alpha)
-    opts.validate()
     with open_store() as store:
-        run_id, rows = audit.run_compare(store.con, test, encoder or ["minilm"], template_set, opts, alpha,
-                                         " ".join(sys.argv[1:]))
-    emit(pl.DataFrame(rows), fmt,
+        run_id, rows = store.audit_compare(test, template_set, encoder or ["minilm"], alpha, " ".join(sys.argv[1:]),
+                                           progress_for, budget=budget, seed=seed)
+    emit(rows, fmt,
          title=f"d and p by template set (shift and flips against {template_set[0]}; alpha {alpha})")
     err.print(f"run {run_id}", highlight=False)
 
@@ -90,16 +88,10 @@ def audit_show_cmd(
       stimkit audit show --top 3
       stimkit audit show --templates --format csv
     """
-    from .. import audit, store as store_sql
     from ..output import default_format
 
     with open_store(read_only=True) as store:
-        if where:
-            store_sql.single_select(f"SELECT * FROM audits WHERE ({where})", f"--where {where!r}")
-        try:
-            audits, movers_df = audit.summary(store.con, where, top)
-        except Exception as e:
-            raise StimkitError(f"--where {where!r}: {str(e).splitlines()[0]}") from None
+        audits, movers_df = store.audits(where, top)
     if audits.height == 0:
         raise StimkitError("no audits" + (f" where {where}" if where else "") + " (run `stimkit audit templates`)")
     fmt = fmt or default_format()

@@ -46,6 +46,8 @@ def handles_errors(fn):
         except (KeyboardInterrupt, duckdb.InterruptException):
             fail("interrupted; nothing half-written was kept", 130)
         except duckdb.Error as e:
+            if "KeyboardInterrupt" in str(e):  # Ctrl-C while DuckDB was reading a Python object (an Arrow append)
+                fail("interrupted; nothing half-written was kept", 130)
             fail(f"store {db_path()}: {str(e).splitlines()[0]}", 1)
         except OSError as e:
             fail(f"{e.filename + ': ' if e.filename else ''}{e.strerror or e}", 1)

@@ -9,26 +9,6 @@ import typer
 from .common import app, emit, err, format_option, handles_errors, open_store
 
 
-def encode_with_progress(con, enc, stimuli, batch_size: int, engine: str = "local", workers: int | None = None) -> dict:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
-    from .. import embeddings
-
-    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn()]
-    with Progress(*columns, console=err, disable=not err.is_terminal, transient=True) as bar:
-        task = bar.add_task(f"encode {enc.spec}", total=None, rate="")
-        started = [None]
-
-        def tick(done, total):
-            import time
-            started[0] = started[0] or time.perf_counter()
-            elapsed = max(time.perf_counter() - started[0], 1e-9)
-            bar.update(task, completed=done, total=total, rate=f"{done / elapsed:,.0f}/s")
-
-        return embeddings.encode_missing(con, enc, stimuli, batch_size, tick, engine=engine, workers=workers)
-
-
 @app.command("encode")
 @handles_errors
 def encode_cmd(
@@ -90,7 +70,5 @@ def encoders_cmd(fmt: Annotated[Optional[str], format_option()] = None):
 
     Example: stimkit encoders --format csv
     """
-    from .. import embeddings
-
     with open_store(read_only=True) as store:
-        emit(embeddings.stored(store.con), fmt)
+        emit(store.encoders(), fmt)

@@ -7,7 +7,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from .. import StimkitError
 from .common import app, err, handles_errors, open_store, out
 
 
@@ -24,20 +23,9 @@ def report_cmd(
     force: Annotated[bool, typer.Option("--force", help="Replace the report in a non-empty output folder.")] = False,
 ):
     """Write DIR/report.html (figures inline, no network), DIR/figures/* and DIR/tables/* (Table 4 as markdown, LaTeX, CSV)."""
-    try:  # matplotlib is an extra: the rest of the CLI works without it
-        from .. import report
-    except ImportError as e:
-        raise StimkitError(f"the report needs {e.name}: pip install 'stimkit[report]'") from None
-    con = open_store(read_only=True).con
-    try:
-        data = report.gather(con, where, correct, alpha, test, audit)
-    except report.NothingToReport as e:
-        err.print(str(e), highlight=False, markup=False)
-        raise typer.Exit(2)
-    finally:
-        con.close()
-    if audit and not data.audits:
-        err.print("no template audits" + (f" of {', '.join(test)}" if test else "") + " (run `stimkit audit templates`)", highlight=False)
-    written = report.write_report(data, out_dir, fmt, force)
+    with open_store(read_only=True) as store:
+        written = store.report(out_dir, where, correct, alpha, fmt, test, audit, force)
+    for note in written.notes:
+        err.print(note, highlight=False, markup=False)
     err.print(f"{len(written.figures)} figure files, {len(written.tables)} tables in {out_dir}", highlight=False)
     out.print(str(written.html or out_dir / "figures"), highlight=False)

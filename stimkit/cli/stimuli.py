@@ -100,19 +100,15 @@ def catalog_show(name: str):
 
     Example: stimkit catalog show sent-weat9
     """
-    from .. import catalog, store
+    from .. import catalog
 
     con = catalog_con()
     test = catalog.get(con, name)
     out.print(f"{test.name}  context={test.context} family={test.family} balance={test.balance} source={test.source}",
               highlight=False)
-    for role in catalog.ROLES:
-        sql = test.sql(role)
-        try:
-            n = store.one(con, f"SELECT count(*) FROM ({sql})")[0] if con is not None else "no store yet:"
-        except Exception as e:
-            n = f"error: {str(e).splitlines()[0]}"
-        out.print(f"\n{role.upper()} ({n} stimuli)\n  {sql}", highlight=False)
+    for r in catalog.sizes(con, test).iter_rows(named=True):
+        n = r["n_stimuli"] if r["error"] is None else ("no store yet:" if con is None else f"error: {r['error']}")
+        out.print(f"\n{r['role']} ({n} stimuli)\n  {r['sql']}", highlight=False)
 
 
 @export_app.command("sentbias")
@@ -128,10 +124,8 @@ def export_sentbias(
 
     Example: stimkit export sentbias out/ --test sent-weat6
     """
-    from .. import sentbias
-
-    con = open_store(read_only=True).con
-    written = sentbias.export(con, outdir, tests or [], balance, seed, force)
+    with open_store(read_only=True) as store:
+        written = store.export_sentbias(outdir, tests, balance, seed, force)
     err.print(f"wrote {len(written)} files to {outdir}", highlight=False, markup=False, emoji=False)
 
 
@@ -146,10 +140,8 @@ def import_sentbias(
 
     Example: stimkit import sentbias their-tests/ --prefix theirs:
     """
-    from .. import sentbias
-
-    con = open_store().con
-    report = sentbias.import_dir(con, directory, prefix, override)
+    with open_store() as store:
+        report = store.import_sentbias(directory, prefix, override)
     for r in report:
         out.print(f"{r['test']:<50} sizes X/Y/A/B = {'/'.join(map(str, r['sizes']))}", highlight=False, markup=False, emoji=False)
     out.print(f"imported {len(report)} tests", highlight=False)

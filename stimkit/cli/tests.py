@@ -21,10 +21,7 @@ def progress_callbacks(verbose: bool):
     """Progress bar, a line per result (verbose) and a line per failure, all on stderr."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from .encode import encode_with_progress
-
-    def encode(con, enc, stimuli):  # a progress bar on a terminal; `stimkit encoders` tells what is stored
-        encode_with_progress(con, enc, stimuli, 256)
+    from .encode import progress_for
 
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                    console=err, transient=True, disable=verbose or not err.is_terminal)
@@ -46,7 +43,7 @@ def progress_callbacks(verbose: bool):
     def on_failure(f):
         err.print(f"failed: {f}", style="red", highlight=False)
 
-    return bar, {"encode": encode, "on_result": on_result, "on_failure": on_failure}
+    return bar, {"progress": progress_for, "on_result": on_result, "on_failure": on_failure}
 
 
 def emit_rows(rows: list[dict], columns: list[str], title: str, fmt: str | None) -> None:
@@ -116,27 +113,17 @@ def test_cmd(
       stimkit test 'sent-weat*' -e minilm --cuts 20
       stimkit test sent-weat1 --context c-word -e minilm
     """
-    from .. import catalog, cword, runner
+    from .. import runner
 
     opts = runner.Options(budget=budget, method=method, alternative=alternative, seed=seed, clustered=clustered,
                           bootstrap=bootstrap, balance=balance, cut_seed=cut_seed, cuts=cuts, alpha=alpha)
     opts.validate()
-    specs = encoder or ["glove-6b-50d"]
     with open_store() as store:
-        if any((x, y, a, b)) or context is None:
-            chosen = None
-        else:  # a context for catalog tests: c-word runs a sentence test's inserted word
-            chosen = [cword.in_context(t, context) for t in catalog.select(store.con, patterns, everything, source)]
         bar, callbacks = progress_callbacks(verbose)
         with bar:
-            if chosen is not None:
-                report = runner.run_tests(store.con, chosen, specs, opts, " ".join(sys.argv[1:]), **callbacks)
-            else:
-                from .encode import progress_for
-
-                report = store.test(patterns, encoders=specs, everything=everything, source=source, x=x, y=y, a=a, b=b,
-                                     name=name, context=context or "sentence", command=" ".join(sys.argv[1:]),
-                                     options=opts, progress=progress_for, **callbacks)
+            report = store.test(patterns, encoders=encoder or ["glove-6b-50d"], everything=everything, source=source,
+                                x=x, y=y, a=a, b=b, name=name, context=context, command=" ".join(sys.argv[1:]),
+                                options=opts, **callbacks)
     warn_cannot_reject(report, alpha)
     finish(report)
 
@@ -245,7 +232,6 @@ def query_cmd(
       stimkit query "SELECT * FROM latest_results WHERE test = \\$t" --param t=sent-weat6
       stimkit query "SELECT stimulus, vector FROM stimulus_vectors WHERE encoder = 'glove-6b-50d'" --limit 5
     """
-    from .. import analysis
     from ..output import default_format
 
     params = {}
@@ -255,8 +241,7 @@ def query_cmd(
             raise UsageError(f"--param {p!r}: expected NAME=VALUE")
         params[key] = value
     with open_store(read_only=True, allow_files=allow_files) as store:
-        analysis.define_family(store.con, where, alpha, run, allow_empty=True)
-        df = analysis.read_query(store.con, analysis.named_query(sql) or sql, params)
+        df = store.query(sql, params, where, run, alpha)
     fmt = fmt or default_format()
     limit = limit if limit is not None else (100 if fmt == "table" else None)
     emit(df, fmt, limit=limit)
@@ -282,17 +267,22 @@ def run_cmd(
       stimkit run -e glove-6b-50d --budget 10000
       stimkit run --paper tan-celis-2019 --format markdown
     """
-    from .. import analysis, catalog, mainjob, runner, tancelis
+    from .. import analysis, catalog, runner, tancelis
 
     opts = runner.Options(budget=budget, seed=seed, alpha=alpha)
     opts.validate()
-    if paper == tancelis.PAPER:
-        return run_tan_celis(encoder, opts, fmt)
-    catalog.by_paper(catalog.load_toml(), paper)  # an unknown paper is refused
     with open_store() as store:
         bar, callbacks = progress_callbacks(verbose)
         with bar:
-            job = mainjob.run(store.con, encoder, opts, **callbacks)
+            job = store.run(encoder, paper=paper, options=opts, log=lambda line: err.print(line, highlight=False),
+                            **callbacks)
+    if paper == tancelis.PAPER:
+        order = list(dict.fromkeys(job.results["encoder"].to_list()))
+        emit(tancelis.layout(job.results, catalog.load_toml(), order), fmt)
+        err.print(f"run {job.run.run_id} in {job.seconds:.1f}s; {job.results['rejected'].sum()} of {job.family.m} "
+                  f"significant after Holm at {alpha} (*); c-word vs sent: ✓ c-word only, ✗ sent only, ▲ both.",
+                  highlight=False)
+        return
     if job.run.run_id:
         warn_cannot_reject(job.run, alpha)
         df = job.results
@@ -310,20 +300,3 @@ def run_cmd(
         err.print(f"\nrun {job.run.run_id} in {job.seconds:.1f}s; {df['rejected'].sum()} of {df.height} "
                   f"significant after Holm at {alpha}. Store: {db_path()}", highlight=False)
     finish(job.run)
-
-
-def run_tan_celis(encoder, opts, fmt):
-    import time
-
-    from .. import analysis, catalog, tancelis
-
-    started = time.perf_counter()
-    with open_store() as store:
-        run_id = tancelis.run_job(store.con, tuple(encoder or tancelis.JOB_ENCODERS), opts,
-                                  lambda line: err.print(line, highlight=False))
-        family = analysis.define_family(store.con, None, opts.alpha, run_id)
-        df = analysis.corrected(store.con, "holm")
-    order = list(dict.fromkeys(df["encoder"].to_list()))
-    emit(tancelis.layout(df, catalog.load_toml(), order), fmt)
-    err.print(f"run {run_id} in {time.perf_counter() - started:.1f}s; {df['rejected'].sum()} of {family.m} significant "
-              f"after Holm at {opts.alpha} (*); c-word vs sent: ✓ c-word only, ✗ sent only, ▲ both.", highlight=False)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import sys
@@ -10,8 +9,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from .. import DEFAULT_BUDGET, StimkitError
-from .common import app, emit, err, format_option, handles_errors, open_store, out
+from .. import DEFAULT_BUDGET
+from .common import app, emit, err, format_option, handles_errors, open_store
 
 SUMMARY_COLUMNS = ["name", "encoder", "context", "n", "r", "p_value", "rho", "slope", "intercept", "dropped_words"]
 WORD_COLUMNS = ["word", "association", "property", "word_p_value", "n_stimuli", "dropped"]
@@ -67,24 +66,12 @@ def wefat_cmd(
     """
     import polars as pl
 
-    from .. import encoders, wefat
-    adhoc = [targets, a, b, prop]
-    if name:
-        test = wefat.get(name)
-        if any(adhoc):
-            raise StimkitError("give a catalog name or --targets --a --b --property, not both")
-    elif all(adhoc):
-        test = wefat.WefatDef(label, targets, a, b, prop, source="adhoc")
-    else:
-        raise StimkitError("name a WEFAT (wefat-occupations, wefat-names) or give all of --targets --a --b --property")
-    if context is not None:
-        if context not in ("word", "sentence"):
-            raise StimkitError(f"unknown context {context!r} (known: word, sentence)")
-        test = dataclasses.replace(test, context=context, templates=templates)
-    opts = wefat.Options(method=method, budget=budget, seed=seed, bootstrap=bootstrap, drop_least_typical=drop)
-    enc = encoders.resolve(encoder)
+    from .encode import progress_for
+
     with open_store() as store:
-        result = wefat.run_wefat(store.con, test, enc, opts)
+        result = store.wefat(name, encoder, targets=targets, a=a, b=b, property=prop, label=label, context=context,
+                             templates=templates, progress=progress_for, method=method, budget=budget, seed=seed,
+                             bootstrap=bootstrap, drop_least_typical=drop)
     if fmt == "json":
         sys.stdout.write(json.dumps(document(result)) + "\n")
         return
@@ -105,23 +92,10 @@ def wefat_results_cmd(
     Example:
       stimkit wefat-results --words --format csv
     """
-    from .. import store as store_sql
-
-    cond = where or "run_id = (SELECT run_id FROM wefat_results ORDER BY created_at DESC LIMIT 1)"
-    sql = f"SELECT * FROM wefat_results WHERE {cond} ORDER BY created_at, name, encoder"
-    if words:
-        sql = (f"SELECT r.name, r.encoder, r.context, i.* EXCLUDE (result_id) FROM wefat_items i "
-               f"JOIN ({sql}) r USING (result_id) ORDER BY r.created_at, r.name, r.encoder, i.ordinal")
-    store_sql.single_select(sql, f"--where {where!r}")
-    try:
-        with open_store(read_only=True) as store:
-            df = store_sql.frame(store.con, sql)
-    except StimkitError:
-        raise
-    except Exception as e:  # a bad --where
-        raise StimkitError(f"query failed: {str(e).splitlines()[0]} -- in: {sql}") from None
+    with open_store(read_only=True) as store:
+        df = store.wefat_results(where, words)
     if df.height == 0:
-        out.print("no WEFAT results (run `stimkit wefat`)")
+        err.print("no WEFAT results (run `stimkit wefat`)", highlight=False)
         return
     emit(df, fmt, (["name", "encoder", "context", "word", "association", "property", "word_p_value", "dropped"] if words
                    else SUMMARY_COLUMNS) if fmt in (None, "table") else None)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import jinja2
@@ -26,6 +26,7 @@ class Written:
     html: Path | None
     figures: list[Path]
     tables: list[Path]
+    notes: list[str] = field(default_factory=list)   # what was asked for but is not in the store
 
 
 def _tex(value) -> str:

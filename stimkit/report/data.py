@@ -9,13 +9,13 @@ from importlib import metadata
 
 import polars as pl
 
-from .. import StimkitError, __version__, analysis, catalog, store
+from .. import StimkitError, UsageError, __version__, analysis, catalog, store
 
 PACKAGES = ("duckdb", "polars", "numpy", "scipy", "torch", "transformers", "gensim", "matplotlib", "jinja2")
 
 
-class NothingToReport(StimkitError):
-    """The store holds no results: the CLI exits 2 with this one line."""
+class NothingToReport(UsageError):
+    """The store holds no results: nothing to draw (exit 2, like a command that cannot mean anything)."""
 
 
 @dataclass
