@@ -106,6 +106,20 @@ def test_a_read_on_a_missing_store_exits_2_and_creates_nothing(tmp_path):
     assert not (tmp_path / "missing.duckdb").exists()
 
 
+def test_a_failed_write_on_a_fresh_path_leaves_no_store(tmp_path):
+    """A typo on a fresh --db must not leave an empty store that later reads would find."""
+    path = tmp_path / "fresh.duckdb"
+    for args in (["test", "nosuch"], ["wefat", "nosuch"], ["generate", "-w", "nosuch"], ["run", "--paper", "nosuch"]):
+        r = invoke(app, ["--db", str(path), *args])
+        assert r.exit_code in (1, 2) and len(r.stderr.strip().splitlines()) == 1, (args, r.output)
+        assert not path.exists() and not (tmp_path / "fresh.duckdb.wal").exists(), args
+    assert invoke(app, ["--db", str(path), "generate", "-w", "flowers", "-t", "word"]).exit_code == 0
+    r = invoke(app, ["--db", str(path), "test", "nosuch"])
+    assert r.exit_code == 2 and path.exists()  # a store with data is never removed
+    with stimkit.open(path, read_only=True) as s:
+        assert s.sets("flowers").height == 1
+
+
 @pytest.mark.parametrize("sql", ["DELETE FROM results", "DROP TABLE results", "SELECT 1; DELETE FROM results",
                                  "COPY results TO 'x.csv'", "ATTACH 'other.duckdb'"])
 def test_query_cannot_write(db, sql):

@@ -35,9 +35,13 @@ def handles_errors(fn):
     def wrapper(*args, **kwargs):
         import duckdb
 
+        succeeded = False
         try:
-            return fn(*args, **kwargs)
-        except typer.Exit:
+            result = fn(*args, **kwargs)
+            succeeded = True
+            return result
+        except typer.Exit as e:
+            succeeded = not e.exit_code
             raise
         except UsageError as e:
             fail(str(e), 2)
@@ -61,6 +65,7 @@ def handles_errors(fn):
         finally:  # every store the command opened: a traceback kept alive must not keep the file open
             while _opened:
                 _opened.pop().close()
+            _forget_created(succeeded)
 
     return wrapper
 
@@ -71,12 +76,27 @@ def open_store(read_only: bool = False, allow_files: bool = False):
     writes."""
     from ..api import Store
 
-    opened = Store(db_path(), read_only, on_wait=lambda message: err.print(message, highlight=False), allow_files=allow_files)
+    path = db_path()
+    if not read_only and not path.exists():
+        _created.append(path)
+    opened = Store(path, read_only, on_wait=lambda message: err.print(message, highlight=False), allow_files=allow_files)
     _opened.append(opened)
     return opened
 
 
-_opened: list = []  # stores opened by the running command (closed when it ends)
+_opened: list = []   # stores opened by the running command (closed when it ends)
+_created: list = []  # store files the running command created
+
+
+def _forget_created(succeeded: bool) -> None:
+    """A command that failed leaves no new empty store behind (a typo'd test name on a fresh
+    path must not make `stimkit results` find a store); one that wrote anything keeps it."""
+    from ..store import remove_if_empty
+
+    while _created:
+        path = _created.pop()
+        if not succeeded:
+            remove_if_empty(path)
 
 
 def _print_version(value: bool):
