@@ -102,7 +102,8 @@ class Store:
         self.path = Path(path) if path is not None else default_db()
         self.read_only = read_only
         self._on_wait, self._allow_files = on_wait, allow_files
-        self._con = store.connect(self.path, read_only=read_only, on_wait=on_wait, allow_files=allow_files)
+        self._con = None
+        self.con  # open now: a missing store (read-only) or a newer schema is refused here
         self.family: analysis.Family | None = None  # the family of the last results()/check()
 
     @property
@@ -391,9 +392,7 @@ class Store:
         self._writable("audit")
         opts = runner.Options(**{"alpha": alpha, **option_values})
         opts.validate()
-        if len(template_sets) < 2:
-            raise StimkitError("compare needs at least two template sets")
-        plan = audit.plan(self.con, tests, list(encoders), list(template_sets))
+        plan = audit.plan(self.con, tests, list(encoders), list(template_sets), min_template_sets=2)
         self.prepare_vectors(plan.retemplated, list(encoders), opts, progress=progress)
         run_id, rows = audit.run_compare(self.con, plan, opts, alpha, command)
         return run_id, pl.DataFrame(rows)

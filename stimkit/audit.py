@@ -258,11 +258,14 @@ class Plan:
         return [retemplate(t, s) for t in self.tests for s in self.template_sets]
 
 
-def plan(con, names: list[str], encoder_specs: list[str], template_sets: list[str]) -> Plan:
+def plan(con, names: list[str], encoder_specs: list[str], template_sets: list[str], min_template_sets: int = 1) -> Plan:
     """The tests and encoders, refusing before any work a test without sentence sets to
-    re-template; each re-templated test's sets are generated (a no-op when they exist)."""
+    re-template (or a comparison of fewer than two template sets); each re-templated
+    test's sets are generated (a no-op when they exist)."""
     from . import encoders
 
+    if len(template_sets) < min_template_sets:
+        raise StimkitError("compare needs at least two template sets")
     tests = [catalog.get(con, n) for n in names]
     for t in tests:
         for sname in template_sets:
@@ -290,9 +293,8 @@ def run_templates(con, plan: Plan, opts: runner.Options, alpha: float, command: 
 
 
 def run_compare(con, plan: Plan, opts: runner.Options, alpha: float, command: str) -> tuple[str, list[dict]]:
-    """The same tests under each template set: d, its shift and flips against the first set."""
-    if len(plan.template_sets) < 2:
-        raise StimkitError("compare needs at least two template sets")
+    """The same tests under each template set (a plan of at least two): d, its shift and
+    flips against the first set."""
     rows = []
     with store.transaction(con):
         run_id = runner.start_run(con, command, opts.seed)

@@ -131,6 +131,21 @@ def test_compare_cli_writes_results_per_template_set(catalog_db, tmp_path):
     assert r.exit_code == 1 and "no audits" in r.output
 
 
+def test_compare_of_one_template_set_is_refused_before_any_work(catalog_db, tmp_path):
+    import shutil
+    db = tmp_path / "one.duckdb"
+    shutil.copy(catalog_db, db)
+    con = store.connect(db)
+    before = snapshot(con)
+    con.close()
+    r = CliRunner().invoke(app, ["--db", str(db), "audit", "compare", "-t", "sent-weat6", "-e", "glove-6b-50d",
+                                 "-s", "past_tense"])
+    assert r.exit_code == 1 and r.stderr.strip() == "error: compare needs at least two template sets"
+    con = store.connect(db)
+    assert snapshot(con) == before  # not even past_tense's sets were generated
+    con.close()
+
+
 def test_frames_with_too_few_sentences_get_no_numbers():
     rng = np.random.default_rng(0)
     cell = audit.subset_test(np.array([0.1, 0.2]), np.array([0.0, -0.1, 0.3]), "greater", 1000, rng)

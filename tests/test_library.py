@@ -140,6 +140,19 @@ def test_a_read_only_store_refuses_writes(catalog_db, tmp_path):
         assert s.sets("flowers").height >= 2
 
 
+def test_test_sets_counts_what_each_query_selects(catalog_db):
+    """sent-weat9's sets hold the published stimuli (before the catalog's cut of Y)."""
+    from conftest import published
+
+    with stimkit.open(catalog_db, read_only=True) as s:
+        test, sizes = s.test_sets("sent-weat9")
+    doc = published("sent-weat9")
+    assert test.name == "sent-weat9" and sizes["role"].to_list() == ["X", "Y", "A", "B"]
+    assert sizes["error"].null_count() == 4
+    assert sizes["n_stimuli"][0] == len(doc["targ1"]["examples"])
+    assert sizes["n_stimuli"][2:].to_list() == [len(doc["attr1"]["examples"]), len(doc["attr2"]["examples"])]
+
+
 def test_opening_a_missing_store_read_only_creates_nothing(tmp_path):
     with pytest.raises(stimkit.UsageError, match="no store at"):
         stimkit.open(tmp_path / "missing.duckdb", read_only=True)

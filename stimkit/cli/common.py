@@ -35,6 +35,8 @@ def handles_errors(fn):
     def wrapper(*args, **kwargs):
         import duckdb
 
+        from ..store import remove_if_empty
+
         succeeded = False
         try:
             result = fn(*args, **kwargs)
@@ -64,8 +66,10 @@ def handles_errors(fn):
                  "(run with --debug for the traceback)", 1)
         finally:  # every store the command opened: a traceback kept alive must not keep the file open
             while _opened:
-                _opened.pop().close()
-            _forget_created(succeeded)
+                opened, created = _opened.pop()
+                opened.close()
+                if created and not succeeded:  # a failed command leaves no new empty store behind
+                    remove_if_empty(opened.path)
 
     return wrapper
 
@@ -76,27 +80,16 @@ def open_store(read_only: bool = False, allow_files: bool = False):
     writes."""
     from ..api import Store
 
-    path = db_path()
-    if not read_only and not path.exists():
-        _created.append(path)
-    opened = Store(path, read_only, on_wait=lambda message: err.print(message, highlight=False), allow_files=allow_files)
-    _opened.append(opened)
+    created = not read_only and not db_path().exists()
+    opened = Store(db_path(), read_only, on_wait=lambda message: err.print(message, highlight=False), allow_files=allow_files)
+    _opened.append((opened, created))
     return opened
 
 
-_opened: list = []   # stores opened by the running command (closed when it ends)
-_created: list = []  # store files the running command created
-
-
-def _forget_created(succeeded: bool) -> None:
-    """A command that failed leaves no new empty store behind (a typo'd test name on a fresh
-    path must not make `stimkit results` find a store); one that wrote anything keeps it."""
-    from ..store import remove_if_empty
-
-    while _created:
-        path = _created.pop()
-        if not succeeded:
-            remove_if_empty(path)
+# Stores opened by the running command, each with whether the command created its file:
+# all are closed when it ends, and one it created is removed again if it failed having
+# written nothing (a typo'd test name on a fresh path must not leave a store for reads to find).
+_opened: list = []
 
 
 def _print_version(value: bool):
