@@ -12,8 +12,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from stimkit import generate, store, wordlists
-from stimkit.generate import SetSpec
+from stimkit.stimuli import generate, wordlists
+from stimkit import store
+from stimkit.stimuli.generate import SetSpec
 
 
 def one(n: int, folder: Path) -> dict:

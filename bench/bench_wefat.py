@@ -17,7 +17,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np
 
-from stimkit import wefat
+from stimkit.run import wefat
 
 
 def case(label, n_words, per_word, n_a, n_b, per_attr, dim=300):

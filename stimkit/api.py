@@ -31,13 +31,15 @@ from pathlib import Path
 
 import polars as pl
 
-from . import DEFAULT_BUDGET, DEFAULT_PAPER, StimkitError, analysis, store
+from . import DEFAULT_BUDGET, DEFAULT_PAPER, StimkitError, store
+from .analysis import families as analysis
 from .paths import default_db
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from . import catalog, runner
+    from .catalog import tests as catalog
+    from .run import runner
 
 
 @dataclass(frozen=True)
@@ -142,7 +144,7 @@ class Store:
         changed). Your own lists (`wordlist_dir`) and template sets (`template_dir`) join the
         built-in ones; one with a built-in name is refused unless `override` (recorded in the
         set's provenance). With `wordlist_dir` and no names, only your lists are generated."""
-        from . import generate, templates, wordlists
+        from .stimuli import generate, templates, wordlists
 
         self._writable("generate")
         lists = wordlists.load_all()
@@ -162,13 +164,13 @@ class Store:
 
     def catalog(self, paper: str | None = None) -> pl.DataFrame:
         """The tests (catalog and imported; `paper`: one paper's) and the WEFAT entries, a row each."""
-        from . import catalog
+        from .catalog import tests as catalog
 
         return catalog.table(self.con, paper)
 
     def test_sets(self, name: str) -> tuple[catalog.TestDef, pl.DataFrame]:
         """A test's definition and its four set queries with the number of stimuli each selects."""
-        from . import catalog
+        from .catalog import tests as catalog
 
         test = catalog.get(self.con, name)
         return test, catalog.sizes(self.con, test)
@@ -176,13 +178,13 @@ class Store:
     def export_sentbias(self, outdir: str | Path, tests: list[str] | None = None, balance: str | None = None,
                         seed: int = 0, force: bool = False) -> list[Path]:
         """One JSON file per test in the published SEAT format (unbalanced unless `balance`)."""
-        from . import sentbias
+        from .catalog import sentbias
 
         return sentbias.export(self.con, Path(outdir), list(tests or []), balance, seed, force)
 
     def import_sentbias(self, directory: str | Path, prefix: str = "import:", override: bool = False) -> list[dict]:
         """Published-format JSON files as stimulus sets and tests named <prefix><file stem>."""
-        from . import sentbias
+        from .catalog import sentbias
 
         self._writable("import")
         return sentbias.import_dir(self.con, Path(directory), prefix, override)
@@ -195,7 +197,9 @@ class Store:
         """Encode what is missing for each encoder; returns one report per encoder (with its
         most common notes). While the model runs the store is closed, opened only for each
         append: other processes can read it meanwhile."""
-        from . import catalog, embeddings, encoders
+        from .catalog import tests as catalog
+        from .encoders import embeddings
+        from . import encoders
 
         self._writable("encode")
         encs = [encoders.resolve(spec) for spec in encoder_specs]  # every spec checked before anything is written
@@ -207,7 +211,7 @@ class Store:
 
     def encoders(self) -> pl.DataFrame:
         """Every encoder with vectors in the store: spec, fingerprint, dimension, count."""
-        from . import embeddings
+        from .encoders import embeddings
 
         return embeddings.stored(self.con)
 
@@ -223,7 +227,10 @@ class Store:
 
     def _needs(self, tests: list, encoder_specs: list[str], opts, wefats: list) -> list[tuple]:
         """(encoder, stimuli) pairs: what the tests and WEFATs will encode."""
-        from . import catalog, cword, embeddings, encoders, runner, wefat
+        from .catalog import tests as catalog
+        from .run import cword, runner, wefat
+        from .encoders import embeddings
+        from . import encoders
 
         opts = opts or runner.Options()
         encs = []
@@ -265,7 +272,8 @@ class Store:
         """Encode each (encoder, stimuli) with this store's connection closed: the file is
         opened only to find what is missing and for each append. `keep_going`: an encoder
         that fails is skipped (the run that follows reports it)."""
-        from . import embeddings, runner
+        from .encoders import embeddings
+        from .run import runner
 
         if not needs:
             return []
@@ -292,7 +300,9 @@ class Store:
         `context="c-word"` runs sentence tests on each encoder's inserted-word vectors.
         Options as keywords (budget=, method=, alternative=, seed=, clustered=, bootstrap=,
         balance=, cut_seed=, cuts=, alpha=) or as a runner.Options."""
-        from . import UsageError, catalog, runner
+        from . import UsageError
+        from .catalog import tests as catalog
+        from .run import runner
 
         self._writable("test")
         opts = options or runner.Options(**option_values)
@@ -306,7 +316,7 @@ class Store:
                 raise UsageError("name tests (or patterns), or pass --all, or give an ad-hoc test with --x --y --a --b")
             chosen = catalog.select(self.con, list(tests or []), everything, source)
             if context is not None:  # c-word runs a sentence test's inserted word
-                from . import cword
+                from .run import cword
                 chosen = [cword.in_context(t, context) for t in chosen]
         self.prepare_vectors(chosen, list(encoders), opts, progress=progress)
         return runner.run_tests(self.con, chosen, list(encoders), opts, command, encode, on_result, on_failure)
@@ -317,7 +327,9 @@ class Store:
         `paper` on each encoder in one run, Holm over the run, the consistency checks and
         the WEFAT catalog (may-2019); or Tan & Celis's Tables 7 and 8 (tan-celis-2019).
         Returns a mainjob.MainJob."""
-        from . import catalog, mainjob, runner, tancelis
+        from .catalog import tests as catalog
+        from .study import mainjob, tancelis
+        from .run import runner
 
         self._writable("run")
         opts = options or runner.Options(**option_values)
@@ -373,7 +385,7 @@ class Store:
               on_audit=None, progress=None, **option_values) -> tuple[str, list[dict]]:
         """Template audits (see stimkit.audit): per template alone and left out, a
         random-effects meta-analysis, flip rates and word influence."""
-        from . import audit, runner
+        from .run import audit, runner
 
         self._writable("audit")
         opts = runner.Options(**{"alpha": alpha, **option_values})
@@ -387,7 +399,7 @@ class Store:
                       alpha: float = 0.01, command: str = "library", progress=None,
                       **option_values) -> tuple[str, pl.DataFrame]:
         """The same tests under each template set: d, its shift and flips against the first set."""
-        from . import audit, runner
+        from .run import audit, runner
 
         self._writable("audit")
         opts = runner.Options(**{"alpha": alpha, **option_values})
@@ -399,7 +411,7 @@ class Store:
 
     def audits(self, where: str | None = None, top: int = 3) -> tuple[pl.DataFrame, pl.DataFrame]:
         """Stored audits (pooled d, tau2, I2, flip rates) and the `top` templates that move each most."""
-        from . import audit
+        from .run import audit
 
         if where:
             store.single_select(f"SELECT * FROM audits WHERE ({where})", f"--where {where!r}")
@@ -413,7 +425,8 @@ class Store:
               context: str | None = None, templates: str = "may2019", progress=None, **option_values) -> dict:
         """A WEFAT from the catalog (queries/wefat.toml) by `name`, or ad hoc from `targets`,
         `a`, `b` and `property`, on one encoder; returns the stored summary with `items`."""
-        from . import encoders, wefat
+        from . import encoders
+        from .run import wefat
 
         self._writable("wefat")
         test = wefat.define(name, targets, a, b, property, label, context, templates)
@@ -426,7 +439,7 @@ class Store:
 
     def wefat_results(self, where: str | None = None, words: bool = False) -> pl.DataFrame:
         """Stored WEFAT results (default: the latest run), or with `words` their per-word rows."""
-        from . import wefat
+        from .run import wefat
 
         return wefat.stored(self.con, where, words)
 

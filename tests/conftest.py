@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from stimkit import generate, store, wordlists
-from stimkit.catalog import default_specs
+from stimkit.stimuli import generate, wordlists
+from stimkit import store
+from stimkit.catalog.tests import default_specs
 
 REPO = Path(__file__).resolve().parent.parent
 REFERENCE = REPO.parent / "shared" / "reference" / "sent-bias" / "tests"

@@ -5,10 +5,13 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from stimkit import StimkitError, audit, catalog, generate, runner, stats, store, wordlists
+from stimkit import StimkitError, stats, store
+from stimkit.run import audit, runner
+from stimkit.catalog import tests as catalog
+from stimkit.stimuli import generate, wordlists
 from stimkit.cli import app
 from stimkit.encoders import resolve
-from stimkit.generate import SetSpec
+from stimkit.stimuli.generate import SetSpec
 
 from conftest import snapshot
 

@@ -7,7 +7,8 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from stimkit import StimkitError, catalog, sentbias, store
+from stimkit import StimkitError, store
+from stimkit.catalog import tests as catalog, sentbias
 from stimkit.cli import app
 
 from conftest import REFERENCE, published, snapshot

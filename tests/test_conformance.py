@@ -5,7 +5,7 @@ from collections import Counter
 
 import pytest
 
-from stimkit import catalog, sentbias
+from stimkit.catalog import tests as catalog, sentbias
 
 from conftest import CUT_SETS, REFERENCE, published
 

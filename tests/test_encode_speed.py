@@ -15,7 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stimkit import StimkitError, embeddings, store
+from stimkit import StimkitError, store
+from stimkit.encoders import embeddings
 from stimkit.encoders import resolve
 from stimkit.encoders.transformer import TransformerEncoder, length_batches, minilm_path, span_tokens
 
@@ -196,7 +197,8 @@ def test_any_spec_string_is_an_encoder_or_one_stimkit_error(spec):
 INTERRUPTED = """
 import sys
 import polars as pl
-from stimkit import embeddings, store
+from stimkit import store
+from stimkit.encoders import embeddings
 from stimkit.encoders import resolve
 con = store.connect(sys.argv[1])
 texts = [f"Sentence number {i} says {'more ' * (i % 7)}things." for i in range(600)]

@@ -7,7 +7,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from stimkit import StimkitError, embeddings, store
+from stimkit import StimkitError, store
+from stimkit.encoders import embeddings
 from stimkit.encoders import resolve
 from stimkit.encoders.wordvectors import tokenize
 

@@ -11,7 +11,10 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from stimkit import analysis, catalog, cli, runner, stats, store
+from stimkit.analysis import families as analysis
+from stimkit.catalog import tests as catalog
+from stimkit import cli, stats, store
+from stimkit.run import runner
 from stimkit.cli import app
 
 from conftest import snapshot

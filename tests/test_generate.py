@@ -4,9 +4,10 @@ import textwrap
 
 import pytest
 
-from stimkit import StimkitError, generate, store, wordlists
-from stimkit.generate import SetSpec
-from stimkit.templates import TemplateSet
+from stimkit import StimkitError, store
+from stimkit.stimuli import generate, wordlists
+from stimkit.stimuli.generate import SetSpec
+from stimkit.stimuli.templates import TemplateSet
 
 from conftest import snapshot
 
@@ -165,14 +166,14 @@ def test_migrations_are_idempotent_and_versioned(tmp_path):
 
 def test_an_older_store_migrates_forward_keeping_its_data(tmp_path, monkeypatch):
     all_migrations = store.migrations()
-    monkeypatch.setattr(store, "migrations", lambda: all_migrations[:1])  # a store from before encoders existed
+    monkeypatch.setattr(store.connection, "migrations", lambda: all_migrations[:1])  # a store from before encoders existed
     con = store.connect(tmp_path / "old.duckdb")
     d = write_lists(tmp_path, SMALL)
     gen(con, d, "targets@may2019")
     before = store.rows(con, "SELECT * FROM stimuli ORDER BY ALL")
     assert store.schema_version(con) == 1
     con.close()
-    monkeypatch.setattr(store, "migrations", lambda: all_migrations)
+    monkeypatch.setattr(store.connection, "migrations", lambda: all_migrations)
     con = store.connect(tmp_path / "old.duckdb")
     assert store.schema_version(con) == all_migrations[-1][0]
     assert store.rows(con, "SELECT * FROM stimuli ORDER BY ALL") == before

@@ -1,7 +1,7 @@
 import pytest
 
-from stimkit import grammar
-from stimkit.wordlists import load_lexicon
+from stimkit.stimuli import grammar
+from stimkit.stimuli.wordlists import load_lexicon
 
 
 @pytest.mark.parametrize("word, expected", [

@@ -16,11 +16,13 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from stimkit import StimkitError, generate, grammar, sentbias, store, wordlists
+from stimkit import StimkitError, store
+from stimkit.stimuli import generate, grammar, wordlists
+from stimkit.catalog import sentbias
 from stimkit.cli import app
 from stimkit.encoders import resolve
 from stimkit.paths import data_dir
-from stimkit.templates import TemplateSet
+from stimkit.stimuli.templates import TemplateSet
 
 from conftest import REFERENCE, REPO, snapshot
 
@@ -384,7 +386,7 @@ def test_non_utf8_templates_and_imports_name_the_file(db, tmp_path):
 
 DRIVER = """
 import sys, time
-from stimkit import generate
+from stimkit.stimuli import generate
 from stimkit.cli import app
 real, calls = generate.insert_set, [0]
 def slow(*args, **kwargs):

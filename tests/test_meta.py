@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from stimkit import meta
+from stimkit.stats import meta
 
 
 def test_tau2_is_zero_when_templates_agree():

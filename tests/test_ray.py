@@ -4,7 +4,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from stimkit import embeddings, store
+from stimkit.encoders import embeddings
+from stimkit import store
 from stimkit.encoders import ray_engine, resolve
 
 ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'stimkit[ray]' to run the Ray engine tests")

@@ -145,7 +145,7 @@ def test_a_store_from_a_newer_stimkit_is_refused(db, capsys):
 
 
 def test_an_unexpected_error_is_one_line_and_debug_shows_the_traceback(db, capsys, monkeypatch):
-    from stimkit import analysis
+    from stimkit.analysis import families as analysis
 
     def broken(*a, **k):
         raise RuntimeError("planted bug")

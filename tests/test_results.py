@@ -7,7 +7,11 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from stimkit import analysis, catalog, runner, sampler, stats, store
+from stimkit.analysis import families as analysis
+from stimkit.catalog import tests as catalog
+from stimkit.run import runner
+from stimkit.stats import sampler
+from stimkit import stats, store
 from stimkit.cli import app
 from stimkit.encoders import resolve
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from stimkit import sampler
-from stimkit.sampler import Layout, SplitPlan
+from stimkit.stats import sampler
+from stimkit.stats.sampler import Layout, SplitPlan
 
 
 def subset_codes(sums):

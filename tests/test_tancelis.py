@@ -9,10 +9,14 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from stimkit import StimkitError, catalog, cword, encoders, generate, runner, sentbias, store, tancelis, wordlists
+from stimkit import StimkitError, encoders, store
+from stimkit.catalog import tests as catalog, sentbias
+from stimkit.run import cword, runner
+from stimkit.stimuli import generate, wordlists
+from stimkit.study import tancelis
 from stimkit.cli import app
-from stimkit.generate import SetSpec
-from stimkit.templates import TemplateSet
+from stimkit.stimuli.generate import SetSpec
+from stimkit.stimuli.templates import TemplateSet
 
 from conftest import REPO, snapshot
 

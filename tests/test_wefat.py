@@ -12,7 +12,9 @@ import pytest
 from scipy import stats as sps
 from typer.testing import CliRunner
 
-from stimkit import StimkitError, encoders, properties, store, wefat, wordlists
+from stimkit import StimkitError, encoders, store
+from stimkit.stimuli import properties, wordlists
+from stimkit.run import wefat
 from stimkit.cli import app
 
 from conftest import REPO, snapshot
@@ -294,7 +296,7 @@ def test_cli_bad_property_file_is_one_line_and_help_says_sizes_may_differ(con, t
 
 
 def test_run_catalog_runs_both_entries_under_one_run(con, glove):
-    from stimkit import runner
+    from stimkit.run import runner
     with store.transaction(con):
         run_id = runner.start_run(con, "run", 0)
     rows = wefat.run_catalog(con, [glove], wefat.Options(budget=5000), run_id)

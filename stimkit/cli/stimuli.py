@@ -87,7 +87,7 @@ def catalog_list(
     """
     if ctx.invoked_subcommand:
         return
-    from .. import catalog
+    from ..catalog import tests as catalog
 
     df = catalog.table(catalog_con(), paper)
     emit(df, fmt, ["test", "context", "family", "X", "Y", "A", "B"] if fmt in (None, "table") else None)
@@ -100,7 +100,7 @@ def catalog_show(name: str):
 
     Example: stimkit catalog show sent-weat9
     """
-    from .. import catalog
+    from ..catalog import tests as catalog
 
     con = catalog_con()
     test = catalog.get(con, name)

@@ -8,8 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from .. import DEFAULT_BUDGET, DEFAULT_PAPER, UsageError
-from .common import (app, count as _count, db_path, emit, emit_document, err, format_option, handles_errors,
-                     open_store, print_rows)
+from .common import app, count as _count, db_path, emit, emit_document, err, format_option, handles_errors, open_store, print_rows
 
 AlphaOption = Annotated[float, typer.Option("--alpha", help="Significance level, in (0, 1).")]
 RunOption = Annotated[Optional[str], typer.Option(
@@ -113,7 +112,7 @@ def test_cmd(
       stimkit test 'sent-weat*' -e minilm --cuts 20
       stimkit test sent-weat1 --context c-word -e minilm
     """
-    from .. import runner
+    from ..run import runner
 
     opts = runner.Options(budget=budget, method=method, alternative=alternative, seed=seed, clustered=clustered,
                           bootstrap=bootstrap, balance=balance, cut_seed=cut_seed, cuts=cuts, alpha=alpha)
@@ -155,7 +154,7 @@ def results_cmd(
       stimkit results --table --format markdown
       stimkit results --format sentbias > results.tsv
     """
-    from .. import analysis
+    from ..analysis import families as analysis
 
     if layout not in (None, "tan-celis"):
         raise UsageError(f"unknown layout {layout!r} (known: tan-celis)")
@@ -164,10 +163,11 @@ def results_cmd(
         family = store.family
         err.print(f"family: {family.definition}; m = {family.m}; {correct} at alpha {alpha}", highlight=False)
         if layout:
-            from .. import catalog, tancelis
+            from ..catalog import tests as catalog
+            from ..study import tancelis
             emit(tancelis.layout(df, catalog.load(store.con)), fmt)
         elif table:
-            from .. import catalog
+            from ..catalog import tests as catalog
             columns, rows = analysis.table4(df, alpha, list(catalog.load_toml()))
             emit_rows(rows, columns, f"d by test and encoder; * p <= {alpha}, ** also after {correct} correction "
                                      f"over m = {family.m}; † cannot reach p <= {alpha}", fmt)
@@ -267,7 +267,10 @@ def run_cmd(
       stimkit run -e glove-6b-50d --budget 10000
       stimkit run --paper tan-celis-2019 --format markdown
     """
-    from .. import analysis, catalog, runner, tancelis
+    from ..analysis import families as analysis
+    from ..catalog import tests as catalog
+    from ..run import runner
+    from ..study import tancelis
 
     opts = runner.Options(budget=budget, seed=seed, alpha=alpha)
     opts.validate()

@@ -10,7 +10,8 @@ import jinja2
 import numpy as np
 import polars as pl
 
-from .. import StimkitError, analysis
+from .. import StimkitError
+from ..analysis import families as analysis
 from . import figures
 from .data import ReportData
 

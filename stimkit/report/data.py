@@ -9,7 +9,9 @@ from importlib import metadata
 
 import polars as pl
 
-from .. import StimkitError, UsageError, __version__, analysis, catalog, store
+from .. import StimkitError, UsageError, __version__, store
+from ..analysis import families as analysis
+from ..catalog import tests as catalog
 
 PACKAGES = ("duckdb", "polars", "numpy", "scipy", "torch", "transformers", "gensim", "matplotlib", "jinja2")
 

@@ -30,10 +30,15 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from . import StimkitError, __version__, catalog, embeddings, properties, runner, sampler, stats, store
-from .encoders import Encoder
-from .paths import data_dir
-from .seeding import rng_for
+from .. import StimkitError, __version__, stats, store
+from ..catalog import tests as catalog
+from ..encoders import embeddings
+from ..stimuli import properties
+from . import runner
+from ..stats import sampler
+from ..encoders import Encoder
+from ..paths import data_dir
+from ..seeding import rng_for
 
 MIN_WORDS = 3  # a correlation over fewer words has no degrees of freedom to speak of
 

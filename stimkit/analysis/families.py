@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from . import StimkitError, store
-from .paths import data_dir
+from .. import StimkitError, store
+from ..paths import data_dir
 
 CORRECTIONS = ("holm", "bh", "by", "none")
 SENTBIAS_COLUMNS = ["model", "options", "test", "p_value", "effect_size", "num_targ1", "num_targ2", "num_attr1", "num_attr2"]

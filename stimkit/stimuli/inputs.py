@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from . import StimkitError
+from .. import StimkitError
 
 _UNSAFE = re.compile(r"[/\\\x00-\x1f\x7f]|\.\.")
 MAX_LENGTH = 200

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from . import StimkitError, store
+from .. import StimkitError, store
 from .templates import TemplateSet
 from .wordlists import WordList
 
@@ -157,7 +157,7 @@ def plan(lists: dict, wordlist_names: list[str] | None = None, template_sets: li
     """The sets to generate: named lists (default: `default_names`, or every list) under
     named template sets ('set' or 'set/file'; default word and may2019), or, with nothing
     named, every catalog set and every list under `word` and `may2019`."""
-    from . import catalog
+    from ..catalog import tests as catalog
     from .inputs import check_name
 
     if not (wordlist_names or template_sets or default_names):

@@ -17,8 +17,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import StimkitError, store
-from .paths import data_dir
+from .. import StimkitError, store
+from ..paths import data_dir
 
 COLUMNS = ("word", "value", "unit", "source")
 

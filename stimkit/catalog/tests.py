@@ -14,17 +14,17 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
-from . import StimkitError, store
-from .paths import data_dir
-from .seeding import rng_for
+from .. import StimkitError, store
+from ..paths import data_dir
+from ..seeding import rng_for
 
 if TYPE_CHECKING:
-    from .generate import SetSpec
+    from ..stimuli.generate import SetSpec
 
 ROLES = ("x", "y", "a", "b")
 SENTBIAS_KEYS = dict(zip(ROLES, ("targ1", "targ2", "attr1", "attr2")))
 BALANCE_POLICIES = ("cut", "drop-words", "none")
-from . import DEFAULT_PAPER  # noqa: E402,F401  (re-exported)
+from .. import DEFAULT_PAPER  # noqa: E402,F401  (re-exported)
 _SQL = re.compile(r"^\s*(select|with|from|\()\b", re.I)
 
 
@@ -56,7 +56,7 @@ class TestDef:
         return set_sql(self.sets[ROLES.index(role)])
 
     def set_specs(self) -> list[SetSpec]:
-        from .generate import SetSpec  # here: generate pulls in jinja2, which reading results never needs
+        from ..stimuli.generate import SetSpec  # here: generate pulls in jinja2, which reading results never needs
 
         return [SetSpec.parse(s) for s in self.sets if not is_sql(s) and "@" in s]
 
@@ -201,7 +201,7 @@ def balance(x: pl.DataFrame, y: pl.DataFrame, policy: str, seed: int, test_name:
 
 def default_specs(lists: dict) -> list[SetSpec]:
     """Every catalog set, then every word list under `word` and `may2019`."""
-    from .generate import SetSpec
+    from ..stimuli.generate import SetSpec
 
     specs = [s for t in load_toml().values() for s in t.set_specs()]
     for name in lists:
@@ -218,7 +218,7 @@ def select(con, patterns: list[str] | None, everything: bool = False, source: st
     A pattern that matches nothing is an error: a typo must not run a smaller study."""
     from fnmatch import fnmatchcase
 
-    from . import UsageError
+    from .. import UsageError
 
     if source is not None and source not in SOURCES:
         raise UsageError(f"--source must be one of {', '.join(SOURCES)}, not {source!r}")
@@ -239,7 +239,7 @@ def select(con, patterns: list[str] | None, everything: bool = False, source: st
 
 def select_stimuli(con, sets: list[str] | None = None, tests: list[str] | None = None, everything: bool = False) -> pl.DataFrame:
     """The stimuli (text and span) of sets by name or SQL, of tests, or of every current set."""
-    from .embeddings import stimuli_of
+    from ..encoders.embeddings import stimuli_of
 
     if everything:
         return stimuli_of([fetch(con, "SELECT * FROM current_stimuli", "all stimuli")])
@@ -274,7 +274,7 @@ def table(con, paper: str | None = None) -> pl.DataFrame:
     df = listing(by_paper(load(con), paper))
     if paper is not None:
         return df
-    from . import wefat
+    from ..run import wefat
 
     entries = [{"test": t.name, "paper": "caliskan-2017", "context": t.context, "family": "WEFAT", "source": "catalog",
                 "X": t.targets, "Y": f"property {t.property}", "A": t.a, "B": t.b} for t in wefat.load_catalog().values()]

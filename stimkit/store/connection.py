@@ -10,8 +10,8 @@ from pathlib import Path
 
 import duckdb
 
-from . import StimkitError
-from .paths import data_dir, default_db
+from .. import StimkitError
+from ..paths import data_dir, default_db
 
 _MIGRATION = re.compile(r"^(\d+)_.*\.sql$")
 
@@ -38,7 +38,7 @@ def connect(path: str | Path | None = None, read_only: bool = False, wait: float
 
     SQL on the store cannot reach files on the host (stimkit itself never needs it; user
     SQL must not): `allow_files` lifts that, for `stimkit query --allow-files`."""
-    from . import UsageError
+    from .. import UsageError
 
     path = Path(path) if path is not None else default_db()
     if read_only and not path.exists():
@@ -121,7 +121,7 @@ def _config(allow_files: bool) -> dict:
 def check_schema(con, path, read_only: bool) -> None:
     """Refuse a store from a newer stimkit (its tables may mean other things), and a
     read-only open of an older one (its views are missing until a write migrates it)."""
-    from . import __version__
+    from .. import __version__
 
     have, known = schema_version(con), max(n for n, _ in migrations())
     applied = {n for (n,) in rows(con, "SELECT version FROM schema_migrations")} if have else set()

@@ -9,10 +9,14 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from . import DEFAULT_PAPER, analysis, catalog, encoders, generate, runner, wordlists
+from .. import DEFAULT_PAPER, encoders
+from ..analysis import families as analysis
+from ..catalog import tests as catalog
+from ..stimuli import generate, wordlists
+from ..run import runner
 
 if TYPE_CHECKING:
-    from .api import Store
+    from ..api import Store
 
 DEFAULT_ENCODERS = ["glove-6b-50d", "minilm", "minilm,pooling=cls", "use-m3"]
 
@@ -39,7 +43,7 @@ def run(store: Store, encoder_specs: list[str] | None = None, opts: runner.Optio
     """Generate, encode (the store open only for each append), then the statistics in one
     run; Holm over that run, its consistency checks, and the WEFAT catalog on each encoder
     that produced results."""
-    from . import wefat
+    from ..run import wefat
 
     started = time.perf_counter()
     opts = opts or runner.Options()

@@ -13,10 +13,13 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from . import StimkitError, __version__, catalog, embeddings, encoders, sampler, stats, store
-from .catalog import ROLES, TestDef
-from .encoders import Encoder
-from .seeding import rng_for
+from .. import StimkitError, __version__, encoders, stats, store
+from ..catalog import tests as catalog
+from ..encoders import embeddings
+from ..stats import sampler
+from ..catalog.tests import ROLES, TestDef
+from ..encoders import Encoder
+from ..seeding import rng_for
 
 
 @dataclass(frozen=True)

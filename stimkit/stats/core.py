@@ -20,9 +20,10 @@ from math import comb
 
 import numpy as np
 
-from . import StimkitError, sampler
+from .. import StimkitError
+from . import sampler
 
-from . import DEFAULT_BUDGET  # noqa: E402,F401  (re-exported: stats.DEFAULT_BUDGET)
+from .. import DEFAULT_BUDGET  # noqa: E402,F401  (re-exported: stats.DEFAULT_BUDGET)
 ALTERNATIVES = ("greater", "less", "two-sided")
 METHODS = ("auto", "exact", "sampled", "parametric")
 # Two partition sums closer than this (relative to the scale of the values) are a tie:

@@ -18,9 +18,10 @@ from pathlib import Path
 import jinja2
 from jinja2.sandbox import SandboxedEnvironment, SecurityError
 
-from . import StimkitError, grammar
+from .. import StimkitError
+from . import grammar
 from .inputs import check_name, read_text
-from .paths import data_dir
+from ..paths import data_dir
 from .wordlists import PRONOUNS, Word
 
 _COMMENT = re.compile(r"\{#.*?#\}", re.S)

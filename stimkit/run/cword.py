@@ -9,9 +9,9 @@ from functools import lru_cache
 
 import polars as pl
 
-from . import StimkitError
-from .catalog import TestDef
-from .encoders import Encoder, token_variant
+from .. import StimkitError
+from ..catalog.tests import TestDef
+from ..encoders import Encoder, token_variant
 
 CONTEXTS = ("word", "sentence", "c-word")
 

@@ -8,9 +8,10 @@ import os
 import tempfile
 from pathlib import Path
 
-from . import StimkitError, catalog, store
-from .generate import GENERATOR_VERSION, insert_set
-from .inputs import check_name, read_text
+from .. import StimkitError, store
+from . import tests as catalog
+from ..stimuli.generate import GENERATOR_VERSION, insert_set
+from ..stimuli.inputs import check_name, read_text
 
 
 def test_json(con, test: catalog.TestDef, balance: str | None = None, seed: int = 0) -> dict:

@@ -16,8 +16,8 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from . import StimkitError, store
-from .encoders import Encoder
+from .. import StimkitError, store
+from . import Encoder
 
 NO_SPAN = -1
 
@@ -255,7 +255,7 @@ def _encode(enc: Encoder, items: pl.DataFrame, todo: pl.DataFrame, batch_size: i
     started = time.perf_counter()
     if todo.height:
         if engine == "ray":
-            from .encoders import ray_engine
+            from . import ray_engine
             produced = ray_engine.batches(enc, todo, batch_size, workers)
         else:
             produced = batches(enc, todo, batch_size)
@@ -300,7 +300,7 @@ def notes(con, enc: Encoder, limit: int = 5) -> list[tuple[str, int]]:
 
 def stored(con) -> pl.DataFrame:
     """Every encoder with vectors in the store (and the embedded ones, with none yet)."""
-    from .encoders import EMBEDDED
+    from . import EMBEDDED
 
     rows = []
     for fp, spec, dim, table in store.rows(con, "SELECT fingerprint, spec, dim, vector_table FROM encoders ORDER BY created_at"):

@@ -27,9 +27,10 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import StimkitError, grammar
+from .. import StimkitError
+from . import grammar
 from .inputs import check_name, read_text
-from .paths import data_dir
+from ..paths import data_dir
 
 LIST_KEYS = {"category", "description", "source", "words", "kind", "person", "gender", "split", "lowercase", "drop"}
 WORD_KEYS = {"word", "kind", "person", "gender", "singular", "plural"}

@@ -21,10 +21,14 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from . import StimkitError, catalog, generate, meta, runner, stats, store, wordlists
-from .catalog import TestDef
-from .encoders import Encoder
-from .seeding import rng_for
+from .. import StimkitError, stats, store
+from ..catalog import tests as catalog
+from ..stimuli import generate, wordlists
+from ..stats import meta
+from . import runner
+from ..catalog.tests import TestDef
+from ..encoders import Encoder
+from ..seeding import rng_for
 
 SENTENCE_SET = "may2019"
 MIN_PER_TARGET = 3  # below this d is degenerate (one sentence a side always gives d = +-sqrt(2))
@@ -262,7 +266,7 @@ def plan(con, names: list[str], encoder_specs: list[str], template_sets: list[st
     """The tests and encoders, refusing before any work a test without sentence sets to
     re-template (or a comparison of fewer than two template sets); each re-templated
     test's sets are generated (a no-op when they exist)."""
-    from . import encoders
+    from .. import encoders
 
     if len(template_sets) < min_template_sets:
         raise StimkitError("compare needs at least two template sets")

@@ -16,12 +16,14 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from . import StimkitError, catalog, cword, encoders, runner
-from . import store as store_sql
-from .catalog import TestDef
+from .. import StimkitError, encoders
+from ..catalog import tests as catalog
+from ..run import cword, runner
+from .. import store as store_sql
+from ..catalog.tests import TestDef
 
 if TYPE_CHECKING:
-    from .api import Store
+    from ..api import Store
     from .mainjob import MainJob
 
 PAPER = "tan-celis-2019"
