@@ -20,12 +20,9 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'stimkit' has no attribute {name!r}")
 
 
-__all__ = ["weat", "WeatResult", "open", "Store", "StimkitError", "UsageError", "__version__"]
+from .errors import InputError, Interrupted, StimkitError, StoreError, UsageError  # noqa: E402  (light: no imports)
+
+__all__ = ["weat", "WeatResult", "open", "Store", "StimkitError", "UsageError", "InputError", "StoreError",
+           "Interrupted", "__version__"]
 
 
-class StimkitError(Exception):
-    """A user-facing error: the CLI prints its message on one line and exits non-zero."""
-
-
-class UsageError(StimkitError):
-    """A command line that cannot mean anything (unknown pattern, bad option value): exit 2."""

@@ -30,10 +30,13 @@ from typing import TYPE_CHECKING
 from pathlib import Path
 
 import polars as pl
+import duckdb
 
 from . import DEFAULT_BUDGET, DEFAULT_PAPER, StimkitError, store
 from .analysis import families as analysis
 from .paths import default_db
+from .errors import InputError
+from .store import usersql
 
 if TYPE_CHECKING:
     import numpy as np
@@ -359,7 +362,8 @@ class Store:
         ($name); the temp view `family` (see `results`) is defined first. Host files are
         reachable only from a store opened with allow_files=True."""
         self.family = analysis.define_family(self.con, where, alpha, run, allow_empty=True)
-        return analysis.read_query(self.con, analysis.named_query(sql) or sql, params)
+        sql = usersql.check_reading(analysis.named_query(sql) or sql)
+        return usersql.read(self.con, sql, params)
 
     def report(self, out_dir: str | Path = "report", where: str | None = None, correct: str = "holm",
                alpha: float = 0.01, formats: list[str] | None = None, tests: list[str] | None = None,
@@ -414,11 +418,11 @@ class Store:
         from .run import audit
 
         if where:
-            store.single_select(f"SELECT * FROM audits WHERE ({where})", f"--where {where!r}")
+            usersql.check_select(f"SELECT * FROM audits WHERE ({where})", f"--where {where!r}")
         try:
             return audit.summary(self.con, where, top)
-        except Exception as e:
-            raise StimkitError(f"--where {where!r}: {str(e).splitlines()[0]}") from None
+        except duckdb.Error as e:
+            raise InputError(f"--where {where!r}: {usersql.first_line(e)}") from None
 
     def wefat(self, name: str | None = None, encoder: str = "glove-6b-50d", *, targets: str | None = None,
               a: str | None = None, b: str | None = None, property: str | None = None, label: str = "adhoc",  # noqa: A002

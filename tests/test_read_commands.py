@@ -125,7 +125,7 @@ def test_a_failed_write_on_a_fresh_path_leaves_no_store(tmp_path):
 def test_query_cannot_write(db, sql):
     before = snapshot_of(db)
     r = invoke(app, ["--db", str(db), "query", sql])
-    assert r.exit_code == 1 and len(r.stderr.strip().splitlines()) == 1 and r.stdout == ""
+    assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1 and r.stdout == ""
     assert snapshot_of(db) == before
 
 
@@ -152,7 +152,7 @@ def test_query_takes_named_parameters_and_a_limit(db):
 def test_stacked_sql_in_where_is_refused(db, args):
     before = snapshot_of(db)
     r = invoke(app, ["--db", str(db), *args])
-    assert r.exit_code == 1 and "--where" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert r.exit_code == 2 and "--where" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert snapshot_of(db) == before
 
 

@@ -227,7 +227,7 @@ def test_adhoc_test_with_sql_sets(store_copy):
     (["results", "--correct", "bonferonni"], "unknown correction 'bonferonni'", 1),
     (["results", "--alpha", "2"], "--alpha must be between 0 and 1", 1),
     (["results", "--run", "nosuchrun"], "--run nosuchrun: no such run", 1),
-    (["query", "SELEKT 1"], "query failed", 1),
+    (["query", "SELEKT 1"], "query failed", 2),
 ])
 def test_bad_input_leaves_no_results(store_copy, args, message, code):
     cli_run(store_copy, "test", "weat6", "--budget", "1000")

@@ -7,8 +7,12 @@ from dataclasses import dataclass
 
 import polars as pl
 
+import duckdb
+
 from .. import StimkitError, store
 from ..paths import data_dir
+from ..errors import InputError
+from ..store import usersql
 
 CORRECTIONS = ("holm", "bh", "by", "none")
 SENTBIAS_COLUMNS = ["model", "options", "test", "p_value", "effect_size", "num_targ1", "num_targ2", "num_attr1", "num_attr2"]
@@ -59,14 +63,14 @@ def define_family(con, where: str | None = None, alpha: float = 0.01, run: str |
         definition = f"the latest result per hypothesis ({HYPOTHESIS}) over the whole store"
     sql = f"SELECT * FROM ({base}) WHERE ({where})" if where else base
     if where:
-        store.single_select(sql, f"--where {where!r}")
+        usersql.check_select(sql, f"--where {where!r}")
         definition += f", where {where}"
     try:
         con.execute(f"CREATE OR REPLACE TEMP VIEW family AS {sql}")
         con.execute(f"SET VARIABLE alpha = {alpha!r}")
         m = store.one(con, "SELECT count(*) FROM family")[0]
-    except Exception as e:
-        raise StimkitError(f"--where {where!r}: {str(e).splitlines()[0]}") from None
+    except duckdb.Error as e:
+        raise InputError(f"--where {where!r}: {usersql.first_line(e)}") from None
     if m == 0 and not allow_empty:
         raise StimkitError(f"no results in {definition} (run `stimkit test` first)")
     return Family(definition, m, run_id, where)
@@ -78,34 +82,8 @@ def named_query(name: str) -> str | None:
 
 
 def run_sql(con, sql: str) -> pl.DataFrame:
-    try:
-        return store.frame(con, sql.strip().rstrip(";"))
-    except Exception as e:
-        raise StimkitError(f"query failed: {str(e).splitlines()[0]}") from None
-
-
-READING = {"SELECT", "EXPLAIN", "PRAGMA", "CALL", "MULTI"}  # MULTI: PIVOT expands to several reading steps
-
-
-def read_query(con, sql: str, params: dict | None = None) -> pl.DataFrame:
-    """One reading statement a user typed, with named parameters ($name). Writes are
-    refused before they run (and the store is open read-only besides); files on the host
-    are out of reach unless the store was opened with allow_files."""
-    import duckdb
-
-    try:
-        statements = duckdb.extract_statements(sql)
-    except duckdb.Error as e:
-        raise StimkitError(f"query failed: {str(e).splitlines()[0]}") from None
-    if len(statements) != 1:
-        raise StimkitError(f"query: one statement at a time, not {len(statements)}")
-    kind = statements[0].type.name
-    if kind not in READING:
-        raise StimkitError(f"query can only read: a {kind} statement is refused (writes go through stimkit commands)")
-    try:
-        return con.sql(sql.strip().rstrip(";"), params=params or None).pl()
-    except Exception as e:
-        raise StimkitError(f"query failed: {str(e).splitlines()[0]}") from None
+    """One of stimkit's own queries (queries/*.sql) over the temp views."""
+    return usersql.read(con, sql.strip().rstrip(";"))
 
 
 def corrected(con, method: str) -> pl.DataFrame:

@@ -12,11 +12,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
+import duckdb
 import polars as pl
 
 from .. import StimkitError, store
 from ..paths import data_dir
 from ..seeding import rng_for
+from ..errors import InputError
+from ..store import usersql
 
 if TYPE_CHECKING:
     from ..stimuli.generate import SetSpec
@@ -35,7 +38,7 @@ def is_sql(ref: str) -> bool:
 def set_sql(ref: str) -> str:
     """The SQL that selects a set: a set name becomes a query on current_stimuli."""
     if is_sql(ref):  # a query a user typed can only read: exactly one SELECT (DuckDB's parser decides)
-        return store.single_select(ref, f"set query {ref!r}")
+        return usersql.check_select(ref, f"set query {ref!r}")
     name = ref.replace("'", "''")
     return f"SELECT * FROM current_stimuli WHERE set_name = '{name}' ORDER BY ordinal"
 
@@ -132,8 +135,8 @@ def get(con, name: str) -> TestDef:
 def fetch(con, sql: str, what: str = "set") -> pl.DataFrame:
     try:
         df = store.frame(con, sql)
-    except Exception as e:  # duckdb raises many error classes; all mean the query is bad
-        raise StimkitError(f"{what}: query failed: {str(e).splitlines()[0]} -- in: {sql}") from None
+    except duckdb.Error as e:
+        raise InputError(f"{what}: query failed: {usersql.first_line(e)} -- in: {sql}") from None
     if "stimulus" not in df.columns:
         raise StimkitError(f"{what}: query must return a `stimulus` column -- in: {sql}")
     if df.height == 0:
@@ -262,8 +265,8 @@ def sizes(con, test: TestDef) -> pl.DataFrame:
         else:
             try:
                 n = store.one(con, f"SELECT count(*) FROM ({sql})")[0]
-            except Exception as e:  # duckdb raises many error classes; all mean the query is bad
-                error = str(e).splitlines()[0]
+            except duckdb.Error as e:
+                error = usersql.first_line(e)
         rows.append({"role": role.upper(), "n_stimuli": n, "sql": sql, "error": error})
     return pl.DataFrame(rows, schema={"role": pl.String, "n_stimuli": pl.Int64, "sql": pl.String, "error": pl.String})
 

@@ -27,6 +27,7 @@ import time
 from dataclasses import asdict, dataclass
 
 import numpy as np
+import duckdb
 import polars as pl
 import pyarrow as pa
 
@@ -39,6 +40,8 @@ from ..stats import sampler
 from ..encoders import Encoder
 from ..paths import data_dir
 from ..seeding import rng_for
+from ..errors import InputError
+from ..store import usersql
 
 MIN_WORDS = 3  # a correlation over fewer words has no degrees of freedom to speak of
 
@@ -203,11 +206,11 @@ def stored(con, where: str | None = None, words: bool = False) -> pl.DataFrame:
     if words:
         sql = (f"SELECT r.name, r.encoder, r.context, i.* EXCLUDE (result_id) FROM wefat_items i "
                f"JOIN ({sql}) r USING (result_id) ORDER BY r.created_at, r.name, r.encoder, i.ordinal")
-    store.single_select(sql, f"--where {where!r}")
+    usersql.check_select(sql, f"--where {where!r}")
     try:
         return store.frame(con, sql)
-    except Exception as e:  # a bad --where
-        raise StimkitError(f"query failed: {str(e).splitlines()[0]} -- in: {sql}") from None
+    except duckdb.Error as e:  # a bad --where
+        raise InputError(f"query failed: {usersql.first_line(e)} -- in: {sql}") from None
 
 
 # --------------------------------------------------------------------------- running
@@ -245,8 +248,8 @@ def _property(con, ref: str, save: bool = True) -> tuple[dict[str, float], str |
     if catalog.is_sql(ref):
         try:
             df = store.frame(con, ref.strip().rstrip(";"))
-        except Exception as e:  # duckdb raises many error classes; all mean the query is bad
-            raise StimkitError(f"property: query failed: {str(e).splitlines()[0]} -- in: {ref}") from None
+        except duckdb.Error as e:
+            raise InputError(f"property: query failed: {usersql.first_line(e)} -- in: {ref}") from None
         if not {"word", "value"} <= set(df.columns):
             raise StimkitError(f"property: query must return `word` and `value` columns -- in: {ref}")
         return {str(w).lower(): float(v) for w, v in zip(df["word"], df["value"]) if v is not None}, None

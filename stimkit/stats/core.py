@@ -20,7 +20,7 @@ from math import comb
 
 import numpy as np
 
-from .. import StimkitError
+from ..errors import InputError
 from . import sampler
 
 from .. import DEFAULT_BUDGET  # noqa: E402,F401  (re-exported: stats.DEFAULT_BUDGET)
@@ -36,7 +36,7 @@ EXACT_LIMIT = 5_000_000
 _EXACT_CHUNK = 200_000   # partitions enumerated at a time: memory stays bounded
 
 
-class InvalidInput(StimkitError, ValueError):
+class InvalidInput(InputError):
     """Inputs on which the statistics have no meaning (the message names test and encoder)."""
 
 

@@ -132,19 +132,6 @@ def check_schema(con, path, read_only: bool) -> None:
                            "run a writing command (e.g. `stimkit generate`) once to upgrade it")
 
 
-def single_select(sql: str, what: str) -> str:
-    """`sql` if it is exactly one SELECT statement (DuckDB's own parser decides), else a
-    one-line error: a fragment a user typed can only read."""
-    try:
-        statements = duckdb.extract_statements(sql)
-    except duckdb.Error as e:
-        raise StimkitError(f"{what}: {str(e).splitlines()[0]}") from None
-    if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
-        kinds = ", ".join(s.type.name for s in statements) or "nothing"
-        raise StimkitError(f"{what}: must be a single SELECT statement (found: {kinds})")
-    return sql.strip().rstrip(";").strip()
-
-
 def schema_version(con) -> int:
     try:
         return one(con, "SELECT coalesce(max(version), 0) FROM schema_migrations")[0]

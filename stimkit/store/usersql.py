@@ -1,0 +1,52 @@
+"""SQL a user types (set selectors, --where, property queries, `stimkit query`): it can only read.
+
+Every such statement goes through here: `check_select` for a fragment that must be one
+SELECT, `read` to run a reading statement and turn DuckDB's error into one line."""
+
+from __future__ import annotations
+
+import duckdb
+
+from ..errors import InputError, UsageError
+
+# Statement kinds a user may run with `stimkit query` (MULTI: PIVOT expands to several reading steps).
+READING = {"SELECT", "EXPLAIN", "PRAGMA", "CALL", "MULTI"}
+
+
+def check_select(sql: str, what: str) -> str:
+    """`sql` if it is exactly one SELECT statement (DuckDB's own parser decides), else a
+    one-line error: a fragment a user typed can only read."""
+    try:
+        statements = duckdb.extract_statements(sql)
+    except duckdb.Error as e:
+        raise UsageError(f"{what}: {first_line(e)}") from None
+    if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
+        kinds = ", ".join(s.type.name for s in statements) or "nothing"
+        raise UsageError(f"{what}: must be a single SELECT statement (found: {kinds})")
+    return sql.strip().rstrip(";").strip()
+
+
+def check_reading(sql: str) -> str:
+    """One reading statement (`stimkit query`): writes are refused before they run."""
+    try:
+        statements = duckdb.extract_statements(sql)
+    except duckdb.Error as e:
+        raise UsageError(f"query failed: {first_line(e)}") from None
+    if len(statements) != 1:
+        raise UsageError(f"query: one statement at a time, not {len(statements)}")
+    kind = statements[0].type.name
+    if kind not in READING:
+        raise UsageError(f"query can only read: a {kind} statement is refused (writes go through stimkit commands)")
+    return sql.strip().rstrip(";")
+
+
+def read(con, sql: str, params=None, what: str = "query"):
+    """Run a (checked) reading statement; a polars frame, or one line naming `what`."""
+    try:
+        return con.sql(sql, params=params or None).pl()
+    except duckdb.Error as e:
+        raise InputError(f"{what} failed: {first_line(e)}") from None
+
+
+def first_line(e: BaseException) -> str:
+    return str(e).splitlines()[0] if str(e) else type(e).__name__
