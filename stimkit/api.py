@@ -25,24 +25,27 @@ Every command of the CLI calls one of these methods and prints what it returns.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
-import duckdb
 
-from . import DEFAULT_BUDGET, DEFAULT_PAPER, StimkitError, store
+from . import DEFAULT_BUDGET, DEFAULT_PAPER, store
 from .analysis import families as analysis
+from .errors import InputError, StimkitError, UsageError
 from .paths import default_db
-from .errors import InputError
 from .store import usersql
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the run layer pulls in numpy and the statistics: imported where used
     import numpy as np
 
-    from .catalog import tests as catalog
-    from .run import runner
+    from .catalog.tests import TestDef
+    from .catalog.wefat import WefatDef
+    from .run.options import Options
+    from .run.plan import Plan
+    from .run.rows import Audit, RunReport, WefatResult
+    from .study.study import Study
 
 
 @dataclass(frozen=True)
@@ -95,13 +98,32 @@ def weat(X, Y, A, B, *, method: str = "auto", alternative: str = "greater", n_sa
     return WeatResult(statistic, stats.effect_size(sx, sy, ddof), pv.p, pv.method, pv.partitions, pv.min_p, s, null, ci)
 
 
+@dataclass
+class StudyRun:
+    """What `Store.run` did: the study, the sets it generated, its run, and the study's table."""
+    study: Study
+    run: RunReport
+    generated: list[str] = field(default_factory=list)   # notes on sets generated for it
+    family: analysis.Family | None = None
+    results: pl.DataFrame | None = None    # the study's correction over its run
+    checks: pl.DataFrame | None = None
+    columns: list[str] = field(default_factory=list)     # the study's table (its layout)
+    table: list[dict] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def _first_line(e: BaseException) -> str:
+    return str(e).splitlines()[0] if str(e) else type(e).__name__
+
+
 class Store:
     """A stimkit store (a DuckDB file). Opened read-only, it never creates a file and
     refuses writes; read-write, it brings the schema up to date.
 
-    Every CLI command is one method here. Long writes (encode, test, run, audit, wefat)
-    encode first with the file closed between appends, so other processes can read the
-    store while a model runs; only the short statistics phase holds it."""
+    Every CLI command is one method here. A run goes one way: validate (its Options) ->
+    plan (run.plan.make: sets selected once, refusals decided) -> encode what the plan
+    needs with the file closed between appends, so other processes can read the store
+    while a model runs -> execute the plan in one transaction."""
 
     def __init__(self, path: str | Path | None = None, read_only: bool = False, on_wait=None, allow_files: bool = False):
         self.path = Path(path) if path is not None else default_db()
@@ -136,7 +158,7 @@ class Store:
 
     def _writable(self, what: str) -> None:
         if self.read_only:
-            raise StimkitError(f"{what} writes to the store: open it with read_only=False")
+            raise UsageError(f"{what} writes to the store: open it with read_only=False")
 
     # ------------------------------------------------------------------ stimuli
 
@@ -147,6 +169,7 @@ class Store:
         changed). Your own lists (`wordlist_dir`) and template sets (`template_dir`) join the
         built-in ones; one with a built-in name is refused unless `override` (recorded in the
         set's provenance). With `wordlist_dir` and no names, only your lists are generated."""
+        from .catalog.tests import default_specs
         from .stimuli import generate, templates, wordlists
 
         self._writable("generate")
@@ -155,9 +178,27 @@ class Store:
         if wordlist_dir:
             own = wordlists.load_all(wordlist_dir)
             lists = wordlists.merge(lists, own, override)
-        specs = generate.plan(lists, wordlist_names, template_sets, list(own) if own else None)
+        specs = generate.plan(lists, wordlist_names, template_sets, list(own) if own else None, default_specs(lists))
         tsets = {name: templates.load_set(name, template_dir, override) for name in dict.fromkeys(s.template_set for s in specs)}
         return generate.generate(self.con, specs, lists, tsets)
+
+    def _generate_missing(self, specs) -> list[str]:
+        """Render the sets a plan names that the store lacks (from the built-in word lists and
+        template sets); a set whose word list is unknown is left to fail where it is used."""
+        from .stimuli import generate, wordlists
+
+        current = {name for (name,) in store.rows(self.con, "SELECT name FROM current_sets")}
+        missing = [s for s in specs if s.name not in current]
+        if not missing:
+            return []
+        lists = wordlists.load_all()
+        known = [s for s in missing if s.wordlist in lists]
+        if not known:
+            return []
+        generate.generate(self.con, known, lists)
+        names = [s.name for s in known]
+        return [f"generated {len(names)} missing set{'s' if len(names) != 1 else ''}: "
+                + ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")]
 
     def sets(self, like: str | None = None, all_versions: bool = False) -> pl.DataFrame:
         view = "stimulus_sets" if all_versions else "current_sets"
@@ -171,7 +212,7 @@ class Store:
 
         return catalog.table(self.con, paper)
 
-    def test_sets(self, name: str) -> tuple[catalog.TestDef, pl.DataFrame]:
+    def test_sets(self, name: str) -> tuple[TestDef, pl.DataFrame]:
         """A test's definition and its four set queries with the number of stimuli each selects."""
         from .catalog import tests as catalog
 
@@ -200,14 +241,17 @@ class Store:
         """Encode what is missing for each encoder; returns one report per encoder (with its
         most common notes). While the model runs the store is closed, opened only for each
         append: other processes can read it meanwhile."""
-        from .catalog import tests as catalog
-        from .encoders import embeddings
         from . import encoders
+        from .catalog.tests import select_stimuli
+        from .encoders import embeddings
 
         self._writable("encode")
         encs = [encoders.resolve(spec) for spec in encoder_specs]  # every spec checked before anything is written
-        stimuli = catalog.select_stimuli(self.con, sets, tests, everything)
-        reports = self._encode_released([(enc, stimuli) for enc in encs], progress, batch_size, engine, workers)
+        stimuli = select_stimuli(self.con, sets, tests, everything)
+        self._release()
+        reports = [embeddings.encode_missing_released(self.path, enc, stimuli, batch_size,
+                                                      progress(enc) if progress else None, engine, workers)
+                   for enc in encs]
         for r, enc in zip(reports, encs):
             r["notes"] = embeddings.notes(self.con, enc)
         return reports
@@ -218,129 +262,118 @@ class Store:
 
         return embeddings.stored(self.con)
 
-    def prepare_vectors(self, tests=(), encoder_specs=(), options: runner.Options | None = None, wefats=(),
-                        progress=None) -> list[dict]:
-        """Encode what these tests (TestDefs) and WEFATs (WefatDefs) will need, with the store
-        closed between appends, so that readers get in during the long part of a run. A test
-        the run will refuse, or an encoder that fails, is left to the run, which reports it;
-        c-word tests encode each encoder's token variant. Returns a report per encoding."""
-        self._writable("encoding")
-        return self._encode_released(self._needs(list(tests), list(encoder_specs), options, list(wefats)), progress,
-                              keep_going=True)
-
-    def _needs(self, tests: list, encoder_specs: list[str], opts, wefats: list) -> list[tuple]:
-        """(encoder, stimuli) pairs: what the tests and WEFATs will encode."""
-        from .catalog import tests as catalog
-        from .run import cword, runner, wefat
+    def _encode_plan(self, plan: Plan, progress=None) -> tuple[list[dict], dict[str, str]]:
+        """Encode what the plan reads, with this store's connection closed (the file opened only
+        to find what is missing and for each append). An encoder that fails is skipped:
+        returns the reports and {fingerprint: cause} of the failures."""
         from .encoders import embeddings
-        from . import encoders
 
-        opts = opts or runner.Options()
-        encs = []
-        for spec in encoder_specs:
-            try:
-                encs.append(encoders.resolve(spec))
-            except runner.EXPECTED_FAILURES:
-                continue
-        plain, by_word = [], {}
-        for t in tests:
-            try:
-                sets = catalog.fetch_sets(self.con, t)
-                runner.refuse_early(t, sets, opts)  # nothing is encoded for a test the run will refuse
-            except runner.EXPECTED_FAILURES:
-                continue
-            if t.context == "c-word":
-                by_word[t.name] = (t, sets)
-            else:
-                plain += list(sets.values())
-        for w in wefats:
-            try:
-                plain += wefat.frames_of(self.con, w)
-            except runner.EXPECTED_FAILURES:
-                continue
-        needs = [(enc, embeddings.stimuli_of(plain)) for enc in encs] if plain else []
-        if by_word:
-            stimuli = embeddings.stimuli_of(f for _, sets in by_word.values() for f in sets.values())
-            for enc in encs:
-                try:
-                    (variant,) = cword.encoders_for([t for t, _ in by_word.values()], [enc],
-                                                    {name: sets for name, (_, sets) in by_word.items()})
-                except runner.EXPECTED_FAILURES:
-                    continue
-                needs.append((variant, stimuli))
-        return needs
-
-    def _encode_released(self, needs: list[tuple], progress=None, batch_size: int = 4096, engine: str = "local",
-                         workers: int | None = None, keep_going: bool = False) -> list[dict]:
-        """Encode each (encoder, stimuli) with this store's connection closed: the file is
-        opened only to find what is missing and for each append. `keep_going`: an encoder
-        that fails is skipped (the run that follows reports it)."""
-        from .encoders import embeddings
-        from .run import runner
-
-        if not needs:
-            return []
-        reports = []
-        self._release()
+        reports, failed = [], {}
+        needs = plan.encodings
+        if needs:
+            self._release()
         for enc, stimuli in needs:
             try:
-                reports.append(embeddings.encode_missing_released(
-                    self.path, enc, stimuli, batch_size, progress(enc) if progress else None, engine, workers))
-            except runner.EXPECTED_FAILURES:
-                if not keep_going:
-                    raise
-        return reports
+                reports.append(embeddings.encode_missing_released(self.path, enc, stimuli, 4096,
+                                                                  progress(enc) if progress else None))
+            except StimkitError as e:
+                failed[enc.fingerprint] = _first_line(e)
+        return reports, failed
+
+    def _execute(self, plan: Plan, command: str, progress=None, on_result=None, on_failure=None) -> RunReport:
+        """Encode what the plan needs (released), then execute it."""
+        from .run.execute import execute
+
+        _, failed = self._encode_plan(plan, progress)
+        plan, gone = plan.without(failed)
+        return execute(self.con, plan, command, on_result, on_failure, gone)
 
     # ------------------------------------------------------------------ tests
 
     def test(self, tests: list[str] | None = None, *, encoders: list[str] = ("glove-6b-50d",), everything: bool = False,
              source: str | None = None, x: str | None = None, y: str | None = None, a: str | None = None,
              b: str | None = None, name: str = "adhoc", context: str | None = None, command: str = "library",
-             options: runner.Options | None = None, encode=None, on_result=None, on_failure=None, progress=None,
-             **option_values) -> runner.RunReport:
+             options: Options | None = None, on_result=None, on_failure=None, progress=None,
+             **option_values) -> RunReport:
         """Run tests (names or shell patterns over catalog and imported tests, or `everything`,
         or one ad-hoc test from four set names or SELECTs) on each encoder, in one run.
         `context="c-word"` runs sentence tests on each encoder's inserted-word vectors.
         Options as keywords (budget=, method=, alternative=, seed=, clustered=, bootstrap=,
-        balance=, cut_seed=, cuts=, alpha=) or as a runner.Options."""
-        from . import UsageError
+        balance=, cut_seed=, cuts=, alpha=) or as a run.options.Options. A set the tests name
+        that the store lacks is generated first (and said so in the report's notes)."""
         from .catalog import tests as catalog
-        from .run import runner
+        from .run import cword, plan as run_plan
+        from .run.options import Options
 
         self._writable("test")
-        opts = options or runner.Options(**option_values)
-        opts.validate()
+        opts = options or Options(**option_values)
         if any((x, y, a, b)):
             if not all((x, y, a, b)):
                 raise UsageError("an ad-hoc test needs all four of --x --y --a --b")
-            chosen = [catalog.TestDef(name, (x, y, a, b), context or "sentence", None, opts.balance or "none", source="adhoc")]
+            refs = (x, y, a, b)
+            own = context or ("word" if all(not catalog.is_sql(r) and r.endswith("@word") for r in refs) else "sentence")
+            chosen = [catalog.TestDef(name, refs, own, None, opts.balance or "none", source="adhoc")]
         else:
             if not (tests or everything):
                 raise UsageError("name tests (or patterns), or pass --all, or give an ad-hoc test with --x --y --a --b")
             chosen = catalog.select(self.con, list(tests or []), everything, source)
             if context is not None:  # c-word runs a sentence test's inserted word
-                from .run import cword
                 chosen = [cword.in_context(t, context) for t in chosen]
-        self.prepare_vectors(chosen, list(encoders), opts, progress=progress)
-        return runner.run_tests(self.con, chosen, list(encoders), opts, command, encode, on_result, on_failure)
+        plan = run_plan.make(self.con, chosen, list(encoders), opts, generate_missing=self._generate_missing)
+        return self._execute(plan, command, progress, on_result, on_failure)
 
-    def run(self, encoders: list[str] | None = None, *, paper: str = DEFAULT_PAPER, options: runner.Options | None = None,
-            progress=None, on_result=None, on_failure=None, log=None, **option_values):
-        """The main job (`stimkit run`): generate the catalog, encode, run every test of
-        `paper` on each encoder in one run, Holm over the run, the consistency checks and
-        the WEFAT catalog (may-2019); or Tan & Celis's Tables 7 and 8 (tan-celis-2019).
-        Returns a mainjob.MainJob."""
+    def run(self, study: str | Path | Study = DEFAULT_PAPER, encoders: list[str] | None = None, *,
+            options: Options | None = None, progress=None, on_result=None, on_failure=None, log=None,
+            command: str | None = None, **option_values) -> StudyRun:
+        """Run a study (`stimkit run`): a built-in paper (`may-2019`: the 46 SEAT tests, Holm,
+        Table 4, the consistency checks and the WEFATs; `tan-celis-2019`: Tables 7 and 8) or a
+        study file, through the same plan path as `test`: its tests in its contexts on each
+        encoder (default: the study's), in one run; its correction over that run; its table."""
+        import time
+
+        from .analysis import tables
         from .catalog import tests as catalog
-        from .study import mainjob, tancelis
-        from .run import runner
+        from .catalog import wefat as wefat_defs
+        from .run import cword, plan as run_plan
+        from .run.options import Options, WefatOptions
+        from .study import study as studies
 
+        started = time.perf_counter()
         self._writable("run")
-        opts = options or runner.Options(**option_values)
-        opts.validate()
-        if paper == tancelis.PAPER:
-            return tancelis.run_job(self, encoders, opts, log, progress)
-        catalog.by_paper(catalog.load_toml(), paper)  # an unknown paper is refused
-        return mainjob.run(self, encoders, opts, progress, on_result, on_failure)
+        log = log or (lambda line: None)
+        study = study if isinstance(study, studies.Study) else studies.load(study)
+        opts = options or Options(**{"alpha": study.alpha, **study.options, **option_values})
+        analysis.check_correction(study.correction)
+        chosen = [t for t in catalog.select(self.con, list(study.tests) or ["*"])
+                  if study.paper is None or t.paper == study.paper]
+        if study.paper is not None:
+            catalog.by_paper(catalog.load_toml(), study.paper)  # an unknown paper is refused
+        if "c-word" in study.contexts:
+            chosen += [cword.in_context(t, "c-word") for t in chosen if t.context == "sentence"]
+        if "own" not in study.contexts:
+            chosen = [t for t in chosen if t.context == "c-word"]
+        every = wefat_defs.load_catalog()
+        wefats = list(every.values()) if "*" in study.wefat else [wefat_defs.get(n) for n in study.wefat]
+        plan = run_plan.make(self.con, chosen, list(encoders or study.encoders), opts, wefats=wefats,
+                             wefat_options=WefatOptions(budget=opts.budget, seed=opts.seed), cword_optional=True,
+                             generate_missing=self._generate_missing)
+        for note in plan.notes:
+            log(note)
+        report = self._execute(plan, command or f"run {study.name}", progress, on_result, on_failure)
+        job = StudyRun(study, report, [n for n in plan.notes if n.startswith("generated")])
+        if report.run_id and report.results:
+            job.results = self.results(run=report.run_id, correct=study.correction, alpha=opts.alpha)
+            job.family = self.family
+            if study.checks:
+                job.checks = self.check(run=report.run_id, alpha=opts.alpha)
+            order = list(dict.fromkeys(r.encoder for r in report.results))
+            if study.layout == "tan-celis":
+                frame = tables.tan_celis(job.results, catalog.load(self.con), list(study.rows), order)
+                job.columns, job.table = frame.columns, frame.to_dicts()
+            else:
+                job.columns, job.table = tables.table4(job.results, opts.alpha, list(catalog.load_toml()), order)
+        job.seconds = time.perf_counter() - started
+        return job
 
     # ------------------------------------------------------------------ results
 
@@ -348,6 +381,7 @@ class Store:
                 alpha: float = 0.01) -> pl.DataFrame:
         """The family's results with adjusted p (`correct`: holm | bh | by | none); the
         family (its definition and m) is in `self.family`."""
+        analysis.check_correction(correct)
         self.family = analysis.define_family(self.con, where, alpha, run)
         return analysis.corrected(self.con, correct)
 
@@ -384,68 +418,83 @@ class Store:
 
     # ------------------------------------------------------------------ audits and WEFAT
 
+    def _audit_plan(self, tests: list[str], encoders, template_sets: list[str], opts: Options, progress,
+                    min_template_sets: int = 1):
+        """The audit's plan (re-templated tests, their sets generated and selected once), encoded."""
+        from .catalog import tests as catalog
+        from .run import audit, plan as run_plan
+
+        chosen = [catalog.get(self.con, n) for n in tests]
+        retemplated = audit.retemplated(chosen, list(template_sets), min_template_sets)
+        plan = run_plan.make(self.con, retemplated, list(encoders), opts, generate_missing=self._generate_missing)
+        if plan.refused:  # an audit is one whole: refused before anything is encoded
+            raise plan.refused[0].as_error()
+        _, failed = self._encode_plan(plan, progress)
+        if failed:
+            raise InputError(next(iter(failed.values())))
+        return audit.AuditPlan(tuple(chosen), tuple(template_sets), plan)
+
     def audit(self, tests: list[str] | None = None, encoders: list[str] = ("minilm",),
               template_sets: list[str] | None = None, alpha: float = 0.01, command: str = "library",
-              on_audit=None, progress=None, **option_values) -> tuple[str, list[dict]]:
-        """Template audits (see stimkit.audit): per template alone and left out, a
+              on_audit=None, progress=None, **option_values) -> tuple[str, list[Audit]]:
+        """Template audits (see stimkit.run.audit): per template alone and left out, a
         random-effects meta-analysis, flip rates and word influence."""
-        from .run import audit, runner
+        from .run import audit
+        from .run.options import Options
 
         self._writable("audit")
-        opts = runner.Options(**{"alpha": alpha, **option_values})
-        opts.validate()
-        plan = audit.plan(self.con, tests or audit.caliskan_sentence_tests(), list(encoders),
-                          template_sets or [audit.SENTENCE_SET])
-        self.prepare_vectors(plan.retemplated, list(encoders), opts, progress=progress)
-        return audit.run_templates(self.con, plan, opts, alpha, command, on_audit)
+        opts = Options(**{"alpha": alpha, **option_values})
+        plan = self._audit_plan(tests or audit.caliskan_sentence_tests(), encoders,
+                                template_sets or [audit.SENTENCE_SET], opts, progress)
+        return audit.run_templates(self.con, plan, alpha, command, on_audit)
 
     def audit_compare(self, tests: list[str], template_sets: list[str], encoders: list[str] = ("minilm",),
                       alpha: float = 0.01, command: str = "library", progress=None,
                       **option_values) -> tuple[str, pl.DataFrame]:
         """The same tests under each template set: d, its shift and flips against the first set."""
-        from .run import audit, runner
+        from .run import audit
+        from .run.options import Options
 
         self._writable("audit")
-        opts = runner.Options(**{"alpha": alpha, **option_values})
-        opts.validate()
-        plan = audit.plan(self.con, tests, list(encoders), list(template_sets), min_template_sets=2)
-        self.prepare_vectors(plan.retemplated, list(encoders), opts, progress=progress)
-        run_id, rows = audit.run_compare(self.con, plan, opts, alpha, command)
+        opts = Options(**{"alpha": alpha, **option_values})
+        if len(template_sets) < 2:  # before any set is generated or encoded
+            raise UsageError("compare needs at least two template sets")
+        plan = self._audit_plan(tests, encoders, template_sets, opts, progress, min_template_sets=2)
+        run_id, rows = audit.run_compare(self.con, plan, alpha, command)
         return run_id, pl.DataFrame(rows)
 
     def audits(self, where: str | None = None, top: int = 3) -> tuple[pl.DataFrame, pl.DataFrame]:
         """Stored audits (pooled d, tau2, I2, flip rates) and the `top` templates that move each most."""
-        from .run import audit
+        from .analysis.stored import audit_summary
 
-        if where:
-            usersql.check_select(f"SELECT * FROM audits WHERE ({where})", f"--where {where!r}")
-        try:
-            return audit.summary(self.con, where, top)
-        except duckdb.Error as e:
-            raise InputError(f"--where {where!r}: {usersql.first_line(e)}") from None
+        return audit_summary(self.con, where, top)
 
     def wefat(self, name: str | None = None, encoder: str = "glove-6b-50d", *, targets: str | None = None,
               a: str | None = None, b: str | None = None, property: str | None = None, label: str = "adhoc",  # noqa: A002
-              context: str | None = None, templates: str = "may2019", progress=None, **option_values) -> dict:
+              context: str | None = None, templates: str = "may2019", progress=None, **option_values) -> WefatResult:
         """A WEFAT from the catalog (queries/wefat.toml) by `name`, or ad hoc from `targets`,
-        `a`, `b` and `property`, on one encoder; returns the stored summary with `items`."""
-        from . import encoders
-        from .run import wefat
+        `a`, `b` and `property`, on one encoder; returns the stored WefatResult with its items."""
+        from .catalog import wefat as wefat_defs
+        from .run import plan as run_plan
+        from .run.options import Options, WefatOptions
 
         self._writable("wefat")
-        test = wefat.define(name, targets, a, b, property, label, context, templates)
-        opts = wefat.Options(**option_values)
-        opts.validate()
-        enc = encoders.resolve(encoder)
-        wefat.refuse_early(self.con, test)
-        self.prepare_vectors(encoder_specs=[encoder], wefats=[test], progress=progress)
-        return wefat.run_wefat(self.con, test, enc, opts)
+        test = wefat_defs.define(name, targets, a, b, property, label, context, templates)
+        opts = WefatOptions(**option_values)
+        plan = run_plan.make(self.con, [], [encoder], Options(budget=opts.budget, seed=opts.seed), wefats=[test],
+                             wefat_options=opts, generate_missing=self._generate_missing)
+        if plan.refused:
+            raise plan.refused[0].as_error()
+        report = self._execute(plan, f"wefat {test.name}", progress)
+        if report.failures:
+            raise report.failures[0].as_error()
+        return report.wefats[0]
 
     def wefat_results(self, where: str | None = None, words: bool = False) -> pl.DataFrame:
         """Stored WEFAT results (default: the latest run), or with `words` their per-word rows."""
-        from .run import wefat
+        from .analysis.stored import wefat_results
 
-        return wefat.stored(self.con, where, words)
+        return wefat_results(self.con, where, words)
 
 
 def open(path: str | Path | None = None, read_only: bool = False) -> Store:  # noqa: A001  (stimkit.open, like duckdb.connect)
@@ -453,4 +502,4 @@ def open(path: str | Path | None = None, read_only: bool = False) -> Store:  # n
     return Store(path, read_only)
 
 
-__all__ = ["Store", "WeatResult", "open", "weat"]
+__all__ = ["Store", "StudyRun", "WeatResult", "open", "weat"]

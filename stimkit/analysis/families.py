@@ -9,13 +9,13 @@ import polars as pl
 
 import duckdb
 
-from .. import StimkitError, store
+from .. import store
+from ..checks import check_alpha
 from ..paths import data_dir
-from ..errors import InputError
+from ..errors import InputError, UsageError
 from ..store import usersql
 
-CORRECTIONS = ("holm", "bh", "by", "none")
-SENTBIAS_COLUMNS = ["model", "options", "test", "p_value", "effect_size", "num_targ1", "num_targ2", "num_attr1", "num_attr2"]
+CORRECTIONS = ("holm", "bonferroni", "bh", "by", "none")
 HYPOTHESIS = "test, encoder fingerprint, context, alternative, balance, clustering, p-value procedure"
 
 
@@ -31,10 +31,10 @@ class Family:
         return {"definition": self.definition, "m": self.m, "run": self.run, "where": self.where}
 
 
-def validate_alpha(alpha: float) -> float:
-    if not 0 < alpha < 1:
-        raise StimkitError(f"--alpha must be between 0 and 1 (exclusive), not {alpha}")
-    return float(alpha)
+def check_correction(method: str) -> str:
+    if method not in CORRECTIONS:
+        raise UsageError(f"unknown correction {method!r} (known: {', '.join(CORRECTIONS)})")
+    return method
 
 
 def latest_run(con) -> str | None:
@@ -50,11 +50,11 @@ def define_family(con, where: str | None = None, alpha: float = 0.01, run: str |
     `latest_results`), so replicates never add to m. `run`: one run's results ('latest'
     for the newest run), again one row per hypothesis. `where`: an SQL condition that
     filters the family (checked to be part of a single SELECT)."""
-    alpha = validate_alpha(alpha)
+    alpha = check_alpha(alpha)
     if run is not None:
         run_id = latest_run(con) if run == "latest" else run
         if run_id is None or not store.one(con, "SELECT 1 FROM runs WHERE run_id = ?", [run_id]):
-            raise StimkitError(f"--run {run}: no such run" + ("" if run_id else " (the store has no runs)"))
+            raise UsageError(f"--run {run}: no such run" + ("" if run_id else " (the store has no runs)"))
         base = (f"SELECT * FROM result_hypotheses WHERE run_id = '{run_id}' QUALIFY row_number() OVER "
                 "(PARTITION BY hypothesis ORDER BY created_at DESC, result_id DESC) = 1")
         definition = f"the latest result per hypothesis ({HYPOTHESIS}) in run {run_id}"
@@ -72,7 +72,7 @@ def define_family(con, where: str | None = None, alpha: float = 0.01, run: str |
     except duckdb.Error as e:
         raise InputError(f"--where {where!r}: {usersql.first_line(e)}") from None
     if m == 0 and not allow_empty:
-        raise StimkitError(f"no results in {definition} (run `stimkit test` first)")
+        raise InputError(f"no results in {definition} (run `stimkit test` first)")
     return Family(definition, m, run_id, where)
 
 
@@ -89,8 +89,7 @@ def run_sql(con, sql: str) -> pl.DataFrame:
 def corrected(con, method: str) -> pl.DataFrame:
     """The family with adjusted p-values and decisions; `can_reject`: whether the test
     could reach p <= alpha at all (min_p)."""
-    if method not in CORRECTIONS:
-        raise StimkitError(f"unknown correction {method!r} (known: {', '.join(CORRECTIONS)})")
+    check_correction(method)
     if method == "none":
         sql = ("SELECT *, count(*) OVER () AS m, p_value AS p_adjusted, p_value <= getvariable('alpha') AS rejected "
                "FROM family ORDER BY p_value, result_id")
@@ -104,29 +103,3 @@ def corrected(con, method: str) -> pl.DataFrame:
 def consistency(con) -> pl.DataFrame:
     """Every comparison the family allows, with its verdict (queries/consistency.sql)."""
     return run_sql(con, named_query("consistency"))
-
-
-def table4(df: pl.DataFrame, alpha: float, order: list[str], encoders: list[str] | None = None) -> tuple[list[str], list[dict]]:
-    """Tests x encoders with d and May et al.'s marks: * p <= alpha, ** still after correction,
-    and a dagger where the test cannot reach p <= alpha at all."""
-    present = set(df["encoder"].to_list())
-    encoders = [e for e in (encoders or []) if e in present] + sorted(present - set(encoders or []))
-    cells: dict[str, dict] = {}
-    for r in df.iter_rows(named=True):
-        mark = "**" if r["rejected"] else ("*" if r["p_value"] <= alpha else "")
-        if r.get("can_reject") is False:
-            mark += "†"
-        cells.setdefault(r["test"], {"test": r["test"]})[r["encoder"]] = f"{r['effect_size']:+.2f}{mark}"
-    rank = {t: i for i, t in enumerate(order)}
-    rows = sorted(cells.values(), key=lambda c: (rank.get(c["test"], len(rank)), c["test"]))
-    return ["test", *encoders], rows
-
-
-SEAT_NAMES = {"n_x": "num_targ1", "n_y": "num_targ2", "n_a": "num_attr1", "n_b": "num_attr2"}
-
-
-def sentbias_rows(df: pl.DataFrame) -> pl.DataFrame:
-    """The original SEAT code's results.tsv layout (its column names, and `options`: the
-    encoder's options), so its analysis scripts read it. Only this format renames."""
-    options = pl.col("encoder").str.splitn(",", 2).struct.field("field_1").fill_null("").str.replace_all(",", ";")
-    return df.rename(SEAT_NAMES).with_columns(options=options).select(SENTBIAS_COLUMNS)

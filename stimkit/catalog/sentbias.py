@@ -11,17 +11,18 @@ from pathlib import Path
 from .. import StimkitError, store
 from . import tests as catalog
 from ..stimuli.generate import GENERATOR_VERSION, insert_set
+from ..stimuli.balance import balance as balance_sets
 from ..stimuli.inputs import check_name, read_text
 
 
 def test_json(con, test: catalog.TestDef, balance: str | None = None, seed: int = 0) -> dict:
     sets = catalog.fetch_sets(con, test)
     if balance:
-        b = catalog.balance(sets["x"], sets["y"], balance, seed, test.name)
+        b = balance_sets(sets["x"], sets["y"], balance, seed, test.name)
         sets["x"], sets["y"] = b.x, b.y
     return {
         catalog.SENTBIAS_KEYS[role]: {
-            "category": catalog.category(con, test, role, sets[role]),
+            "category": category(con, test, role, sets[role]),
             "examples": sets[role]["stimulus"].to_list(),
         }
         for role in catalog.ROLES
@@ -129,3 +130,15 @@ def import_dir(con, directory: Path, prefix: str = "import:", override: bool = F
             )
             report.append({"test": test_name, "file": str(path), "sizes": [len(data[k]["examples"]) for k in catalog.SENTBIAS_KEYS.values()]})
     return report
+
+
+def category(con, test: catalog.TestDef, role: str, df) -> str:
+    """A set's category: the test's own, else the generated set's, else the role."""
+    given = test.categories[catalog.ROLES.index(role)]
+    if given:
+        return given
+    if "set_version" in df.columns:
+        row = store.one(con, "SELECT category FROM stimulus_sets WHERE version = ?", [df["set_version"][0]])
+        if row:
+            return row[0]
+    return role.upper()

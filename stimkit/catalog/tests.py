@@ -6,41 +6,23 @@ Definitions come from queries/catalog.toml (the published tests) and from the st
 
 from __future__ import annotations
 
-import re
-import tomllib
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
-import numpy as np
 import duckdb
 import polars as pl
 
-from .. import StimkitError, store
+from .. import DEFAULT_PAPER, store
+from ..errors import UsageError
 from ..paths import data_dir
-from ..seeding import rng_for
-from ..errors import InputError
+from ..stimuli.inputs import read_toml
+from ..stimuli.sets import SetSpec, fetch, is_sql, set_sql, specs_of
 from ..store import usersql
-
-if TYPE_CHECKING:
-    from ..stimuli.generate import SetSpec
 
 ROLES = ("x", "y", "a", "b")
 SENTBIAS_KEYS = dict(zip(ROLES, ("targ1", "targ2", "attr1", "attr2")))
-BALANCE_POLICIES = ("cut", "drop-words", "none")
-from .. import DEFAULT_PAPER  # noqa: E402,F401  (re-exported)
-_SQL = re.compile(r"^\s*(select|with|from|\()\b", re.I)
-
-
-def is_sql(ref: str) -> bool:
-    return bool(_SQL.match(ref))
-
-
-def set_sql(ref: str) -> str:
-    """The SQL that selects a set: a set name becomes a query on current_stimuli."""
-    if is_sql(ref):  # a query a user typed can only read: exactly one SELECT (DuckDB's parser decides)
-        return usersql.check_select(ref, f"set query {ref!r}")
-    name = ref.replace("'", "''")
-    return f"SELECT * FROM current_stimuli WHERE set_name = '{name}' ORDER BY ordinal"
+from ..stimuli.balance import BALANCE_POLICIES  # noqa: E402  (a test names its policy)
+CONTEXTS = ("word", "sentence", "c-word")
+SOURCES = ("catalog", "imported")
 
 
 @dataclass(frozen=True)
@@ -59,17 +41,7 @@ class TestDef:
         return set_sql(self.sets[ROLES.index(role)])
 
     def set_specs(self) -> list[SetSpec]:
-        from ..stimuli.generate import SetSpec  # here: generate pulls in jinja2, which reading results never needs
-
-        return [SetSpec.parse(s) for s in self.sets if not is_sql(s) and "@" in s]
-
-
-def read_toml(path) -> dict:
-    """A catalog file's tables, or one line naming the file when it is not valid TOML."""
-    try:
-        return tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as e:
-        raise StimkitError(f"{path}: not valid TOML: {e}") from None
+        return specs_of(self.sets)
 
 
 def load_toml(path=None) -> dict[str, TestDef]:
@@ -79,10 +51,10 @@ def load_toml(path=None) -> dict[str, TestDef]:
     for name, body in raw.items():
         sets = body.get("sets")
         if not (isinstance(sets, list) and len(sets) == 4):
-            raise StimkitError(f"{path}: test {name!r}: `sets` must list four sets (X, Y, A, B)")
+            raise UsageError(f"{path}: test {name!r}: `sets` must list four sets (X, Y, A, B)")
         balance = body.get("balance", "cut")
         if balance not in BALANCE_POLICIES:
-            raise StimkitError(f"{path}: test {name!r}: unknown balance {balance!r} (known: {', '.join(BALANCE_POLICIES)})")
+            raise UsageError(f"{path}: test {name!r}: unknown balance {balance!r} (known: {', '.join(BALANCE_POLICIES)})")
         tests[name] = TestDef(
             name, tuple(sets), body.get("context", "sentence"), body.get("family"), balance,
             tuple((list(body.get("categories", [])) + [None] * 4)[:4]),
@@ -101,7 +73,7 @@ def by_paper(tests: dict[str, TestDef], paper: str | None) -> dict[str, TestDef]
         return tests
     known = papers(tests)
     if paper not in known:
-        raise StimkitError(f"unknown paper {paper!r} (known: {', '.join(known)})")
+        raise UsageError(f"unknown paper {paper!r} (known: {', '.join(known)})")
     return {n: t for n, t in tests.items() if t.paper == paper}
 
 
@@ -128,91 +100,20 @@ def get(con, name: str) -> TestDef:
     if name not in tests:
         close = [t for t in tests if name.lower() in t.lower()][:5]
         hint = f" (did you mean: {', '.join(close)}?)" if close else " (see `stimkit catalog`)"
-        raise StimkitError(f"unknown test {name!r}{hint}")
+        raise UsageError(f"unknown test {name!r}{hint}")
     return tests[name]
-
-
-def fetch(con, sql: str, what: str = "set") -> pl.DataFrame:
-    try:
-        df = store.frame(con, sql)
-    except duckdb.Error as e:
-        raise InputError(f"{what}: query failed: {usersql.first_line(e)} -- in: {sql}") from None
-    if "stimulus" not in df.columns:
-        raise StimkitError(f"{what}: query must return a `stimulus` column -- in: {sql}")
-    if df.height == 0:
-        raise StimkitError(f"{what}: selects no stimuli -- in: {sql} (run `stimkit generate`?)")
-    # A hand-written query may return text alone: no span means "the whole text".
-    missing = [c for c in ("span_start", "span_end") if c not in df.columns]
-    return df.with_columns(pl.lit(None, dtype=pl.Int32).alias(c) for c in missing) if missing else df
 
 
 def fetch_sets(con, test: TestDef) -> dict[str, pl.DataFrame]:
     return {role: fetch(con, test.sql(role), f"test {test.name!r} set {role.upper()}") for role in ROLES}
 
 
-def category(con, test: TestDef, role: str, df: pl.DataFrame) -> str:
-    given = test.categories[ROLES.index(role)]
-    if given:
-        return given
-    if "set_version" in df.columns:
-        row = store.one(con, 
-            "SELECT category FROM stimulus_sets WHERE version = ?", [df["set_version"][0]]
-        )
-        if row:
-            return row[0]
-    return role.upper()
-
-
-@dataclass
-class Balanced:
-    x: pl.DataFrame
-    y: pl.DataFrame
-    policy: str
-    dropped: dict = field(default_factory=dict)  # role -> number of stimuli removed
-
-
-def balance(x: pl.DataFrame, y: pl.DataFrame, policy: str, seed: int, test_name: str) -> Balanced:
-    """Equalise target sizes. cut: seeded sample of stimuli (order kept), as the published
-    sets were cut. drop-words: drop seeded random whole words from the larger set while
-    it stays at least as large, then cut the rest. none: keep both as they are (the test
-    then compares means of unequal sets). The draw depends on the seed (the cut seed, not
-    the permutation seed), the test and its set versions only."""
-    if policy not in BALANCE_POLICIES:
-        raise StimkitError(f"unknown balance policy {policy!r} (known: {', '.join(BALANCE_POLICIES)})")
-    if x.height == y.height or policy == "none":
-        return Balanced(x, y, policy)
-    big_role, big, small = ("x", x, y) if x.height > y.height else ("y", y, x)
-    versions = sorted({v for f in (x, y) if "set_version" in f.columns for v in f["set_version"].cast(pl.String).unique().to_list()})
-    rng = rng_for(seed, "balance", test_name, policy, *versions)
-    before = big.height
-    if policy == "drop-words" and "word" in big.columns:
-        counts = big.group_by("word", maintain_order=True).len()
-        order = rng.permutation(counts.height)
-        dropped_words, size = [], big.height
-        for i in order:
-            n = counts["len"][int(i)]
-            if size - n >= small.height:
-                dropped_words.append(counts["word"][int(i)])
-                size -= n
-        big = big.filter(~pl.col("word").is_in(dropped_words))
-    if big.height > small.height:
-        keep = np.sort(rng.choice(big.height, size=small.height, replace=False))
-        big = big[keep]
-    x, y = (big, small) if big_role == "x" else (small, big)
-    return Balanced(x, y, policy, {big_role: before - big.height})
-
-
 def default_specs(lists: dict) -> list[SetSpec]:
     """Every catalog set, then every word list under `word` and `may2019`."""
-    from ..stimuli.generate import SetSpec
-
     specs = [s for t in load_toml().values() for s in t.set_specs()]
     for name in lists:
         specs += [SetSpec(name, "word"), SetSpec(name, "may2019")]
     return list(dict.fromkeys(specs))
-
-
-SOURCES = ("catalog", "imported")
 
 
 def select(con, patterns: list[str] | None, everything: bool = False, source: str | None = None) -> list[TestDef]:
@@ -220,8 +121,6 @@ def select(con, patterns: list[str] | None, everything: bool = False, source: st
     '*angry*'), or every test; `source` narrows to the catalog or to imported tests.
     A pattern that matches nothing is an error: a typo must not run a smaller study."""
     from fnmatch import fnmatchcase
-
-    from .. import UsageError
 
     if source is not None and source not in SOURCES:
         raise UsageError(f"--source must be one of {', '.join(SOURCES)}, not {source!r}")
@@ -250,7 +149,7 @@ def select_stimuli(con, sets: list[str] | None = None, tests: list[str] | None =
     for name in tests or []:
         frames += list(fetch_sets(con, get(con, name)).values())
     if not frames:
-        raise StimkitError("say what to encode: a set (--set), a test (--test) or everything (--all)")
+        raise UsageError("say what to encode: a set (--set), a test (--test) or everything (--all)")
     return stimuli_of(frames)
 
 
@@ -274,11 +173,16 @@ def sizes(con, test: TestDef) -> pl.DataFrame:
 def table(con, paper: str | None = None) -> pl.DataFrame:
     """What `stimkit catalog` lists: the tests of one paper, or every test and the WEFAT
     entries (one target set, and a property in place of Y)."""
+    from .wefat import load_catalog
+
     df = listing(by_paper(load(con), paper))
     if paper is not None:
         return df
-    from ..run import wefat
-
     entries = [{"test": t.name, "paper": "caliskan-2017", "context": t.context, "family": "WEFAT", "source": "catalog",
-                "X": t.targets, "Y": f"property {t.property}", "A": t.a, "B": t.b} for t in wefat.load_catalog().values()]
+                "X": t.targets, "Y": f"property {t.property}", "A": t.a, "B": t.b} for t in load_catalog().values()]
     return pl.concat([df, pl.DataFrame(entries)], how="diagonal_relaxed")
+
+
+__all__ = ["BALANCE_POLICIES", "CONTEXTS", "ROLES", "SENTBIAS_KEYS", "TestDef", "by_paper", "default_specs", "fetch",
+           "fetch_sets", "get", "is_sql", "load", "load_toml", "papers", "select", "select_stimuli", "set_sql",
+           "sizes", "table"]

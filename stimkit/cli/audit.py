@@ -32,10 +32,10 @@ def audit_templates_cmd(
     """
 
     def line(a):
-        pooled = "n/a" if a["pooled_d"] is None else f"{a['pooled_d']:+.2f} tau2={a['tau2']:.3f} I2={a['i2']:.0%}"
-        flips = "n/a" if a["decision_flip_share"] is None else f"{a['decision_flip_share']:.0%}"
-        err.print(f"{a['test']:<14} {a['template_set']:<14} {a['encoder']:<22} d={a['full_d']:+.2f} p={a['full_p']:.2g} "
-                  f"templates={a['n_templates']} pooled d={pooled} decision flips={flips}", highlight=False)
+        pooled = "n/a" if a.pooled_d is None else f"{a.pooled_d:+.2f} tau2={a.tau2:.3f} I2={a.i2:.0%}"
+        flips = "n/a" if a.decision_flip_share is None else f"{a.decision_flip_share:.0%}"
+        err.print(f"{a.test:<14} {a.template_set:<14} {a.encoder:<22} d={a.full_d:+.2f} p={a.full_p:.2g} "
+                  f"templates={a.n_templates} pooled d={pooled} decision flips={flips}", highlight=False)
 
     from .encode import progress_for
 

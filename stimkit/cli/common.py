@@ -8,7 +8,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from .. import StimkitError, UsageError, __version__
+from .. import __version__
+from ..errors import Interrupted, StimkitError, UsageError
 from ..output import FORMATS, emit, emit_document, err, format_option, out, print_rows  # noqa: F401  (one output layer)
 from ..paths import default_db
 
@@ -28,8 +29,10 @@ def fail(message: str, code: int = 1):
 
 
 def handles_errors(fn):
-    """Every expected error becomes one line on stderr: exit 1, 2 for a usage error, 130
-    for Ctrl-C. Anything else is a bug: one line too, the traceback only with --debug."""
+    """Every expected error becomes one line on stderr, its exit code by its type (usage 2,
+    input 1, store 3, interrupted 130). Ctrl-C is known by the signal, not by a message: a
+    KeyboardInterrupt that a library turned into its own error still exits 130. Anything
+    else is a bug: one line too, the traceback only with --debug."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -38,6 +41,7 @@ def handles_errors(fn):
         from ..store import remove_if_empty
 
         succeeded = False
+        interrupted = _watch_interrupts()
         try:
             result = fn(*args, **kwargs)
             succeeded = True
@@ -45,21 +49,17 @@ def handles_errors(fn):
         except typer.Exit as e:
             succeeded = not e.exit_code
             raise
-        except UsageError as e:
-            fail(str(e), 2)
+        except (KeyboardInterrupt, duckdb.InterruptException, Interrupted):
+            fail(INTERRUPTED, Interrupted.exit_code)
         except StimkitError as e:
-            fail(str(e), 1)
-        except (KeyboardInterrupt, duckdb.InterruptException):
-            fail("interrupted; nothing half-written was kept", 130)
-        except duckdb.Error as e:
-            if "KeyboardInterrupt" in str(e):  # Ctrl-C while DuckDB was reading a Python object (an Arrow append)
-                fail("interrupted; nothing half-written was kept", 130)
-            fail(f"store {db_path()}: {str(e).splitlines()[0]}", 1)
-        except OSError as e:
-            fail(f"{e.filename + ': ' if e.filename else ''}{e.strerror or e}", 1)
+            fail(str(e), e.exit_code)
         except Exception as e:
-            if "interrupted" in str(e).lower() and isinstance(e, RuntimeError):  # Ctrl-C inside a DuckDB or polars call
-                fail("interrupted; nothing half-written was kept", 130)
+            if interrupted():  # Ctrl-C inside DuckDB or polars, surfacing as their own error
+                fail(INTERRUPTED, Interrupted.exit_code)
+            if isinstance(e, duckdb.Error):
+                fail(f"store {db_path()}: {str(e).splitlines()[0]}", 1)
+            if isinstance(e, OSError):
+                fail(f"{e.filename + ': ' if e.filename else ''}{e.strerror or e}", 1)
             if state.get("debug"):
                 raise
             fail(f"internal error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''} "
@@ -72,6 +72,28 @@ def handles_errors(fn):
                     remove_if_empty(opened.path)
 
     return wrapper
+
+
+INTERRUPTED = "interrupted; nothing half-written was kept"
+
+
+_sigints = [0]  # how many SIGINTs this process has received since stimkit's handler was installed
+
+
+def _watch_interrupts():
+    """Count every SIGINT (then raise KeyboardInterrupt as Python does); returns a function
+    that says whether one arrived since this call."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        def on_sigint(signum, frame):
+            _sigints[0] += 1
+            signal.default_int_handler(signum, frame)
+
+        signal.signal(signal.SIGINT, on_sigint)
+    start = _sigints[0]
+    return lambda: _sigints[0] > start
 
 
 def open_store(read_only: bool = False, allow_files: bool = False):

@@ -26,17 +26,16 @@ def progress_callbacks(verbose: bool):
                    console=err, transient=True, disable=verbose or not err.is_terminal)
     task = bar.add_task("tests", total=None)
 
-    def on_result(row, done, total):
-        bar.update(task, completed=done, total=total, description=f"{row['test']} / {row['encoder']}")
+    def on_result(r, done, total):
+        bar.update(task, completed=done, total=total, description=f"{r.test} / {r.encoder}")
         if verbose:
-            notes = [f"{row['n_dropped_oov']} stimuli without a vector dropped"] if row["n_dropped_oov"] else []
-            if row["n_balanced_away"]:
-                notes.append(f"{row['n_balanced_away']} cut by balance={row['balance']}")
-            if row.get("cuts"):
-                notes.append(f"{row['cuts']} cuts: d {row['cut_d_min']:+.2f}..{row['cut_d_max']:+.2f}, "
-                             f"{row['cut_reject_share']:.0%} reject")
-            err.print(f"[{done}/{total}] {row['test']:<45} {row['encoder']:<22} d={row['effect_size']:+.3f} "
-                      f"p={row['p_value']:.3g} ({row['p_method']}) n={row['n_x']}/{row['n_y']}/{row['n_a']}/{row['n_b']}"
+            notes = [f"{r.n_dropped_oov} stimuli without a vector dropped"] if r.n_dropped_oov else []
+            if r.n_balanced_away:
+                notes.append(f"{r.n_balanced_away} cut by balance={r.balance}")
+            if r.cuts:
+                notes.append(f"{r.cuts} cuts: d {r.cut_d_min:+.2f}..{r.cut_d_max:+.2f}, {r.cut_reject_share:.0%} reject")
+            err.print(f"[{done}/{total}] {r.test:<45} {r.encoder:<22} d={r.effect_size:+.3f} "
+                      f"p={r.p_value:.3g} ({r.p_method}) n={r.n_x}/{r.n_y}/{r.n_a}/{r.n_b}"
                       + (f"  [{'; '.join(notes)}]" if notes else ""), highlight=False)
 
     def on_failure(f):
@@ -61,16 +60,18 @@ def emit_rows(rows: list[dict], columns: list[str], title: str, fmt: str | None)
 def warn_cannot_reject(report, alpha: float) -> None:
     weak = report.cannot_reject
     if weak:
-        tests = sorted({r["test"] for r in weak})
+        tests = sorted({r.test for r in weak})
         names = ", ".join(tests[:5]) + (", ..." if len(tests) > 5 else "")
         err.print(f"warning: {_count(len(weak), 'result')} cannot reach p <= {alpha} whatever the data "
                   f"(smallest possible p above alpha; marked † in tables): {names}", highlight=False)
 
 
 def finish(report) -> None:
-    """The run's summary line; exit 1 when any test or encoder failed."""
+    """The run's notes and summary line; exit 1 when any test or encoder failed."""
+    for note in report.notes:
+        err.print(note, highlight=False)
     if report.run_id:
-        err.print(f"run {report.run_id}: {_count(len(report.rows), 'result')} from {_count(report.n_tests, 'test')} x "
+        err.print(f"run {report.run_id}: {_count(len(report.results), 'result')} from {_count(report.n_tests, 'test')} x "
                   f"{_count(report.n_encoders, 'encoder')}, {_count(len(report.failures), 'failure')}. "
                   f"See `stimkit results --run {report.run_id}`.", highlight=False)
     if report.failures:
@@ -112,11 +113,10 @@ def test_cmd(
       stimkit test 'sent-weat*' -e minilm --cuts 20
       stimkit test sent-weat1 --context c-word -e minilm
     """
-    from ..run import runner
+    from ..run.options import Options
 
-    opts = runner.Options(budget=budget, method=method, alternative=alternative, seed=seed, clustered=clustered,
-                          bootstrap=bootstrap, balance=balance, cut_seed=cut_seed, cuts=cuts, alpha=alpha)
-    opts.validate()
+    opts = Options(budget=budget, method=method, alternative=alternative, seed=seed, clustered=clustered,
+                   bootstrap=bootstrap, balance=balance, cut_seed=cut_seed, cuts=cuts, alpha=alpha)
     with open_store() as store:
         bar, callbacks = progress_callbacks(verbose)
         with bar:
@@ -154,7 +154,7 @@ def results_cmd(
       stimkit results --table --format markdown
       stimkit results --format sentbias > results.tsv
     """
-    from ..analysis import families as analysis
+    from ..analysis import tables
 
     if layout not in (None, "tan-celis"):
         raise UsageError(f"unknown layout {layout!r} (known: tan-celis)")
@@ -164,15 +164,15 @@ def results_cmd(
         err.print(f"family: {family.definition}; m = {family.m}; {correct} at alpha {alpha}", highlight=False)
         if layout:
             from ..catalog import tests as catalog
-            from ..study import tancelis
-            emit(tancelis.layout(df, catalog.load(store.con)), fmt)
+            from ..study import study
+            emit(tables.tan_celis(df, catalog.load(store.con), list(study.load("tan-celis-2019").rows)), fmt)
         elif table:
             from ..catalog import tests as catalog
-            columns, rows = analysis.table4(df, alpha, list(catalog.load_toml()))
+            columns, rows = tables.table4(df, alpha, list(catalog.load_toml()))
             emit_rows(rows, columns, f"d by test and encoder; * p <= {alpha}, ** also after {correct} correction "
                                      f"over m = {family.m}; † cannot reach p <= {alpha}", fmt)
         elif fmt == "sentbias":
-            sys.stdout.write(analysis.sentbias_rows(df).write_csv(separator="\t", quote_style="never"))
+            sys.stdout.write(tables.sentbias_rows(df).write_csv(separator="\t", quote_style="never"))
         elif fmt == "json":
             emit_document({"family": family.as_dict(), "correction": {"method": correct, "alpha": alpha}}, df, fmt)
         else:
@@ -250,56 +250,57 @@ def query_cmd(
 @app.command("run")
 @handles_errors
 def run_cmd(
-    encoder: Annotated[Optional[list[str]], typer.Option("--encoder", "-e", help="Encoders (default: the embedded four).")] = None,
-    budget: Annotated[int, typer.Option("--budget")] = DEFAULT_BUDGET,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
-    alpha: AlphaOption = 0.01,
+    study: Annotated[Optional[str], typer.Argument(
+        help="A built-in study (may-2019, tan-celis-2019) or a study file (.toml). Default: may-2019.")] = None,
+    encoder: Annotated[Optional[list[str]], typer.Option("--encoder", "-e", help="Encoders (default: the study's).")] = None,
+    budget: Annotated[Optional[int], typer.Option("--budget", help="Permutation sample budget (default: the study's, else 100,000).")] = None,
+    seed: Annotated[Optional[int], typer.Option("--seed", help="Seed of the permutation samples (default: the study's, else 0).")] = None,
+    alpha: Annotated[Optional[float], typer.Option("--alpha", help="Significance level, in (0, 1) (default: the study's).")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="A line per test as it runs.")] = False,
-    paper: Annotated[str, typer.Option("--paper", help="may-2019 (Table 4) | tan-celis-2019 (Tables 7 and 8).")] = DEFAULT_PAPER,
+    paper: Annotated[Optional[str], typer.Option("--paper", help="The same as naming a built-in study: may-2019 | tan-celis-2019.")] = None,
     fmt: Annotated[Optional[str], format_option()] = None,
 ):
-    """The main job: generate the catalog, encode, run all 46 tests per encoder, Holm at alpha, Table 4, checks, WEFAT.
+    """Run a study: its tests on its encoders in one run, its correction, its table.
 
-    With --paper tan-celis-2019: Tan & Celis's tests in word, sent and c-word, and their Tables 7 and 8.
+    The published papers are built-in studies: may-2019 (the 46 SEAT tests on the embedded
+    encoders, Holm at 0.01 over all rows, Table 4, the consistency checks and the WEFATs) and
+    tan-celis-2019 (word, sent and c-word; Tables 7 and 8). Sets a study needs are generated.
 
     Examples:
       stimkit run
       stimkit run -e glove-6b-50d --budget 10000
-      stimkit run --paper tan-celis-2019 --format markdown
+      stimkit run tan-celis-2019 --format markdown
     """
-    from ..analysis import families as analysis
-    from ..catalog import tests as catalog
-    from ..run import runner
-    from ..study import tancelis
-
-    opts = runner.Options(budget=budget, seed=seed, alpha=alpha)
-    opts.validate()
+    if study and paper and study != paper:
+        raise UsageError(f"name one study: {study!r} or --paper {paper!r}")
+    overrides = {k: v for k, v in {"budget": budget, "seed": seed, "alpha": alpha}.items() if v is not None}
     with open_store() as store:
         bar, callbacks = progress_callbacks(verbose)
         with bar:
-            job = store.run(encoder, paper=paper, options=opts, log=lambda line: err.print(line, highlight=False),
-                            **callbacks)
-    if paper == tancelis.PAPER:
-        order = list(dict.fromkeys(job.results["encoder"].to_list()))
-        emit(tancelis.layout(job.results, catalog.load_toml(), order), fmt)
-        err.print(f"run {job.run.run_id} in {job.seconds:.1f}s; {job.results['rejected'].sum()} of {job.family.m} "
-                  f"significant after Holm at {alpha} (*); c-word vs sent: ✓ c-word only, ✗ sent only, ▲ both.",
-                  highlight=False)
+            job = store.run(study or paper or DEFAULT_PAPER, encoder, log=lambda line: err.print(line, highlight=False),
+                            command=" ".join(["run", *sys.argv[2:]]), **overrides, **callbacks)
+    s, alpha = job.study, overrides.get("alpha", job.study.alpha)
+    if job.results is None:
+        finish(job.run)
         return
-    if job.run.run_id:
-        warn_cannot_reject(job.run, alpha)
-        df = job.results
-        columns, rows = analysis.table4(df, alpha, list(catalog.load_toml()), [r["encoder"] for r in job.run.rows])
-        emit_rows(rows, columns, f"Effect size d; * p <= {alpha}; ** significant after Holm over all {job.family.m} rows", fmt)
+    warn_cannot_reject(job.run, alpha)
+    if s.layout == "tan-celis":
+        emit_rows(job.table, job.columns, f"{s.name}: d by test, encoding and encoder; * significant after "
+                                          f"{s.correction} at {alpha}; c-word vs sent: ✓ c-word only, ✗ sent only, ▲ both", fmt)
+    else:
+        emit_rows(job.table, job.columns, f"Effect size d; * p <= {alpha}; ** significant after {s.correction} "
+                                          f"over all {job.family.m} rows", fmt)
+    if job.checks is not None:
         violations = job.checks.filter(job.checks["verdict"] == "violation") if job.checks.height else job.checks
         err.print(f"\n{violations.height} consistency violations in {job.checks.height} comparisons (stimkit check):",
                   highlight=False)
         if violations.height:
             emit(violations.drop("verdict"), "table", stream=sys.stderr)
+    if job.run.wefats:
         from .wefat import summary_line
         err.print("\nWEFAT (queries/wefat.toml):", highlight=False)
-        for row in job.wefat:
+        for row in job.run.wefats:
             err.print(summary_line(row), highlight=False)
-        err.print(f"\nrun {job.run.run_id} in {job.seconds:.1f}s; {df['rejected'].sum()} of {df.height} "
-                  f"significant after Holm at {alpha}. Store: {db_path()}", highlight=False)
+    err.print(f"\nrun {job.run.run_id} in {job.seconds:.1f}s; {job.results['rejected'].sum()} of {job.family.m} "
+              f"significant after {s.correction} at {alpha}. Store: {db_path()}", highlight=False)
     finish(job.run)

@@ -21,18 +21,27 @@ def _clean(value):
     return None if isinstance(value, float) and math.isnan(value) else value
 
 
-def document(result: dict) -> dict:
+def words(result) -> list[dict]:
+    """A WefatResult's per-word rows (without the result id every one of them repeats)."""
+    from ..store import as_record
+
+    return [{k: _clean(v) for k, v in as_record(it).items() if k != "result_id"} for it in result.items]
+
+
+def document(result) -> dict:
     """The one JSON document of a run: the summary, and a row per target word."""
-    summary = {k: _clean(v) for k, v in result.items() if k != "items"}
+    from ..store import as_record
+
+    summary = {k: _clean(v) for k, v in as_record(result).items()}
     summary["options"] = json.loads(summary["options"])
-    return {"summary": summary, "words": [{k: _clean(v) for k, v in it.items()} for it in result["items"]]}
+    return {"summary": summary, "words": words(result)}
 
 
-def summary_line(row: dict) -> str:
-    dropped = f"; dropped {', '.join(row['dropped_words'])}" if row["dropped_words"] else ""
-    return (f"{row['name']} / {row['encoder']} ({row['context']}): r = {row['r']:.3f}, p = {row['p_value']:.3g}, "
-            f"rho = {row['rho']:.3f}, n = {row['n']}, slope = {row['slope']:.3g} "
-            f"[{row['slope_ci_low']:.3g}, {row['slope_ci_high']:.3g}]{dropped}")
+def summary_line(r) -> str:
+    dropped = f"; dropped {', '.join(r.dropped_words)}" if r.dropped_words else ""
+    return (f"{r.name} / {r.encoder} ({r.context}): r = {r.r:.3f}, p = {r.p_value:.3g}, "
+            f"rho = {r.rho:.3f}, n = {r.n}, slope = {r.slope:.3g} "
+            f"[{r.slope_ci_low:.3g}, {r.slope_ci_high:.3g}]{dropped}")
 
 
 @app.command("wefat")
@@ -76,7 +85,7 @@ def wefat_cmd(
         sys.stdout.write(json.dumps(document(result)) + "\n")
         return
     err.print(summary_line(result), highlight=False)
-    emit(pl.DataFrame(result["items"]).drop("set_version", "template_ids", "ordinal"), fmt,
+    emit(pl.DataFrame(words(result), infer_schema_length=None).drop("set_version", "template_ids", "ordinal"), fmt,
          WORD_COLUMNS if fmt in (None, "table") else None)
 
 

@@ -9,11 +9,9 @@ from functools import lru_cache
 
 import polars as pl
 
-from .. import StimkitError
-from ..catalog.tests import TestDef
+from ..catalog.tests import CONTEXTS, TestDef
 from ..encoders import Encoder, token_variant
-
-CONTEXTS = ("word", "sentence", "c-word")
+from ..errors import InputError, UsageError
 
 
 def in_context(test: TestDef, context: str | None) -> TestDef:
@@ -21,10 +19,10 @@ def in_context(test: TestDef, context: str | None) -> TestDef:
     if context is None or context == test.context:
         return test
     if context not in CONTEXTS:
-        raise StimkitError(f"unknown context {context!r} (known: {', '.join(CONTEXTS)})")
+        raise UsageError(f"unknown context {context!r} (known: {', '.join(CONTEXTS)})")
     if context != "c-word" or test.context != "sentence":
         hint = f" (try 'sent-{test.name}')" if test.context == "word" and context == "c-word" else ""
-        raise StimkitError(f"test {test.name!r} has context {test.context}: only a sentence test runs as c-word{hint}")
+        raise UsageError(f"test {test.name!r} has context {test.context}: only a sentence test runs as c-word{hint}")
     return replace(test, context="c-word")
 
 
@@ -48,21 +46,15 @@ def check_token_spans(enc: Encoder, frame: pl.DataFrame, test_name: str) -> None
     for i, (offs, s, e) in enumerate(zip(offsets, frame["span_start"], frame["span_end"])):
         if s is None or e is None or not any(b > a and a < e and b > s for a, b in offs):
             template = frame["template_id"][i] if "template_id" in frame.columns else None
-            raise StimkitError(f"test {test_name!r}: template {template}: no token of {enc.name!r} covers the inserted word "
-                               f"(characters {s}-{e}) in {texts[i]!r}")
+            raise InputError(f"test {test_name!r}: template {template}: no token of {enc.name!r} covers the inserted word "
+                             f"(characters {s}-{e}) in {texts[i]!r}")
 
 
-def encoders_for(tests: list[TestDef], encs: list[Encoder], sets: dict[str, dict[str, pl.DataFrame]]) -> list[Encoder]:
-    """The encoders that run these tests: for c-word tests (all or none of them), each encoder's
-    token variant, once every stimulus' word is known to fall on a token."""
-    cword = [t for t in tests if t.context == "c-word"]
-    if not cword:
-        return encs
-    if len(cword) != len(tests):
-        raise StimkitError("c-word tests run on their own (the other tests use the encoders as named)")
-    variants = [token_variant(e) for e in encs]
-    for enc in variants:
-        for t in cword:
-            for frame in sets[t.name].values():
-                check_token_spans(enc, frame, t.name)
-    return variants
+def variant(enc: Encoder, tests: list[tuple[TestDef, dict[str, pl.DataFrame]]]) -> Encoder:
+    """The encoder's token variant for these c-word tests (with their selected sets), once
+    every stimulus' word is known to fall on a token (checked once, here)."""
+    token = token_variant(enc)
+    for test, sets in tests:
+        for frame in sets.values():
+            check_token_spans(token, frame, test.name)
+    return token

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from .. import StimkitError, store
+from .sets import SetSpec  # noqa: F401  (generate.SetSpec: a set to render)
 from .templates import TemplateSet
 from .wordlists import WordList
 
@@ -25,26 +26,6 @@ STIMULUS_COLUMNS = (
     "ordinal", "wordlist", "word_ordinal", "word", "kind", "person",
     "template_id", "template_text", "stimulus", "span_start", "span_end",
 )
-
-
-@dataclass(frozen=True)
-class SetSpec:
-    wordlist: str
-    template_set: str
-    template_file: str | None = None
-
-    @property
-    def name(self) -> str:
-        suffix = f"/{self.template_file}" if self.template_file else ""
-        return f"{self.wordlist}@{self.template_set}{suffix}"
-
-    @classmethod
-    def parse(cls, name: str) -> "SetSpec":
-        wordlist, sep, rest = name.partition("@")
-        if not sep or not wordlist or not rest:
-            raise StimkitError(f"bad set name {name!r}: expected <wordlist>@<template set>[/<file>]")
-        template_set, _, file = rest.partition("/")
-        return cls(wordlist, template_set, file or None)
 
 
 @dataclass
@@ -153,15 +134,14 @@ def generate(con, specs: list[SetSpec], wordlists: dict[str, WordList], template
 
 
 def plan(lists: dict, wordlist_names: list[str] | None = None, template_sets: list[str] | None = None,
-         default_names: list[str] | None = None) -> list[SetSpec]:
+         default_names: list[str] | None = None, default_specs: list[SetSpec] = ()) -> list[SetSpec]:
     """The sets to generate: named lists (default: `default_names`, or every list) under
     named template sets ('set' or 'set/file'; default word and may2019), or, with nothing
     named, every catalog set and every list under `word` and `may2019`."""
-    from ..catalog import tests as catalog
     from .inputs import check_name
 
     if not (wordlist_names or template_sets or default_names):
-        return catalog.default_specs(lists)
+        return list(default_specs)
     names = wordlist_names or default_names or list(lists)
     unknown = [n for n in names if n not in lists]
     if unknown:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from .. import StimkitError
+from ..errors import StimkitError, UsageError
 
 _UNSAFE = re.compile(r"[/\\\x00-\x1f\x7f]|\.\.")
 MAX_LENGTH = 200
@@ -47,3 +47,13 @@ def read_text(path) -> str:
     except OSError as e:
         raise StimkitError(f"{path}: cannot read: {e.strerror or e}") from None
     return decode(data, path)
+
+
+def read_toml(path) -> dict:
+    """A definition file's tables, or one line naming the file when it is not valid TOML."""
+    import tomllib
+
+    try:
+        return tomllib.loads(read_text(path))
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"{path}: not valid TOML: {e}") from None

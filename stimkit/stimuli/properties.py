@@ -17,7 +17,12 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+import duckdb
+
 from .. import StimkitError, store
+from ..errors import InputError
+from ..store import usersql
+from .sets import is_sql
 from ..paths import data_dir
 
 COLUMNS = ("word", "value", "unit", "source")
@@ -98,3 +103,18 @@ def save(con, table: PropertyTable) -> str:
             con.executemany("INSERT INTO property_values (version, word, value) VALUES (?, ?, ?)",
                             [[version, table.words[k], v] for k, v in table.values.items()])
     return version
+
+
+def read_property(con, ref: str) -> tuple[dict[str, float], PropertyTable | None]:
+    """(lower-cased word -> value, the property table to store; None for SQL)."""
+    if is_sql(ref):
+        sql = usersql.check_select(ref, f"property query {ref!r}")
+        try:
+            df = store.frame(con, sql)
+        except duckdb.Error as e:
+            raise InputError(f"property: query failed: {usersql.first_line(e)} -- in: {ref}") from None
+        if not {"word", "value"} <= set(df.columns):
+            raise InputError(f"property: query must return `word` and `value` columns -- in: {ref}")
+        return {str(w).lower(): float(v) for w, v in zip(df["word"], df["value"]) if v is not None}, None
+    table = load(ref)
+    return table.values, table

@@ -1,4 +1,6 @@
-"""The DuckDB store: connection and migrations, all-or-nothing writes, reading helpers."""
+"""The DuckDB store: connection and migrations (connection), the one insert path and runs
+(writes), and SQL a user types, which can only read (usersql)."""
 
 from .connection import *  # noqa: F401,F403
 from .connection import _open_transactions  # noqa: F401
+from .writes import as_record, column, insert, start_run  # noqa: F401

@@ -1,0 +1,104 @@
+"""Tables from results: May et al.'s Table 4, Tan & Celis's Tables 7 and 8, and the original
+SEAT code's results.tsv layout.
+
+Tables 7 and 8 show each test (a row of the paper: C1..C10 from May et al., +C11.. from
+Tan & Celis) as up to five encodings -- word, sent, sent (u), c-word, c-word (u) -- by
+encoder. A cell is d, with `*` when the test is significant after the chosen correction.
+A c-word cell also carries the paper's comparison with its sentence cell:
+"✓" significant with c-word only, "✗" with sent only, "▲" with both.
+"NA": the encoder gives no c-word vectors (static word vectors, sentence-only encoders).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from ..errors import UsageError
+
+if TYPE_CHECKING:
+    from ..catalog.tests import TestDef
+
+SENTBIAS_COLUMNS = ["model", "options", "test", "p_value", "effect_size", "num_targ1", "num_targ2", "num_attr1", "num_attr2"]
+ENCODINGS = ("word", "sent", "sent (u)", "c-word", "c-word (u)")
+MARKS = {(True, False): "✓", (False, True): "✗", (True, True): "▲"}  # (c-word, sent) significant
+
+
+def table4(df: pl.DataFrame, alpha: float, order: list[str], encoders: list[str] | None = None) -> tuple[list[str], list[dict]]:
+    """Tests x encoders with d and May et al.'s marks: * p <= alpha, ** still after correction,
+    and a dagger where the test cannot reach p <= alpha at all."""
+    present = set(df["encoder"].to_list())
+    encoders = [e for e in (encoders or []) if e in present] + sorted(present - set(encoders or []))
+    cells: dict[str, dict] = {}
+    for r in df.iter_rows(named=True):
+        mark = "**" if r["rejected"] else ("*" if r["p_value"] <= alpha else "")
+        if r.get("can_reject") is False:
+            mark += "†"
+        cells.setdefault(r["test"], {"test": r["test"]})[r["encoder"]] = f"{r['effect_size']:+.2f}{mark}"
+    rank = {t: i for i, t in enumerate(order)}
+    rows = sorted(cells.values(), key=lambda c: (rank.get(c["test"], len(rank)), c["test"]))
+    return ["test", *encoders], rows
+
+
+def encoding(test: TestDef, context: str) -> str:
+    """A result's column in the paper: its context, "(u)" for unbleached sentences."""
+    if context == "word":
+        return "word"
+    base = "sent" if context == "sentence" else "c-word"  # token pooling by hand counts as c-word
+    return f"{base} (u)" if test.unbleached else base
+
+
+def tan_celis(df: pl.DataFrame, tests: dict[str, TestDef], rows: list[tuple[str, str, str]],
+              encoder_order: list[str] | None = None) -> pl.DataFrame:
+    """Tables 7/8 (Tan & Celis 2019) from a corrected results frame (columns test, encoder, context, effect_size,
+    rejected; the latest result wins where a test ran twice): one row per test and encoding,
+    one column per encoder."""
+    missing = {"test", "encoder", "context", "effect_size", "rejected"} - set(df.columns)
+    if missing:
+        raise UsageError(f"results frame lacks column(s) {', '.join(sorted(missing))}")
+    if "created_at" in df.columns:
+        df = df.sort("created_at")
+    families = {family for _, family, _ in rows}
+    cells: dict[tuple[str, str, str], tuple[float, bool]] = {}
+    for r in df.iter_rows(named=True):
+        test = tests.get(r["test"])
+        if test is None or test.family not in families:
+            continue
+        cells[(test.family, encoding(test, r["context"]), r["encoder"])] = (r["effect_size"], bool(r["rejected"]))
+    present = list(dict.fromkeys(df["encoder"].to_list()))
+    encs = [e for e in (encoder_order or []) if e in present] + [e for e in present if e not in (encoder_order or [])]
+    with_cword = {e for (_, enc_name, e) in cells if enc_name.startswith("c-word")}
+    rows = []
+    for section, family, label in rows:
+        for enc_name in ENCODINGS:
+            if not any((family, enc_name, e) in cells for e in encs):
+                continue
+            row = {"section": section, "test": label, "encoding": enc_name}
+            for e in encs:
+                row[e] = cell(cells, family, enc_name, e, e in with_cword)
+            rows.append(row)
+    return pl.DataFrame(rows, schema={c: pl.String for c in ["section", "test", "encoding", *encs]})
+
+
+def cell(cells: dict, family: str, enc_name: str, encoder: str, has_cword: bool) -> str:
+    got = cells.get((family, enc_name, encoder))
+    if got is None:
+        return "NA" if enc_name.startswith("c-word") and not has_cword else ""
+    d, significant = got
+    text = f"{d:+.2f}" + ("*" if significant else "")
+    if enc_name.startswith("c-word"):
+        sent = cells.get((family, enc_name.replace("c-word", "sent"), encoder))
+        if sent is not None:
+            text += MARKS.get((significant, sent[1]), "")
+    return text
+
+
+SEAT_NAMES = {"n_x": "num_targ1", "n_y": "num_targ2", "n_a": "num_attr1", "n_b": "num_attr2"}
+
+
+def sentbias_rows(df: pl.DataFrame) -> pl.DataFrame:
+    """The original SEAT code's results.tsv layout (its column names, and `options`: the
+    encoder's options), so its analysis scripts read it. Only this format renames."""
+    options = pl.col("encoder").str.splitn(",", 2).struct.field("field_1").fill_null("").str.replace_all(",", ";")
+    return df.rename(SEAT_NAMES).with_columns(options=options).select(SENTBIAS_COLUMNS)

@@ -1,0 +1,29 @@
+"""Value checks that options and queries share (no imports: `stimkit results` starts fast)."""
+
+from __future__ import annotations
+
+import os
+
+from .errors import UsageError
+
+
+def check_alpha(alpha: float) -> float:
+    if not 0 < alpha < 1:
+        raise UsageError(f"--alpha must be between 0 and 1 (exclusive), not {alpha}")
+    return float(alpha)
+
+
+def check_level(level: float, what: str = "the CI level") -> float:
+    if not 0 < level < 1:
+        raise UsageError(f"{what} must be between 0 and 1 (exclusive), not {level}")
+    return float(level)
+
+
+def limit(name: str, default: int) -> int:
+    """A bound on work (STIMKIT_<NAME>, documented in the README's guarantees), so a typo
+    cannot start an hour-long or memory-filling computation."""
+    raw = os.environ.get(f"STIMKIT_{name.upper()}")
+    try:
+        return int(raw) if raw else default
+    except ValueError:
+        raise UsageError(f"STIMKIT_{name.upper()} must be a whole number, not {raw!r}") from None

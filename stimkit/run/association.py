@@ -1,0 +1,209 @@
+"""One association test (WEAT / SEAT) on one encoder, from a planned test: read the vectors,
+drop stimuli without one, balance the targets, compute d and p, and build its Result."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass
+from math import log10
+
+import numpy as np
+import polars as pl
+
+from .. import __version__, stats
+from ..catalog.tests import ROLES
+from ..encoders import Encoder
+from ..encoders.embeddings import load, stimuli_of
+from ..errors import InputError
+from ..seeding import rng_for
+from ..stats import sampler
+from ..stimuli.balance import balance
+from .options import Options
+from .plan import PlannedTest
+from .rows import CutRow, Result
+
+
+@dataclass
+class Prepared:
+    """A test's four sets for one encoder: the stimuli, their vectors, and what was dropped."""
+    frames: dict[str, pl.DataFrame]      # every selected stimulus per role, with a `dropped` column
+    vectors: dict[str, np.ndarray]       # vectors of the kept stimuli per role
+    kept: dict[str, pl.DataFrame]
+    unbalanced: dict[str, tuple[pl.DataFrame, np.ndarray]]  # X and Y with vectors, before balancing
+    policy: str
+
+    @property
+    def n_cut(self) -> int:
+        """How many target items balancing removed (0: the targets were already equal)."""
+        return sum(self.unbalanced[r][0].height - self.kept[r].height for r in ("x", "y"))
+
+
+def prepare(con, planned: PlannedTest, enc: Encoder, opts: Options) -> Prepared:
+    """Read the vectors of the planned sets (one read for the four), drop stimuli without a
+    vector, and balance the targets."""
+    test, sets = planned.test, planned.sets
+    all_vectors, all_notes = load(con, enc, stimuli_of(sets.values()))
+    frames, kept, vectors = {}, {}, {}
+    start = 0
+    for role in ROLES:
+        f = sets[role].with_row_index("ordinal_in_set")
+        matrix, notes = all_vectors[start:start + f.height], all_notes[start:start + f.height]
+        start += f.height
+        ok = np.isfinite(matrix).all(axis=1)
+        reasons = [None if k else f"oov: {n}" for k, n in zip(ok, notes)]
+        frames[role] = f.with_columns(dropped=pl.Series(reasons, dtype=pl.String))
+        kept[role], vectors[role] = f.filter(pl.Series(ok)), matrix[ok]
+        if kept[role].height == 0:
+            raise InputError(f"test {test.name!r}, encoder {enc.spec!r}: no stimulus of set {role.upper()} has a vector "
+                             f"(first: {notes[0]})")
+    unbalanced = {r: (kept[r], vectors[r]) for r in ("x", "y")}
+    policy = opts.for_test(test)
+    kept["x"], kept["y"], vectors["x"], vectors["y"] = cut(unbalanced, policy, opts.cut_seed, test.name)
+    for role in ("x", "y"):
+        gone = set(unbalanced[role][0]["ordinal_in_set"].to_list()) - set(kept[role]["ordinal_in_set"].to_list())
+        if gone:
+            frames[role] = frames[role].with_columns(
+                dropped=pl.when(pl.col("ordinal_in_set").is_in(list(gone))).then(pl.lit("balanced")).otherwise(pl.col("dropped")))
+    return Prepared(frames, vectors, kept, unbalanced, policy)
+
+
+def cut(unbalanced: dict, policy: str, cut_seed: int, test_name: str):
+    """X and Y (frames and vectors) after the balance policy; the cut depends on the test,
+    its set versions and the cut seed only."""
+    (fx, vx), (fy, vy) = unbalanced["x"], unbalanced["y"]
+    b = balance(fx.with_row_index("_k"), fy.with_row_index("_k"), policy, cut_seed, test_name)
+    return b.x.drop("_k"), b.y.drop("_k"), vx[b.x["_k"].to_numpy()], vy[b.y["_k"].to_numpy()]
+
+
+def word_groups(kept: dict[str, pl.DataFrame]) -> tuple[np.ndarray, int]:
+    return stats.group_ids(kept["x"]["word"].to_list(), kept["y"]["word"].to_list())
+
+
+def compute(prep: Prepared, opts: Options, test_name: str, fingerprint: str, enc_spec: str = "") -> dict:
+    X, Y, A, B = (prep.vectors[r] for r in ROLES)
+    what = f"test {test_name!r}, encoder {enc_spec or fingerprint!r}"
+    stats.check_inputs(X, Y, A, B, what)
+    s = stats.association(np.concatenate([X, Y]), A, B)
+    sx, sy = s[: len(X)], s[len(X):]
+    stats.check_associations(sx, sy, what)
+    rng = rng_for(opts.seed, test_name, fingerprint, "permutation")
+    groups, n_groups_x = word_groups(prep.kept) if opts.clustered else (None, 0)
+    if opts.clustered:
+        pv = stats.clustered_p(s, groups, n_groups_x, opts.alternative, opts.budget, rng, opts.method)
+    else:
+        pv = stats.permutation_p(s, len(X), opts.alternative, opts.method, opts.budget, rng)
+    ci = (None, None)
+    if opts.bootstrap:  # resampling attributes needs every cosine
+        W = stats.unit_rows(np.concatenate([X, Y]))
+        sim_a, sim_b = W @ stats.unit_rows(A).T, W @ stats.unit_rows(B).T
+        ci = stats.bootstrap_d(sim_a, sim_b, len(X), opts.bootstrap, rng_for(opts.seed, test_name, fingerprint, "bootstrap"),
+                               opts.ci_level, opts.ddof, groups)
+    equal = len(X) == len(Y)
+    return {
+        "statistic": stats.test_statistic(sx, sy) if equal else float(sx.mean() - sy.mean()),
+        "statistic_kind": "sum difference" if equal else "mean difference",
+        "effect_size": stats.effect_size(sx, sy, opts.ddof),
+        "p_value": pv.p, "p_method": pv.method, "samples": pv.samples, "min_p": pv.min_p,
+        "log10_partitions": log10(pv.partitions),
+        "association": s, "ci_low": ci[0], "ci_high": ci[1],
+    }
+
+
+def cut_spread(prep: Prepared, opts: Options, test_name: str, fingerprint: str, result_id: str,
+               enc_spec: str = "") -> list[CutRow]:
+    """The test over `opts.cuts` independent cuts (cut seeds cut_seed, cut_seed + 1, ...):
+    cut 0 is the single-cut result. s(w) does not depend on the cut, so it is computed once."""
+    (fx, vx), (fy, vy) = prep.unbalanced["x"], prep.unbalanced["y"]
+    A, B = prep.vectors["a"], prep.vectors["b"]
+    sx_all, sy_all = stats.association(vx, A, B), stats.association(vy, A, B)
+    rows = []
+    for i in range(opts.cuts):
+        seed = opts.cut_seed + i
+        b = balance(fx.with_row_index("_k"), fy.with_row_index("_k"), prep.policy, seed, test_name)
+        sx, sy = sx_all[b.x["_k"].to_numpy()], sy_all[b.y["_k"].to_numpy()]
+        stats.check_associations(sx, sy, f"test {test_name!r}, encoder {enc_spec or fingerprint!r}, cut {i}")
+        s = np.concatenate([sx, sy])
+        rng = rng_for(opts.seed, test_name, fingerprint, "permutation", "cut", seed)
+        if opts.clustered:
+            groups, n_gx = stats.group_ids(b.x["word"].to_list(), b.y["word"].to_list())
+            pv = stats.clustered_p(s, groups, n_gx, opts.alternative, opts.budget, rng, opts.method)
+        else:
+            pv = stats.permutation_p(s, len(sx), opts.alternative, opts.method, opts.budget, rng)
+        rows.append(CutRow(result_id, i, seed, stats.effect_size(sx, sy, opts.ddof), pv.p, pv.method, pv.p <= opts.alpha))
+    return rows
+
+
+def spread_columns(cuts: list[CutRow], alpha: float) -> dict:
+    if not cuts:
+        return {}
+    d, p = np.array([c.effect_size for c in cuts]), np.array([c.p_value for c in cuts])
+    return {"cuts": len(cuts), "cut_d_min": float(d.min()), "cut_d_median": float(np.median(d)), "cut_d_max": float(d.max()),
+            "cut_p_min": float(p.min()), "cut_p_median": float(np.median(p)), "cut_p_max": float(p.max()),
+            "cut_reject_share": float((p <= alpha).mean()), "cut_alpha": alpha}
+
+
+def result(run_id: str, planned: PlannedTest, enc: Encoder, prep: Prepared, opts: Options, started: float) -> Result:
+    """Compute the test on prepared vectors; the Result with its items and cuts."""
+    test = planned.test
+    out = compute(prep, opts, test.name, enc.fingerprint, enc.spec)
+    result_id = f"{run_id}/{test.name}/{enc.fingerprint}"
+    cuts = cut_spread(prep, opts, test.name, enc.fingerprint, result_id, enc.spec) if opts.cuts > 1 and prep.n_cut else []
+    context = test.context if test.context == "c-word" else ("token" if enc.uses_span else test.context)
+    return Result(
+        result_id=result_id, run_id=run_id, test=test.name, test_source=test.source, family=test.family,
+        encoder=getattr(enc, "base_spec", enc.spec), model=enc.name, fingerprint=enc.fingerprint, context=context,
+        x_sql=test.sql("x"), y_sql=test.sql("y"), a_sql=test.sql("a"), b_sql=test.sql("b"),
+        set_versions=sorted({v for f in prep.kept.values() if "set_version" in f.columns
+                             for v in f["set_version"].unique().to_list()}),
+        n_x=prep.kept["x"].height, n_y=prep.kept["y"].height, n_a=prep.kept["a"].height, n_b=prep.kept["b"].height,
+        n_dropped_oov=sum(int(f["dropped"].str.starts_with("oov").sum()) for f in prep.frames.values()),
+        balance=prep.policy, cut_seed=opts.cut_seed if prep.policy != "none" else None,
+        n_balanced_away=sum(int((f["dropped"] == "balanced").sum()) for f in prep.frames.values()),
+        statistic=out["statistic"], statistic_kind=out["statistic_kind"], effect_size=out["effect_size"],
+        ddof=opts.ddof, p_value=out["p_value"], p_method=out["p_method"], budget=opts.budget, samples=out["samples"],
+        min_p=out["min_p"], log10_partitions=out["log10_partitions"], alternative=opts.alternative, seed=opts.seed,
+        clustered=opts.clustered, ci_low=out["ci_low"], ci_high=out["ci_high"],
+        ci_level=opts.ci_level if opts.bootstrap else None, bootstrap=opts.bootstrap or None,
+        # which sampler drew the partitions: same seed and sampler, same p-value
+        options=json.dumps({**asdict(opts), "sampler": sampler.NAME}), stimkit_version=__version__,
+        seconds=time.perf_counter() - started, **spread_columns(cuts, opts.alpha),
+        items=items(result_id, prep, out["association"]), cut_rows=tuple(cuts),
+    )
+
+
+def items(result_id: str, prep: Prepared, association: np.ndarray) -> pl.DataFrame:
+    """One row per selected stimulus: its role, its s(w, A, B) if it took part, or why it was dropped."""
+    scores = {"x": association[: prep.kept["x"].height], "y": association[prep.kept["x"].height:]}
+    parts = []
+    for role in ROLES:
+        f = prep.frames[role]
+        s = np.full(f.height, np.nan)
+        if role in scores:
+            s[prep.kept[role]["ordinal_in_set"].to_numpy()] = scores[role]
+        col = lambda name: f[name] if name in f.columns else pl.Series([None] * f.height, dtype=pl.String)  # noqa: E731
+        parts.append(pl.DataFrame({
+            "result_id": [result_id] * f.height, "role": [role.upper()] * f.height,
+            "ordinal": f["ordinal_in_set"].cast(pl.Int32), "set_version": col("set_version").cast(pl.String),
+            "stimulus": f["stimulus"], "word": col("word").cast(pl.String), "template_id": col("template_id").cast(pl.String),
+            "association": pl.Series(s).fill_nan(None), "dropped": f["dropped"],
+        }))
+    return pl.concat(parts)
+
+
+def run_one(con, run_id: str, planned: PlannedTest, enc: Encoder, opts: Options) -> Result:
+    """Prepare, compute and store one result with its items and cuts (the caller owns the transaction)."""
+    from ..store import insert
+
+    started = time.perf_counter()
+    res = result(run_id, planned, enc, prepare(con, planned, enc, opts), opts, started)
+    write(con, res)
+    return res
+
+
+def write(con, res: Result) -> None:
+    from ..store import insert
+
+    insert(con, "results", [res])
+    insert(con, "result_cuts", list(res.cut_rows))
+    insert(con, "result_items", res.items)

@@ -1,0 +1,100 @@
+"""Options of a run: checked when made, so an invalid Options cannot exist."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import DEFAULT_BUDGET
+from ..catalog.tests import TestDef
+from ..checks import check_alpha, check_level, limit
+from ..errors import UsageError
+from ..stats import ALTERNATIVES, METHODS
+from ..stimuli.balance import BALANCE_POLICIES
+
+# Bounds on work that a typo could make endless (raise them with STIMKIT_MAX_CUTS, STIMKIT_MAX_BOOTSTRAP).
+MAX_CUTS = 1_000
+MAX_BOOTSTRAP = 100_000
+
+
+def _check_seed(name: str, value: int) -> None:
+    if not 0 <= value < 2 ** 63:
+        raise UsageError(f"--{name.replace('_', '-')} must be between 0 and 2^63 - 1, not {value}")
+
+
+def _check_replicates(bootstrap: int) -> None:
+    if bootstrap < 0:
+        raise UsageError(f"--bootstrap must be 0 (none) or a number of replicates, not {bootstrap}")
+    if bootstrap > limit("max_bootstrap", MAX_BOOTSTRAP):
+        raise UsageError(f"--bootstrap {bootstrap} is over the limit of {limit('max_bootstrap', MAX_BOOTSTRAP):,} "
+                         "(raise it with STIMKIT_MAX_BOOTSTRAP)")
+
+
+@dataclass(frozen=True)
+class Options:
+    budget: int = DEFAULT_BUDGET
+    method: str = "auto"          # auto | exact | sampled | parametric
+    alternative: str = "greater"
+    seed: int = 0                 # permutation samples and bootstrap draws only
+    ddof: int = 1
+    clustered: bool = False       # permute whole words (sentence tests)
+    bootstrap: int = 0            # replicates for a CI of d; 0 = none
+    ci_level: float = 0.95
+    balance: str | None = None    # None: the test's own policy
+    cut_seed: int = 0             # which items balance=cut drops: part of the test, never --seed
+    cuts: int = 1                 # > 1: also run K independent cuts and store their spread
+    alpha: float = 0.01           # for the share of cuts that reject, and the power warning
+
+    def __post_init__(self):
+        """Refuse values and combinations that have no meaning, before any work."""
+        if self.method not in METHODS:
+            raise UsageError(f"unknown p-value method {self.method!r} (known: {', '.join(METHODS)})")
+        if self.alternative not in ALTERNATIVES:
+            raise UsageError(f"unknown alternative {self.alternative!r} (known: {', '.join(ALTERNATIVES)})")
+        if self.budget < 2:
+            raise UsageError("the sample budget must be at least 2")
+        if self.balance is not None and self.balance not in BALANCE_POLICIES:
+            raise UsageError(f"unknown balance policy {self.balance!r} (known: {', '.join(BALANCE_POLICIES)})")
+        if self.clustered and self.method == "parametric":
+            raise UsageError("--clustered has no parametric form: use --method auto, exact or sampled")
+        _check_replicates(self.bootstrap)
+        if self.cuts < 1:
+            raise UsageError(f"--cuts must be at least 1, not {self.cuts}")
+        if self.cuts > limit("max_cuts", MAX_CUTS):
+            raise UsageError(f"--cuts {self.cuts} is over the limit of {limit('max_cuts', MAX_CUTS):,} "
+                             "(raise it with STIMKIT_MAX_CUTS)")
+        check_alpha(self.alpha)
+        check_level(self.ci_level)
+        _check_seed("seed", self.seed)
+        _check_seed("cut_seed", self.cut_seed)
+
+    def for_test(self, test: TestDef) -> str:
+        """The balance policy this test runs under; refuses options that make no sense for it."""
+        policy = self.balance or test.balance
+        if self.cuts > 1 and policy == "none":
+            raise UsageError(f"test {test.name!r}: --cuts needs a random balance (cut or drop-words), not balance=none")
+        if self.clustered and test.context == "word":
+            raise UsageError(f"test {test.name!r}: --clustered permutes words with their sentences; "
+                             "a word-level test has one stimulus a word")
+        return policy
+
+
+@dataclass(frozen=True)
+class WefatOptions:
+    method: str = "auto"              # per-word p: auto | exact | sampled
+    budget: int = DEFAULT_BUDGET
+    seed: int = 0
+    bootstrap: int = 0                # replicates for a CI of r; 0 = none
+    ci_level: float = 0.95
+    ddof: int = 1
+    drop_least_typical: float | None = None   # None: the definition's own
+
+    def __post_init__(self):
+        if self.method not in ("auto", "exact", "sampled"):
+            raise UsageError(f"unknown per-word p-value method {self.method!r} (known: auto, exact, sampled)")
+        if self.budget < 2:
+            raise UsageError("the sample budget must be at least 2")
+        _check_replicates(self.bootstrap)
+        if self.drop_least_typical is not None and not 0 <= self.drop_least_typical < 1:
+            raise UsageError(f"--drop-least-typical must be in [0, 1), got {self.drop_least_typical}")
+        check_level(self.ci_level)
+        _check_seed("seed", self.seed)

@@ -1,0 +1,233 @@
+"""What a run writes, as rows with named fields (one table each; `store.insert` writes them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from ..store import column
+
+
+@dataclass(frozen=True)
+class Result:
+    """One association test on one encoder: a row of `results`."""
+    result_id: str                 # <run_id>/<test>/<encoder fingerprint>
+    run_id: str
+    test: str
+    test_source: str
+    family: str | None
+    encoder: str                   # as named (a c-word result names the encoder, not its token variant)
+    model: str
+    fingerprint: str
+    context: str                   # word | sentence | token | c-word
+    x_sql: str
+    y_sql: str
+    a_sql: str
+    b_sql: str
+    set_versions: list[str]
+    n_x: int
+    n_y: int
+    n_a: int
+    n_b: int
+    n_dropped_oov: int
+    balance: str
+    cut_seed: int | None
+    n_balanced_away: int
+    statistic: float
+    statistic_kind: str            # sum difference | mean difference
+    effect_size: float
+    ddof: int
+    p_value: float
+    p_method: str
+    budget: int
+    samples: int
+    min_p: float | None
+    log10_partitions: float
+    alternative: str
+    seed: int
+    clustered: bool
+    ci_low: float | None
+    ci_high: float | None
+    ci_level: float | None
+    bootstrap: int | None
+    options: str                   # JSON of the options and the sampler
+    stimkit_version: str
+    seconds: float
+    cuts: int | None = None        # the spread over --cuts K cuts
+    cut_d_min: float | None = None
+    cut_d_median: float | None = None
+    cut_d_max: float | None = None
+    cut_p_min: float | None = None
+    cut_p_median: float | None = None
+    cut_p_max: float | None = None
+    cut_reject_share: float | None = None
+    cut_alpha: float | None = None
+    items: pl.DataFrame | None = column(stored=False)        # result_items: one row per selected stimulus
+    cut_rows: tuple["CutRow", ...] = column((), stored=False)  # result_cuts
+
+
+@dataclass(frozen=True)
+class CutRow:
+    """One of --cuts K independent cuts of a result: a row of `result_cuts`."""
+    result_id: str
+    cut: int
+    cut_seed: int
+    effect_size: float
+    p_value: float
+    p_method: str
+    rejected: bool
+
+
+@dataclass(frozen=True)
+class WefatItem:
+    """One target word of a WEFAT: a row of `wefat_items`."""
+    result_id: str
+    ordinal: int
+    word: str
+    set_version: str | None
+    n_stimuli: int
+    template_ids: list[str] | None
+    association: float | None
+    property: float | None
+    word_p_value: float | None
+    dropped: str | None
+
+
+@dataclass(frozen=True)
+class WefatResult:
+    """One WEFAT on one encoder: a row of `wefat_results`, with its words."""
+    result_id: str
+    run_id: str
+    name: str
+    source: str
+    encoder: str
+    model: str
+    fingerprint: str
+    context: str
+    targets_sql: str
+    a_sql: str
+    b_sql: str
+    set_versions: list[str]
+    property: str
+    property_version: str | None
+    n: int
+    n_a: int
+    n_b: int
+    dropped_words: list[str]
+    r: float
+    p_value: float
+    rho: float
+    rho_p_value: float
+    slope: float
+    slope_ci_low: float
+    slope_ci_high: float
+    intercept: float
+    intercept_ci_low: float
+    intercept_ci_high: float
+    r_ci_low: float | None
+    r_ci_high: float | None
+    ci_level: float
+    bootstrap: int | None
+    drop_least_typical: float | None
+    word_p_method: str
+    budget: int
+    seed: int
+    options: str
+    stimkit_version: str
+    seconds: float
+    items: tuple[WefatItem, ...] = column((), stored=False)
+
+
+@dataclass(frozen=True)
+class AuditTemplate:
+    """A template alone or left out: a row of `audit_templates`."""
+    audit_id: str
+    analysis: str                  # alone | left_out
+    frame: str
+    template_ids: list[str]
+    n_x: int
+    n_y: int
+    effect_size: float | None
+    variance: float | None
+    p_value: float | None
+    p_method: str | None
+    shift: float | None
+    decision_flip: bool | None
+    sign_flip: bool | None
+    note: str | None
+
+
+@dataclass(frozen=True)
+class AuditWord:
+    """d without one word: a row of `audit_words`."""
+    audit_id: str
+    role: str
+    word: str
+    n_stimuli: int
+    d_without: float | None
+    influence: float | None
+
+
+@dataclass(frozen=True)
+class Audit:
+    """One test under one template set on one encoder: a row of `audits`, with its parts."""
+    audit_id: str
+    run_id: str
+    test: str
+    template_set: str
+    encoder: str
+    fingerprint: str
+    alpha: float
+    full_d: float
+    full_p: float
+    n_templates: int
+    k_meta: int
+    pooled_d: float | None
+    pooled_se: float | None
+    ci_low: float | None
+    ci_high: float | None
+    pi_low: float | None
+    pi_high: float | None
+    tau2: float | None
+    i2: float | None
+    q: float | None
+    decision_flip_share: float | None
+    sign_flip_share: float | None
+    templates: tuple[AuditTemplate, ...] = column((), stored=False)
+    words: tuple[AuditWord, ...] = column((), stored=False)
+
+
+@dataclass(frozen=True)
+class Failure:
+    test: str      # '*' when a whole encoder failed
+    encoder: str   # '*' when a test failed for every encoder
+    cause: str
+    error: BaseException | None = field(default=None, compare=False, repr=False)  # what was raised
+
+    def __str__(self) -> str:
+        return f"test {self.test}, encoder {self.encoder}: {self.cause}"
+
+    def as_error(self) -> BaseException:
+        """The error to raise where one failure stops the whole (an audit)."""
+        from ..errors import InputError
+
+        return self.error if self.error is not None else InputError(self.cause)
+
+
+@dataclass
+class RunReport:
+    """What one run stored (results, WEFATs, audits) and what failed."""
+    run_id: str | None
+    results: list[Result]
+    failures: list[Failure]
+    alpha: float
+    n_tests: int = 0
+    n_encoders: int = 0
+    wefats: list[WefatResult] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)   # what did not apply (an encoder without c-word vectors)
+
+    @property
+    def cannot_reject(self) -> list[Result]:
+        """Results whose smallest possible p is above alpha: they could never reject."""
+        return [r for r in self.results if r.min_p is not None and r.min_p > self.alpha]

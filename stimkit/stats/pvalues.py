@@ -1,0 +1,185 @@
+"""Permutation p-values over partitions of the targets (May et al. 2019, appendix A).
+
+p-values are over equal-size partitions (X_i, Y_i) of X u Y, with the non-strict
+inequality of May et al. (appendix A). Because sum_{X u Y} s(w) is fixed, ordering
+partitions by sum_{X_i} s(w) orders them exactly as the full statistic does, so the
+null distribution is the distribution of a random n-subset sum of the s(w) values.
+Clustered tests move whole words: the units are words, each carrying (sum of s, count).
+Both go through one core, `subset_p`: exact enumeration or sampling, one rule for auto.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations, islice
+from math import comb
+from typing import Callable
+
+import numpy as np
+
+from .. import DEFAULT_BUDGET
+from . import sampler
+from .weat import InvalidInput
+
+ALTERNATIVES = ("greater", "less", "two-sided")
+METHODS = ("auto", "exact", "sampled", "parametric")
+# Two partition sums closer than this (relative to the scale of the values) are a tie:
+# the same multiset of values summed in another order differs in the last bits.
+_TIE_RTOL = 1e-11
+
+
+# Exact enumeration beyond this many partitions takes minutes: sample instead.
+EXACT_LIMIT = 5_000_000
+_EXACT_CHUNK = 200_000   # partitions enumerated at a time: memory stays bounded
+
+
+def all_subsets(N: int, k: int) -> np.ndarray:
+    """Every k-subset of range(N) as rows of a (C(N, k), k) index array."""
+    count = comb(N, k)
+    flat = np.fromiter((i for c in combinations(range(N), k) for i in c), dtype=np.int32, count=count * k)
+    return flat.reshape(count, k)
+
+
+def exact_subset_sums(values: np.ndarray, k: int) -> np.ndarray:
+    """Sum of `values` over every k-subset (values may be (N,) or (N, m))."""
+    idx = all_subsets(len(values), k)
+    return values[idx].sum(axis=1)
+
+
+def subset_sum_chunks(values: np.ndarray, k: int, chunk: int = _EXACT_CHUNK):
+    """exact_subset_sums in chunks of `chunk` subsets, so memory stays bounded."""
+    it = combinations(range(len(values)), k)
+    while True:
+        flat = np.fromiter((i for c in islice(it, chunk) for i in c), dtype=np.int32)
+        if flat.size == 0:
+            return
+        yield values[flat.reshape(-1, k)].sum(axis=1)
+
+
+def check_exact(partitions: int, what: str = "") -> None:
+    if partitions > EXACT_LIMIT:
+        raise InvalidInput(f"{what + ': ' if what else ''}exact enumeration of {partitions:,} partitions is over the limit "
+                           f"({EXACT_LIMIT:,}): use --method sampled (or auto)")
+
+
+def min_p(partitions: int, method: str, budget: int, alternative: str, symmetric: bool) -> float | None:
+    """The smallest p-value the procedure can produce: 1/C exact (2/C two-sided when each
+    partition's mirror image counts too), 1/budget sampled, none for the normal fit."""
+    if method.startswith("exact"):
+        return min(1.0, (2 if alternative == "two-sided" and symmetric else 1) / partitions)
+    if method.startswith("sampled"):
+        return 1.0 / budget
+    return None
+
+
+# --------------------------------------------------------------------------- p-values
+
+@dataclass(frozen=True)
+class PValue:
+    p: float
+    method: str        # exact | sampled | parametric
+    samples: int       # partitions enumerated or drawn (observed one included when sampled)
+    partitions: int    # C(N, n): how many partitions into the two sizes exist
+    min_p: float | None = None  # the smallest p this procedure can give
+    null: np.ndarray | None = None  # the drawn subset sums (sampled or parametric), when asked for
+
+
+def _exceeds(null: np.ndarray, observed: float, alternative: str, center: float, scale: float) -> np.ndarray:
+    tol = _TIE_RTOL * scale
+    if alternative == "greater":
+        return null >= observed - tol
+    if alternative == "less":
+        return null <= observed + tol
+    return np.abs(null - center) >= abs(observed - center) - tol
+
+
+def subset_p(units: np.ndarray, k: int, statistic: Callable[[np.ndarray], np.ndarray], observed: float,
+             center: float, scale: float, alternative: str, method: str, budget: int,
+             rng: np.random.Generator | None, label: str = "", return_null: bool = False) -> PValue:
+    """The one core of every permutation p: the statistic of the first k units against
+    every k-subset (exact) or budget - 1 random ones with the observed counted once (sampled).
+
+    units: per-unit values, (N,) or (N, m); statistic: subset sums -> the test statistic;
+    method: auto (exact when C(N, k) <= budget), exact or sampled. `label` marks the scheme
+    in the method name ("-clustered")."""
+    partitions = comb(len(units), k)
+    if method == "auto":
+        method = "exact" if partitions <= budget else "sampled"
+    floor = min_p(partitions, method, budget, alternative, 2 * k == len(units))
+    if method == "exact":
+        check_exact(partitions)
+        hits = sum(int(_exceeds(statistic(null), observed, alternative, center, scale).sum())
+                   for null in subset_sum_chunks(units, k))
+        return PValue(hits / partitions, "exact" + label, partitions, partitions, floor)
+    rng = rng if rng is not None else np.random.default_rng()
+    null = statistic(sampler.subset_sums(units, k, budget - 1, rng))
+    hits = int(_exceeds(null, observed, alternative, center, scale).sum())
+    return PValue((1 + hits) / budget, "sampled" + label, budget, partitions, floor, null if return_null else None)
+
+
+def check_method(method: str, alternative: str, methods: tuple[str, ...] = METHODS) -> None:
+    if alternative not in ALTERNATIVES:
+        raise InvalidInput(f"alternative must be one of {', '.join(ALTERNATIVES)}, not {alternative!r}")
+    if method not in methods:
+        raise InvalidInput(f"method must be one of {', '.join(methods)}, not {method!r}")
+
+
+def _identity(sums: np.ndarray) -> np.ndarray:
+    return sums
+
+
+def permutation_p(values: np.ndarray, n: int, alternative: str = "greater", method: str = "auto",
+                  budget: int = DEFAULT_BUDGET, rng: np.random.Generator | None = None, return_null: bool = False) -> PValue:
+    """p-value of the first n of `values` (the observed X) against every split into n and N - n.
+
+    values: s(w) for X then Y (or any per-item statistic); the statistic is the sum over X.
+    auto: exact when C(N, n) <= budget, else sampled; parametric: a normal fit to the
+    sampled statistic (Caliskan et al.'s replication code)."""
+    check_method(method, alternative)
+    values = np.asarray(values, dtype=np.float64)
+    observed = float(values[:n].sum())
+    center = n * float(values.mean())           # the null mean of a subset sum
+    scale = float(np.abs(values).sum()) or 1.0
+    if method != "parametric":
+        return subset_p(values, n, _identity, observed, center, scale, alternative, method, budget, rng,
+                        return_null=return_null)
+    rng = rng if rng is not None else np.random.default_rng()
+    null = sampler.subset_sums(values, n, budget, rng)
+    total = float(values.sum())
+    stat_null, stat = 2 * null - total, 2 * observed - total
+    mu, sd = stat_null.mean(), stat_null.std(ddof=1)
+    from scipy import stats as sps  # here: scipy.stats costs half a second to import
+    if alternative == "greater":
+        p = sps.norm.sf(stat, mu, sd)
+    elif alternative == "less":
+        p = sps.norm.cdf(stat, mu, sd)
+    else:
+        p = 2 * sps.norm.sf(abs(stat - mu), 0, sd)
+    return PValue(float(min(p, 1.0)), "parametric", budget, comb(len(values), n), None, null if return_null else None)
+
+
+def clustered_p(values: np.ndarray, groups: np.ndarray, n_groups_x: int, alternative: str = "greater",
+                budget: int = DEFAULT_BUDGET, rng: np.random.Generator | None = None, method: str = "auto") -> PValue:
+    """Word-level permutation for sentence tests: whole words move with all their sentences.
+
+    values: s(w) per stimulus, X first; groups: a word id per stimulus, X's words being
+    0..n_groups_x-1 and Y's the rest (weat.group_ids). Statistic: mean over X_i minus mean
+    over Y_i (words may carry different numbers of sentences, so sums are not comparable).
+    method: auto | exact | sampled (a normal fit has no clustered form)."""
+    if method == "parametric":
+        raise InvalidInput("clustered permutation has no 'parametric' form (use auto, exact or sampled)")
+    check_method(method, alternative, ("auto", "exact", "sampled"))
+    values = np.asarray(values, dtype=np.float64)
+    G = int(groups.max()) + 1
+    per_group = np.zeros((G, 2))
+    np.add.at(per_group, groups, np.column_stack([values, np.ones_like(values)]))
+    total, count = per_group.sum(axis=0)
+
+    def mean_diff(sums):
+        sx, cx = sums[..., 0], sums[..., 1]
+        return sx / cx - (total - sx) / (count - cx)
+
+    observed = float(mean_diff(per_group[:n_groups_x].sum(axis=0)))
+    scale = float(np.abs(values).mean()) or 1.0
+    return subset_p(per_group, n_groups_x, mean_diff, observed, 0.0, scale, alternative, method, budget, rng,
+                    label="-clustered")

@@ -1,0 +1,50 @@
+"""The one write path for rows (results, items, WEFAT, audits, vectors, stimuli): `insert`,
+and `start_run`, which every writing run begins with."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import uuid
+
+import pyarrow as pa
+
+from .. import __version__
+
+
+def column(default=None, *, stored: bool = True):
+    """A dataclass field; `stored=False` keeps it out of the table (e.g. a result's items)."""
+    return dataclasses.field(default=default, metadata={"stored": stored})
+
+
+def as_record(row) -> dict:
+    """A dataclass row as {column: value}, without its fields that are not stored."""
+    return {f.name: getattr(row, f.name) for f in dataclasses.fields(row) if f.metadata.get("stored", True)}
+
+
+def insert(con, table: str, rows) -> int:
+    """Append rows to `table`, matching columns by name: a list of dataclass instances, or an
+    Arrow table or polars frame. Returns the number of rows. The caller owns the transaction."""
+    if isinstance(rows, list):
+        if not rows:
+            return 0
+        rows = pa.Table.from_pylist([as_record(r) for r in rows])
+    elif hasattr(rows, "to_arrow"):  # a polars frame
+        rows = rows.to_arrow()
+    if rows.num_rows == 0:
+        return 0
+    name = f"_insert_{table}"
+    con.register(name, rows)
+    try:
+        con.execute(f'INSERT INTO {table} BY NAME SELECT * FROM "{name}"')
+    finally:
+        con.unregister(name)
+    return rows.num_rows
+
+
+def start_run(con, command: str, seed: int) -> str:
+    """A new run id (a timestamp, so ids sort by time) recorded with its command and seed."""
+    run_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+    con.execute("INSERT INTO runs (run_id, command, seed, stimkit_version) VALUES (?, ?, ?, ?)",
+                [run_id, command, seed, __version__])
+    return run_id

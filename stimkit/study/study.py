@@ -1,0 +1,108 @@
+"""Study files: what a study is (tests, contexts, encoders, options, correction, table), read
+once and checked; `Store.run` executes one through the same plan path as `stimkit test`.
+
+    name = "may-2019"
+    paper = "may-2019"                 # every catalog test this paper published (or:)
+    tests = ["weat*", "sent-weat6"]    # names or shell patterns
+    contexts = ["own", "c-word"]       # c-word: also each sentence test's inserted word
+    encoders = ["glove-6b-50d", "minilm"]
+    correction = "holm"                # holm | bonferroni | bh | by | none
+    alpha = 0.01
+    wefat = ["*"]                      # catalog WEFATs to run on each encoder
+    checks = true                      # consistency checks over the study's results
+    [options]                          # test options: budget, seed, alternative, clustered, ...
+    [table]
+    layout = "table4"                  # table4 | tan-celis (with `rows`)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import UsageError
+from ..paths import data_dir
+from ..stimuli.inputs import read_toml
+
+LAYOUTS = ("table4", "tan-celis")
+CONTEXT_CHOICES = ("own", "c-word")
+KEYS = {"name", "description", "paper", "tests", "contexts", "encoders", "options", "correction", "alpha", "wefat",
+        "checks", "table"}
+TABLE_KEYS = {"layout", "rows"}
+
+
+@dataclass(frozen=True)
+class Study:
+    name: str
+    description: str = ""
+    paper: str | None = None                   # only this paper's catalog tests
+    tests: tuple[str, ...] = ()                # names or patterns; () with a paper: all of its tests
+    contexts: tuple[str, ...] = ("own",)
+    encoders: tuple[str, ...] = ("glove-6b-50d",)
+    options: dict = field(default_factory=dict)  # test options (run.options.Options keywords)
+    correction: str = "holm"
+    alpha: float = 0.01
+    wefat: tuple[str, ...] = ()
+    checks: bool = False
+    layout: str = "table4"
+    rows: tuple[tuple[str, str, str], ...] = ()  # tan-celis: (section, family, label) per paper row
+    path: Path | None = None
+
+
+def builtin() -> list[str]:
+    return sorted(p.stem for p in (data_dir("queries") / "studies").glob("*.toml"))
+
+
+def load(ref: str | Path) -> Study:
+    """A built-in study by name (`may-2019`, `tan-celis-2019`) or a study file's path."""
+    path = Path(ref)
+    if path.suffix != ".toml":
+        path = data_dir("queries") / "studies" / f"{ref}.toml"
+        if not path.exists():
+            raise UsageError(f"unknown study {str(ref)!r} (built in: {', '.join(builtin())}; or a study file ending .toml)")
+    elif not path.is_file():
+        raise UsageError(f"{path}: no such study file")
+    return parse(read_toml(path), path)
+
+
+def _strings(body: dict, key: str, where: str, default=()) -> tuple[str, ...]:
+    value = body.get(key, default)
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v for v in value):
+        raise UsageError(f"{where}: `{key}` must be a list of names")
+    return tuple(value)
+
+
+def parse(body: dict, path: Path | None = None) -> Study:
+    where = str(path) if path else "study"
+    unknown = set(body) - KEYS
+    if unknown:
+        raise UsageError(f"{where}: unknown key {sorted(unknown)[0]!r} (known: {', '.join(sorted(KEYS))})")
+    name = body.get("name") or (path.stem if path else None)
+    if not isinstance(name, str) or not name:
+        raise UsageError(f"{where}: a study needs a `name`")
+    table = body.get("table", {})
+    if not isinstance(table, dict) or set(table) - TABLE_KEYS:
+        raise UsageError(f"{where}: [table] takes {', '.join(sorted(TABLE_KEYS))}")
+    layout = table.get("layout", "table4")
+    if layout not in LAYOUTS:
+        raise UsageError(f"{where}: unknown table layout {layout!r} (known: {', '.join(LAYOUTS)})")
+    rows = tuple(tuple(r) for r in table.get("rows", ()))
+    if layout == "tan-celis" and not rows or any(len(r) != 3 for r in rows):
+        raise UsageError(f"{where}: the tan-celis layout needs `rows` of [section, family, label]")
+    contexts = _strings(body, "contexts", where, ("own",))
+    if set(contexts) - set(CONTEXT_CHOICES):
+        raise UsageError(f"{where}: contexts are {' and '.join(CONTEXT_CHOICES)}, not {sorted(set(contexts) - set(CONTEXT_CHOICES))[0]!r}")
+    options = body.get("options", {})
+    if not isinstance(options, dict):
+        raise UsageError(f"{where}: [options] must be a table of test options")
+    alpha = body.get("alpha", 0.01)
+    if not isinstance(alpha, (int, float)) or isinstance(alpha, bool):
+        raise UsageError(f"{where}: `alpha` must be a number")
+    tests, paper = _strings(body, "tests", where), body.get("paper")
+    if not tests and not paper:
+        raise UsageError(f"{where}: say which tests: `tests` (names or patterns) or `paper`")
+    return Study(name, str(body.get("description", "")), paper, tests, contexts,
+                 _strings(body, "encoders", where, ("glove-6b-50d",)), dict(options), str(body.get("correction", "holm")),
+                 float(alpha), _strings(body, "wefat", where), bool(body.get("checks", False)), layout, rows, path)
