@@ -125,9 +125,15 @@ class Store:
     needs with the file closed between appends, so other processes can read the store
     while a model runs -> execute the plan in one transaction."""
 
-    def __init__(self, path: str | Path | None = None, read_only: bool = False, on_wait=None, allow_files: bool = False):
+    def __init__(self, path: str | Path | None = None, read_only: bool = False, on_wait=None, allow_files: bool = False,
+                 *, catalog_dir: str | Path | None = None, wordlist_dir: str | Path | None = None,
+                 template_dir: str | Path | None = None, override: bool = False):
         self.path = Path(path) if path is not None else default_db()
         self.read_only = read_only
+        # Your own study's inputs: test definitions (else STIMKIT_CATALOG_DIR), word lists and
+        # template sets beside the built-in ones (used where a command generates missing sets).
+        self.catalog_dir, self.wordlist_dir, self.template_dir = catalog_dir, wordlist_dir, template_dir
+        self.override = override
         self._on_wait, self._allow_files = on_wait, allow_files
         self._con = None
         self.con  # open now: a missing store (read-only) or a newer schema is refused here
@@ -185,17 +191,21 @@ class Store:
     def _generate_missing(self, specs) -> list[str]:
         """Render the sets a plan names that the store lacks (from the built-in word lists and
         template sets); a set whose word list is unknown is left to fail where it is used."""
-        from .stimuli import generate, wordlists
+        from .stimuli import generate, templates, wordlists
 
         current = {name for (name,) in store.rows(self.con, "SELECT name FROM current_sets")}
         missing = [s for s in specs if s.name not in current]
         if not missing:
             return []
         lists = wordlists.load_all()
+        if self.wordlist_dir:
+            lists = wordlists.merge(lists, wordlists.load_all(self.wordlist_dir), self.override)
         known = [s for s in missing if s.wordlist in lists]
         if not known:
             return []
-        generate.generate(self.con, known, lists)
+        tsets = {name: templates.load_set(name, self.template_dir, self.override)
+                 for name in dict.fromkeys(s.template_set for s in known)}
+        generate.generate(self.con, known, lists, tsets)
         names = [s.name for s in known]
         return [f"generated {len(names)} missing set{'s' if len(names) != 1 else ''}: "
                 + ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")]
@@ -210,13 +220,13 @@ class Store:
         """The tests (catalog and imported; `paper`: one paper's) and the WEFAT entries, a row each."""
         from .catalog import tests as catalog
 
-        return catalog.table(self.con, paper)
+        return catalog.table(self.con, paper, self.catalog_dir)
 
     def test_sets(self, name: str) -> tuple[TestDef, pl.DataFrame]:
         """A test's definition and its four set queries with the number of stimuli each selects."""
         from .catalog import tests as catalog
 
-        test = catalog.get(self.con, name)
+        test = catalog.get(self.con, name, self.catalog_dir)
         return test, catalog.sizes(self.con, test)
 
     def export_sentbias(self, outdir: str | Path, tests: list[str] | None = None, balance: str | None = None,
@@ -293,14 +303,18 @@ class Store:
     def test(self, tests: list[str] | None = None, *, encoders: list[str] = ("glove-6b-50d",), everything: bool = False,
              source: str | None = None, x: str | None = None, y: str | None = None, a: str | None = None,
              b: str | None = None, name: str = "adhoc", context: str | None = None, command: str = "library",
-             options: Options | None = None, on_result=None, on_failure=None, progress=None,
+             options: Options | None = None, on_result=None, on_failure=None, progress=None, save: str | Path | None = None,
              **option_values) -> RunReport:
         """Run tests (names or shell patterns over catalog and imported tests, or `everything`,
         or one ad-hoc test from four set names or SELECTs) on each encoder, in one run.
         `context="c-word"` runs sentence tests on each encoder's inserted-word vectors.
         Options as keywords (budget=, method=, alternative=, seed=, clustered=, bootstrap=,
         balance=, cut_seed=, cuts=, alpha=) or as a run.options.Options. A set the tests name
-        that the store lacks is generated first (and said so in the report's notes)."""
+        that the store lacks is generated first (and said so in the report's notes).
+
+        An ad-hoc test is stored by its `name`, so `test([name])` runs it again; its context is
+        word when all four sets are `list@word` names. `save`: write the (single) test's
+        definition as TOML, for a --catalog-dir folder."""
         from .catalog import tests as catalog
         from .run import cword, plan as run_plan
         from .run.options import Options
@@ -310,20 +324,30 @@ class Store:
         if any((x, y, a, b)):
             if not all((x, y, a, b)):
                 raise UsageError("an ad-hoc test needs all four of --x --y --a --b")
-            refs = (x, y, a, b)
-            own = context or ("word" if all(not catalog.is_sql(r) and r.endswith("@word") for r in refs) else "sentence")
-            chosen = [catalog.TestDef(name, refs, own, None, opts.balance or "none", source="adhoc")]
+            adhoc = catalog.adhoc(name, (x, y, a, b), context, opts.balance or "none", opts.alternative)
+            known = catalog.load(None, self.catalog_dir)
+            if name in known and not self.override:
+                raise UsageError(f"ad-hoc test {name!r} has the name of a {known[name].source} test: choose another "
+                                 "--name, or pass --override")
+            chosen = [adhoc]
         else:
             if not (tests or everything):
                 raise UsageError("name tests (or patterns), or pass --all, or give an ad-hoc test with --x --y --a --b")
-            chosen = catalog.select(self.con, list(tests or []), everything, source)
+            chosen = catalog.select(self.con, list(tests or []), everything, source, self.catalog_dir)
             if context is not None:  # c-word runs a sentence test's inserted word
                 chosen = [cword.in_context(t, context) for t in chosen]
+        if save is not None:
+            if len(chosen) != 1:
+                raise UsageError(f"--save writes one test's definition; {len(chosen)} tests were chosen")
+            Path(save).write_text(catalog.to_toml(chosen[0]), encoding="utf-8")
         plan = run_plan.make(self.con, chosen, list(encoders), opts, generate_missing=self._generate_missing)
-        return self._execute(plan, command, progress, on_result, on_failure)
+        report = self._execute(plan, command, progress, on_result, on_failure)
+        if report.run_id and chosen[0].source == "adhoc":
+            catalog.store_adhoc(self.con, chosen[0])
+        return report
 
     def run(self, study: str | Path | Study = DEFAULT_PAPER, encoders: list[str] | None = None, *,
-            options: Options | None = None, progress=None, on_result=None, on_failure=None, log=None,
+            options: Options | None = None, progress=None, on_result=None, on_failure=None,
             command: str | None = None, **option_values) -> StudyRun:
         """Run a study (`stimkit run`): a built-in paper (`may-2019`: the 46 SEAT tests, Holm,
         Table 4, the consistency checks and the WEFATs; `tan-celis-2019`: Tables 7 and 8) or a
@@ -331,20 +355,44 @@ class Store:
         encoder (default: the study's), in one run; its correction over that run; its table."""
         import time
 
+        from .study import study as studies
+
+        started = time.perf_counter()
+        self._writable("run")
+        study = study if isinstance(study, studies.Study) else studies.load(study)
+        with self._inputs(study.catalog_dir, study.wordlist_dir, study.template_dir):
+            return self._run(study, encoders, options, progress, on_result, on_failure, command, started, option_values)
+
+    def _inputs(self, catalog_dir=None, wordlist_dir=None, template_dir=None):
+        """For the duration of a `with`: a study's own input folders in place of the store's."""
+        import contextlib
+
+        @contextlib.contextmanager
+        def using():
+            before = self.catalog_dir, self.wordlist_dir, self.template_dir
+            self.catalog_dir = catalog_dir or self.catalog_dir
+            self.wordlist_dir = wordlist_dir or self.wordlist_dir
+            self.template_dir = template_dir or self.template_dir
+            try:
+                yield
+            finally:
+                self.catalog_dir, self.wordlist_dir, self.template_dir = before
+
+        return using()
+
+    def _run(self, study: Study, encoders, options, progress, on_result, on_failure, command, started,
+             option_values) -> StudyRun:
+        import time
+
         from .analysis import tables
         from .catalog import tests as catalog
         from .catalog import wefat as wefat_defs
         from .run import cword, plan as run_plan
         from .run.options import Options, WefatOptions
-        from .study import study as studies
 
-        started = time.perf_counter()
-        self._writable("run")
-        log = log or (lambda line: None)
-        study = study if isinstance(study, studies.Study) else studies.load(study)
         opts = options or Options(**{"alpha": study.alpha, **study.options, **option_values})
         analysis.check_correction(study.correction)
-        chosen = [t for t in catalog.select(self.con, list(study.tests) or ["*"])
+        chosen = [t for t in catalog.select(self.con, list(study.tests) or ["*"], directory=self.catalog_dir)
                   if study.paper is None or t.paper == study.paper]
         if study.paper is not None:
             catalog.by_paper(catalog.load_toml(), study.paper)  # an unknown paper is refused
@@ -357,9 +405,9 @@ class Store:
         plan = run_plan.make(self.con, chosen, list(encoders or study.encoders), opts, wefats=wefats,
                              wefat_options=WefatOptions(budget=opts.budget, seed=opts.seed), cword_optional=True,
                              generate_missing=self._generate_missing)
-        for note in plan.notes:
-            log(note)
-        report = self._execute(plan, command or f"run {study.name}", progress, on_result, on_failure)
+        # the study's name leads the command, so `report --study` finds its runs
+        report = self._execute(plan, f"run {study.name}" + (f" ({command})" if command else ""), progress, on_result,
+                               on_failure)
         job = StudyRun(study, report, [n for n in plan.notes if n.startswith("generated")])
         if report.run_id and report.results:
             job.results = self.results(run=report.run_id, correct=study.correction, alpha=opts.alpha)
@@ -368,27 +416,60 @@ class Store:
                 job.checks = self.check(run=report.run_id, alpha=opts.alpha)
             order = list(dict.fromkeys(r.encoder for r in report.results))
             if study.layout == "tan-celis":
-                frame = tables.tan_celis(job.results, catalog.load(self.con), list(study.rows), order)
+                frame = tables.tan_celis(job.results, catalog.load(self.con, self.catalog_dir), list(study.rows), order)
                 job.columns, job.table = frame.columns, frame.to_dicts()
             else:
-                job.columns, job.table = tables.table4(job.results, opts.alpha, list(catalog.load_toml()), order)
+                job.columns, job.table = tables.table4(job.results, opts.alpha, [t.name for t in chosen], order)
         job.seconds = time.perf_counter() - started
         return job
 
     # ------------------------------------------------------------------ results
 
     def results(self, where: str | None = None, run: str | None = None, correct: str = "holm",
-                alpha: float = 0.01) -> pl.DataFrame:
-        """The family's results with adjusted p (`correct`: holm | bh | by | none); the
-        family (its definition and m) is in `self.family`."""
+                alpha: float = 0.01, include_stale: bool = False, kind: str = "test") -> pl.DataFrame:
+        """The family's results with adjusted p (`correct`: holm | bonferroni | bh | by | none);
+        the family (its definition, m, and how many stale results it left out) is in
+        `self.family`. `kind`: audit or compare results instead of the tests you ran."""
         analysis.check_correction(correct)
-        self.family = analysis.define_family(self.con, where, alpha, run)
+        self.family = analysis.define_family(self.con, where, alpha, run, include_stale=include_stale, kind=kind)
         return analysis.corrected(self.con, correct)
 
-    def check(self, where: str | None = None, run: str | None = None, alpha: float = 0.01) -> pl.DataFrame:
+    def check(self, where: str | None = None, run: str | None = None, alpha: float = 0.01,
+              include_stale: bool = False) -> pl.DataFrame:
         """Every consistency comparison the family allows, with its verdict."""
-        self.family = analysis.define_family(self.con, where, alpha, run, allow_empty=True)
+        self.family = analysis.define_family(self.con, where, alpha, run, allow_empty=True, include_stale=include_stale)
         return analysis.consistency(self.con)
+
+    def retire(self, where: str, reason: str) -> int:
+        """Take the results matching `where` (an SQL condition on `results`) out of every
+        family, keeping them and the reason; returns how many were retired."""
+        self._writable("retire")
+        if not reason or not reason.strip():
+            raise UsageError("say why: --reason TEXT (it is kept with the retired results)")
+        ids = self._result_ids(where)
+        with store.transaction(self.con):
+            self.con.execute("INSERT INTO result_retirements (result_id, reason) SELECT unnest(?::VARCHAR[]), ? "
+                             "ON CONFLICT DO NOTHING", [ids, reason.strip()])
+        return len(ids)
+
+    def unretire(self, where: str) -> int:
+        """Bring retired results matching `where` back into the families; returns how many."""
+        self._writable("unretire")
+        ids = self._result_ids(where)
+        n = store.one(self.con, "SELECT count(*) FROM result_retirements WHERE result_id IN (SELECT unnest(?::VARCHAR[]))",
+                      [ids])[0]
+        with store.transaction(self.con):
+            self.con.execute("DELETE FROM result_retirements WHERE result_id IN (SELECT unnest(?::VARCHAR[]))", [ids])
+        return n
+
+    def _result_ids(self, where: str) -> list[str]:
+        import duckdb
+
+        sql = usersql.check_select(f"SELECT result_id FROM result_hypotheses WHERE ({where})", f"--where {where!r}")
+        try:
+            return [r for (r,) in store.rows(self.con, sql)]
+        except duckdb.Error as e:
+            raise InputError(f"--where {where!r}: {usersql.first_line(e)}") from None
 
     def query(self, sql: str, params: dict | None = None, where: str | None = None, run: str | None = None,
               alpha: float = 0.01) -> pl.DataFrame:
@@ -399,11 +480,30 @@ class Store:
         sql = usersql.check_reading(analysis.named_query(sql) or sql)
         return usersql.read(self.con, sql, params)
 
+    def study_run(self, study: str | Path | Study) -> str:
+        """The id of a study's latest run (`Store.run` records the study's name)."""
+        from .study import study as studies
+
+        study = study if isinstance(study, studies.Study) else studies.load(study)
+        row = store.one(self.con, "SELECT run_id FROM runs WHERE command = ? OR starts_with(command, ?) "
+                                  "ORDER BY started_at DESC, run_id DESC LIMIT 1", [f"run {study.name}", f"run {study.name} ("])
+        if row is None:
+            raise UsageError(f"study {study.name!r} has no run in {self.path} (run `stimkit run {study.path or study.name}`)")
+        return row[0]
+
     def report(self, out_dir: str | Path = "report", where: str | None = None, correct: str = "holm",
                alpha: float = 0.01, formats: list[str] | None = None, tests: list[str] | None = None,
-               audits: bool = False, force: bool = False):
+               audits: bool = False, force: bool = False, study: str | Path | Study | None = None):
         """Write out_dir/report.html (figures inline), figures/ and tables/ from the store
-        (reads only). Returns report.Written; its `notes` say what was asked for but absent."""
+        (reads only). Returns report.Written; its `notes` say what was asked for but absent.
+        `study`: the study's latest run, with its correction and alpha."""
+        if study is not None:
+            from .study import study as studies
+
+            study = study if isinstance(study, studies.Study) else studies.load(study)
+            run_id = self.study_run(study)
+            where = f"run_id = '{run_id}'" + (f" AND ({where})" if where else "")
+            correct, alpha = study.correction, study.alpha
         try:  # matplotlib is an extra: the rest of the library works without it
             from . import report
         except ImportError as e:
@@ -418,34 +518,35 @@ class Store:
 
     # ------------------------------------------------------------------ audits and WEFAT
 
-    def _audit_plan(self, tests: list[str], encoders, template_sets: list[str], opts: Options, progress,
+    def _audit_plan(self, tests: list[str], encoders, template_sets: list[str] | None, opts: Options, progress,
                     min_template_sets: int = 1):
         """The audit's plan (re-templated tests, their sets generated and selected once), encoded."""
         from .catalog import tests as catalog
         from .run import audit, plan as run_plan
 
-        chosen = [catalog.get(self.con, n) for n in tests]
-        retemplated = audit.retemplated(chosen, list(template_sets), min_template_sets)
-        plan = run_plan.make(self.con, retemplated, list(encoders), opts, generate_missing=self._generate_missing)
+        chosen = [catalog.get(self.con, n, self.catalog_dir) for n in tests]
+        audited = audit.audited(chosen, template_sets, min_template_sets)
+        plan = run_plan.make(self.con, [audit.retemplate(t, s) for t, s in audited], list(encoders), opts,
+                             generate_missing=self._generate_missing)
         if plan.refused:  # an audit is one whole: refused before anything is encoded
             raise plan.refused[0].as_error()
         _, failed = self._encode_plan(plan, progress)
         if failed:
             raise InputError(next(iter(failed.values())))
-        return audit.AuditPlan(tuple(chosen), tuple(template_sets), plan)
+        return audit.AuditPlan(tuple(audited), plan)
 
     def audit(self, tests: list[str] | None = None, encoders: list[str] = ("minilm",),
               template_sets: list[str] | None = None, alpha: float = 0.01, command: str = "library",
               on_audit=None, progress=None, **option_values) -> tuple[str, list[Audit]]:
-        """Template audits (see stimkit.run.audit): per template alone and left out, a
-        random-effects meta-analysis, flip rates and word influence."""
+        """Template audits (see stimkit.run.audit) of any test whose sets come from templates,
+        under each template set (built-in or yours; default: the test's own): per template
+        alone and left out, a random-effects meta-analysis, flip rates and word influence."""
         from .run import audit
         from .run.options import Options
 
         self._writable("audit")
         opts = Options(**{"alpha": alpha, **option_values})
-        plan = self._audit_plan(tests or audit.caliskan_sentence_tests(), encoders,
-                                template_sets or [audit.SENTENCE_SET], opts, progress)
+        plan = self._audit_plan(tests or audit.caliskan_sentence_tests(), encoders, template_sets, opts, progress)
         return audit.run_templates(self.con, plan, alpha, command, on_audit)
 
     def audit_compare(self, tests: list[str], template_sets: list[str], encoders: list[str] = ("minilm",),
@@ -497,9 +598,10 @@ class Store:
         return wefat_results(self.con, where, words)
 
 
-def open(path: str | Path | None = None, read_only: bool = False) -> Store:  # noqa: A001  (stimkit.open, like duckdb.connect)
-    """Open (read-write: create if missing) a stimkit store."""
-    return Store(path, read_only)
+def open(path: str | Path | None = None, read_only: bool = False, **inputs) -> Store:  # noqa: A001  (like duckdb.connect)
+    """Open (read-write: create if missing) a stimkit store; `inputs`: catalog_dir,
+    wordlist_dir, template_dir, override (your own study's test definitions, lists, templates)."""
+    return Store(path, read_only, **inputs)
 
 
 __all__ = ["Store", "StudyRun", "WeatResult", "open", "weat"]

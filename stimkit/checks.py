@@ -6,6 +6,16 @@ import os
 
 from .errors import UsageError
 
+ALTERNATIVES = ("greater", "less", "two-sided")
+
+
+def suggest(name: str, known, n: int = 3) -> str:
+    """' (did you mean a, b?)' for the known names closest to a mistyped one, else ''."""
+    import difflib
+
+    close = difflib.get_close_matches(name, list(known), n=n, cutoff=0.6)
+    return f" (did you mean {', '.join(close)}?)" if close else ""
+
 
 def check_alpha(alpha: float) -> float:
     if not 0 < alpha < 1:

@@ -16,7 +16,7 @@ from ..errors import InputError, UsageError
 from ..store import usersql
 
 CORRECTIONS = ("holm", "bonferroni", "bh", "by", "none")
-HYPOTHESIS = "test, encoder fingerprint, context, alternative, balance, clustering, p-value procedure"
+HYPOTHESIS = "test, encoder fingerprint, context, alternative, balance, clustering, p-value procedure, set versions"
 
 
 @dataclass(frozen=True)
@@ -26,9 +26,17 @@ class Family:
     m: int
     run: str | None = None
     where: str | None = None
+    stale: int = 0          # hypotheses left out because their set versions were superseded
 
     def as_dict(self) -> dict:
-        return {"definition": self.definition, "m": self.m, "run": self.run, "where": self.where}
+        return {"definition": self.definition, "m": self.m, "run": self.run, "where": self.where,
+                "stale_left_out": self.stale}
+
+    @property
+    def stale_note(self) -> str | None:
+        n = self.stale
+        return (f"{n} result{'s' if n != 1 else ''} on superseded set versions left out (--include-stale shows them)"
+                if n else None)
 
 
 def check_correction(method: str) -> str:
@@ -42,25 +50,41 @@ def latest_run(con) -> str | None:
     return row[0] if row else None
 
 
+KINDS = ("test", "audit", "compare", "all")
+
+
 def define_family(con, where: str | None = None, alpha: float = 0.01, run: str | None = None,
-                  allow_empty: bool = False) -> Family:
+                  allow_empty: bool = False, include_stale: bool = False, kind: str = "test") -> Family:
     """(Re)define the temp view `family` that the analysis queries read.
 
-    Default: the latest result of each hypothesis over the whole store (view
-    `latest_results`), so replicates never add to m. `run`: one run's results ('latest'
-    for the newest run), again one row per hypothesis. `where`: an SQL condition that
-    filters the family (checked to be part of a single SELECT)."""
+    Default: the latest result of each hypothesis the user tested (kind 'test': not the
+    per-template results of audits), on current set versions, not retired, over the whole
+    store (view `latest_results`), so replicates never add to m. `run`: one run's results
+    ('latest' for the newest run), again one row per hypothesis. `include_stale`: results on
+    superseded set versions too. `kind`: audit or compare results instead (or all).
+    `where`: an SQL condition that filters the family (checked to be part of a single SELECT)."""
     alpha = check_alpha(alpha)
+    if kind not in KINDS:
+        raise UsageError(f"--kind must be one of {', '.join(KINDS)}, not {kind!r}")
+    conditions = ["NOT retired"]
+    if kind != "all":
+        conditions.append(f"coalesce(kind, 'test') = '{kind}'")
     if run is not None:
         run_id = latest_run(con) if run == "latest" else run
         if run_id is None or not store.one(con, "SELECT 1 FROM runs WHERE run_id = ?", [run_id]):
             raise UsageError(f"--run {run}: no such run" + ("" if run_id else " (the store has no runs)"))
-        base = (f"SELECT * FROM result_hypotheses WHERE run_id = '{run_id}' QUALIFY row_number() OVER "
-                "(PARTITION BY hypothesis ORDER BY created_at DESC, result_id DESC) = 1")
-        definition = f"the latest result per hypothesis ({HYPOTHESIS}) in run {run_id}"
+        con.execute("SET VARIABLE family_run = ?", [run_id])
+        conditions.append("run_id = getvariable('family_run')")
+        scope = f"in run {run_id}"
     else:
-        run_id, base = None, "SELECT * FROM latest_results"
-        definition = f"the latest result per hypothesis ({HYPOTHESIS}) over the whole store"
+        run_id, scope = None, "over the whole store"
+    current = " AND ".join(conditions + ["NOT stale"])
+    chosen = current if not include_stale else " AND ".join(conditions)
+    base = (f"SELECT * FROM result_hypotheses WHERE {chosen} QUALIFY row_number() OVER "
+            "(PARTITION BY hypothesis ORDER BY created_at DESC, result_id DESC) = 1")
+    what = {"test": "", "audit": "audit ", "compare": "comparison ", "all": ""}[kind]
+    definition = (f"the latest {what}result per hypothesis ({HYPOTHESIS}) {scope}"
+                  + (", stale ones included" if include_stale else ""))
     sql = f"SELECT * FROM ({base}) WHERE ({where})" if where else base
     if where:
         usersql.check_select(sql, f"--where {where!r}")
@@ -69,11 +93,15 @@ def define_family(con, where: str | None = None, alpha: float = 0.01, run: str |
         con.execute(f"CREATE OR REPLACE TEMP VIEW family AS {sql}")
         con.execute(f"SET VARIABLE alpha = {alpha!r}")
         m = store.one(con, "SELECT count(*) FROM family")[0]
+        stale = 0 if include_stale else store.one(con, f"""
+            SELECT count(DISTINCT hypothesis) FROM result_hypotheses WHERE {" AND ".join(conditions)} AND stale
+            {f"AND ({where})" if where else ""}""")[0]
     except duckdb.Error as e:
         raise InputError(f"--where {where!r}: {usersql.first_line(e)}") from None
     if m == 0 and not allow_empty:
-        raise InputError(f"no results in {definition} (run `stimkit test` first)")
-    return Family(definition, m, run_id, where)
+        raise InputError(f"no results in {definition} (run `stimkit test` first)"
+                         + (f"; {stale} on superseded set versions (--include-stale)" if stale else ""))
+    return Family(definition, m, run_id, where, stale)
 
 
 def named_query(name: str) -> str | None:

@@ -6,7 +6,9 @@ Definitions come from queries/catalog.toml (the published tests) and from the st
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 import duckdb
 import polars as pl
@@ -14,7 +16,8 @@ import polars as pl
 from .. import DEFAULT_PAPER, store
 from ..errors import UsageError
 from ..paths import data_dir
-from ..stimuli.inputs import read_toml
+from ..checks import ALTERNATIVES, suggest
+from ..stimuli.inputs import check_name, read_toml
 from ..stimuli.sets import SetSpec, fetch, is_sql, set_sql, specs_of
 from ..store import usersql
 
@@ -36,6 +39,7 @@ class TestDef:
     source: str = "catalog"
     paper: str | None = None      # the paper that published the test (catalog: may-2019 unless given)
     unbleached: bool = False      # sentences with semantic content ("[Name] is an engineer.")
+    alternative: str | None = None  # the test's own alternative (None: greater, unless a run says otherwise)
 
     def sql(self, role: str) -> str:
         return set_sql(self.sets[ROLES.index(role)])
@@ -44,23 +48,89 @@ class TestDef:
         return specs_of(self.sets)
 
 
-def load_toml(path=None) -> dict[str, TestDef]:
-    path = path or data_dir("queries") / "catalog.toml"
-    raw = read_toml(path)
+TEST_KEYS = {"sets", "context", "family", "balance", "categories", "paper", "unbleached", "alternative", "description"}
+
+
+def parse_tests(raw: dict, path, source: str = "catalog", paper: str | None = DEFAULT_PAPER) -> dict[str, TestDef]:
+    """Test definitions from a TOML file's tables, each checked (one line naming the file and test)."""
     tests = {}
     for name, body in raw.items():
+        where = f"{path}: test {name!r}"
+        check_name(name, "test", str(path))
+        if not isinstance(body, dict):
+            raise UsageError(f"{where}: must be a table with `sets`")
+        unknown = set(body) - TEST_KEYS
+        if unknown:
+            raise UsageError(f"{where}: unknown key {sorted(unknown)[0]!r} (known: {', '.join(sorted(TEST_KEYS))})")
         sets = body.get("sets")
-        if not (isinstance(sets, list) and len(sets) == 4):
-            raise UsageError(f"{path}: test {name!r}: `sets` must list four sets (X, Y, A, B)")
+        if not (isinstance(sets, list) and len(sets) == 4 and all(isinstance(s, str) and s.strip() for s in sets)):
+            n = len(sets) if isinstance(sets, list) else 0
+            raise UsageError(f"{where}: `sets` must list four sets (X, Y, A, B), not {n}")
         balance = body.get("balance", "cut")
         if balance not in BALANCE_POLICIES:
-            raise UsageError(f"{path}: test {name!r}: unknown balance {balance!r} (known: {', '.join(BALANCE_POLICIES)})")
+            raise UsageError(f"{where}: unknown balance {balance!r} (known: {', '.join(BALANCE_POLICIES)})")
+        context = body.get("context") or infer_context(sets)
+        if context not in ("word", "sentence"):
+            raise UsageError(f"{where}: unknown context {context!r} (known: word, sentence)")
+        alternative = body.get("alternative")
+        if alternative is not None and alternative not in ALTERNATIVES:
+            raise UsageError(f"{where}: unknown alternative {alternative!r} (known: {', '.join(ALTERNATIVES)})")
         tests[name] = TestDef(
-            name, tuple(sets), body.get("context", "sentence"), body.get("family"), balance,
-            tuple((list(body.get("categories", [])) + [None] * 4)[:4]),
-            paper=body.get("paper", DEFAULT_PAPER), unbleached=bool(body.get("unbleached", False)),
+            name, tuple(sets), context, body.get("family"), balance,
+            tuple((list(body.get("categories", [])) + [None] * 4)[:4]), source=source,
+            paper=body.get("paper", paper), unbleached=bool(body.get("unbleached", False)), alternative=alternative,
         )
     return tests
+
+
+def infer_context(refs) -> str:
+    """A test whose four sets are all word-level set names (`list@word`) is a word test."""
+    return "word" if all(not is_sql(r) and r.endswith("@word") for r in refs) else "sentence"
+
+
+def load_toml(path=None) -> dict[str, TestDef]:
+    path = path or data_dir("queries") / "catalog.toml"
+    return parse_tests(read_toml(path), path)
+
+
+def load_dir(directory) -> dict[str, TestDef]:
+    """Your own test definitions: every *.toml file in a folder (--catalog-dir,
+    STIMKIT_CATALOG_DIR), in the catalog's format; a name defined twice is refused."""
+    folder = Path(directory)
+    if not folder.is_dir():
+        raise UsageError(f"{folder}: no such catalog folder")
+    tests: dict[str, TestDef] = {}
+    for path in sorted(folder.glob("*.toml")):
+        found = parse_tests(read_toml(path), path, source=f"user:{path}", paper=None)
+        twice = set(found) & set(tests)
+        if twice:
+            name = sorted(twice)[0]
+            raise UsageError(f"{path}: test {name!r} is defined again (first in {tests[name].source[5:]})")
+        tests.update(found)
+    if not tests:
+        raise UsageError(f"{folder}: no test definitions (*.toml files with [test] tables)")
+    return tests
+
+
+def catalog_dir(given=None) -> Path | None:
+    value = given or os.environ.get("STIMKIT_CATALOG_DIR")
+    return Path(value) if value else None
+
+
+def to_toml(test: TestDef) -> str:
+    """A test's definition as a TOML table that `load_dir` reads back."""
+    def q(s: str) -> str:
+        return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+    lines = [f"[{q(test.name)}]", "sets = [" + ", ".join(q(s) for s in test.sets) + "]", f"context = {q(test.context)}",
+             f"balance = {q(test.balance)}"]
+    if test.family:
+        lines.append(f"family = {q(test.family)}")
+    if test.alternative:
+        lines.append(f"alternative = {q(test.alternative)}")
+    if any(test.categories):
+        lines.append("categories = [" + ", ".join(q(c or "") for c in test.categories) + "]")
+    return "\n".join(lines) + "\n"
 
 
 def papers(tests: dict[str, TestDef] | None = None) -> list[str]:
@@ -85,22 +155,33 @@ def listing(tests: dict[str, TestDef]) -> pl.DataFrame:
                         schema_overrides={"paper": pl.String, "family": pl.String})
 
 
-def load(con=None) -> dict[str, TestDef]:
+def load(con=None, directory=None, override: bool = False) -> dict[str, TestDef]:
+    """Every test: the catalog, your own (`directory`, else STIMKIT_CATALOG_DIR), and the
+    store's imported and ad-hoc ones. Your test named like a built-in one with another
+    definition is refused unless `override` (its source then says what it replaced)."""
     tests = load_toml()
+    folder = catalog_dir(directory)
+    if folder is not None:
+        for name, t in load_dir(folder).items():
+            if name in tests and tests[name].sets != t.sets:
+                if not override:
+                    raise UsageError(f"{t.source[5:]}: test {name!r} has the name of a built-in test with other sets; "
+                                     "rename it, or pass --override")
+                t = replace(t, source=f"{t.source} (overrides catalog)")
+            tests[name] = t
     if con is not None:
-        for name, source, *sets in con.execute(
-            "SELECT name, source, x_set, y_set, a_set, b_set FROM imported_tests ORDER BY name"
+        for name, source, x, y, a, b, context, balance, alternative in con.execute(
+            "SELECT name, source, x_set, y_set, a_set, b_set, context, balance, alternative FROM imported_tests ORDER BY name"
         ).fetchall():
-            tests[name] = TestDef(name, tuple(sets), "sentence", None, "none", source=source)
+            tests.setdefault(name, TestDef(name, (x, y, a, b), context or "sentence", None, balance or "none",
+                                           source=source, alternative=alternative))
     return tests
 
 
-def get(con, name: str) -> TestDef:
-    tests = load(con)
+def get(con, name: str, directory=None) -> TestDef:
+    tests = load(con, directory)
     if name not in tests:
-        close = [t for t in tests if name.lower() in t.lower()][:5]
-        hint = f" (did you mean: {', '.join(close)}?)" if close else " (see `stimkit catalog`)"
-        raise UsageError(f"unknown test {name!r}{hint}")
+        raise UsageError(f"unknown test {name!r}" + (suggest(name, tests) or " (see `stimkit catalog`)"))
     return tests[name]
 
 
@@ -116,7 +197,8 @@ def default_specs(lists: dict) -> list[SetSpec]:
     return list(dict.fromkeys(specs))
 
 
-def select(con, patterns: list[str] | None, everything: bool = False, source: str | None = None) -> list[TestDef]:
+def select(con, patterns: list[str] | None, everything: bool = False, source: str | None = None,
+           directory=None) -> list[TestDef]:
     """Tests by shell-style patterns over catalog and imported names ('sent-weat*',
     '*angry*'), or every test; `source` narrows to the catalog or to imported tests.
     A pattern that matches nothing is an error: a typo must not run a smaller study."""
@@ -124,7 +206,7 @@ def select(con, patterns: list[str] | None, everything: bool = False, source: st
 
     if source is not None and source not in SOURCES:
         raise UsageError(f"--source must be one of {', '.join(SOURCES)}, not {source!r}")
-    known = [t for t in load(con).values()
+    known = [t for t in load(con, directory).values()
              if source is None or (t.source == "catalog") == (source == "catalog")]
     if everything:
         return known
@@ -132,9 +214,8 @@ def select(con, patterns: list[str] | None, everything: bool = False, source: st
     for pattern in patterns or []:
         found = [t for t in known if fnmatchcase(t.name, pattern)]
         if not found:
-            close = [t.name for t in known if pattern.strip("*?").lower() in t.name.lower()][:5]
-            hint = f" (did you mean: {', '.join(close)}?)" if close else " (see `stimkit catalog`)"
-            raise UsageError(f"no test matches {pattern!r}" + (f" among {source} tests" if source else "") + hint)
+            close = suggest(pattern, [t.name for t in known]) or " (see `stimkit catalog`)"
+            raise UsageError(f"no test matches {pattern!r}" + (f" among {source} tests" if source else "") + close)
         chosen.update((t.name, t) for t in found)
     return list(chosen.values())
 
@@ -170,12 +251,31 @@ def sizes(con, test: TestDef) -> pl.DataFrame:
     return pl.DataFrame(rows, schema={"role": pl.String, "n_stimuli": pl.Int64, "sql": pl.String, "error": pl.String})
 
 
-def table(con, paper: str | None = None) -> pl.DataFrame:
+def adhoc(name: str, refs: tuple[str, str, str, str], context: str | None, balance: str,
+          alternative: str | None = None) -> TestDef:
+    """A test given on the command line (--x --y --a --b): checked as a catalog test is."""
+    check_name(name, "test", "--name")
+    if context not in (None, "word", "sentence"):
+        raise UsageError(f"unknown context {context!r} for an ad-hoc test (known: word, sentence)")
+    return TestDef(name, tuple(refs), context or infer_context(refs), None, balance, source="adhoc",
+                   alternative=alternative)
+
+
+def store_adhoc(con, test: TestDef) -> None:
+    """Remember an ad-hoc test by name, so `stimkit test NAME` runs it again."""
+    with store.transaction(con):
+        con.execute("DELETE FROM imported_tests WHERE name = ?", [test.name])
+        con.execute("INSERT INTO imported_tests (name, source, x_set, y_set, a_set, b_set, context, balance, alternative) "
+                    "VALUES (?, 'adhoc', ?, ?, ?, ?, ?, ?, ?)", [test.name, *test.sets, test.context, test.balance,
+                                                                    test.alternative])
+
+
+def table(con, paper: str | None = None, directory=None) -> pl.DataFrame:
     """What `stimkit catalog` lists: the tests of one paper, or every test and the WEFAT
     entries (one target set, and a property in place of Y)."""
     from .wefat import load_catalog
 
-    df = listing(by_paper(load(con), paper))
+    df = listing(by_paper(load(con, directory), paper))
     if paper is not None:
         return df
     entries = [{"test": t.name, "paper": "caliskan-2017", "context": t.context, "family": "WEFAT", "source": "catalog",

@@ -17,7 +17,7 @@ COMMAND_MODULES = {
     "test": "tests", "results": "tests", "check": "tests", "query": "tests", "run": "tests",
     "audit": "audit", "wefat": "wefat", "wefat-results": "wefat", "report": "report",
 }
-_GLOBAL_WITH_VALUE = {"--db"}
+_GLOBAL_WITH_VALUE = {"--db", "--catalog-dir"}
 
 
 def register(modules=MODULES):

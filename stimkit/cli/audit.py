@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from .. import DEFAULT_BUDGET, StimkitError
-from .common import app, emit, emit_document, err, format_option, handles_errors, open_store, out
+from .common import OverrideOption, TemplateDirOption, WordlistDirOption, app, emit, emit_document, err, format_option, handles_errors, open_store, out
 
 audit_app = typer.Typer(help="Template audits: how template choice moves d and p.", no_args_is_help=True)
 app.add_typer(audit_app, name="audit")
@@ -17,12 +17,15 @@ app.add_typer(audit_app, name="audit")
 @audit_app.command("templates")
 @handles_errors
 def audit_templates_cmd(
-    test: Annotated[Optional[list[str]], typer.Option("--test", "-t", help="Catalog test (repeatable); default: the sent- Caliskan tests.")] = None,
+    test: Annotated[Optional[list[str]], typer.Option("--test", "-t", help="A test whose sets come from templates: catalog, yours or ad hoc (repeatable); default: the sent- Caliskan tests.")] = None,
     encoder: Annotated[Optional[list[str]], typer.Option("--encoder", "-e", help="Encoder (repeatable).")] = None,
-    template_set: Annotated[Optional[list[str]], typer.Option("--template-set", "-s", help="Template set (repeatable).")] = None,
-    alpha: Annotated[float, typer.Option("--alpha")] = 0.01,
-    budget: Annotated[int, typer.Option("--budget")] = DEFAULT_BUDGET,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
+    template_set: Annotated[Optional[list[str]], typer.Option("--template-set", "-s", help="Template set, built-in or in --template-dir (repeatable; default: the test's own).")] = None,
+    alpha: Annotated[float, typer.Option("--alpha", help="Significance level for decision flips, in (0, 1).")] = 0.01,
+    budget: Annotated[int, typer.Option("--budget", help="Permutation sample budget.")] = DEFAULT_BUDGET,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the permutation samples.")] = 0,
+    wordlist_dir: WordlistDirOption = None,
+    template_dir: TemplateDirOption = None,
+    override: OverrideOption = False,
 ):
     """Per template: the test alone and left out, a random-effects meta-analysis, flip rates, word influence.
 
@@ -39,7 +42,7 @@ def audit_templates_cmd(
 
     from .encode import progress_for
 
-    with open_store() as store:
+    with open_store(wordlist_dir=wordlist_dir, template_dir=template_dir, override=override) as store:
         run_id, _ = store.audit(test, encoder or ["minilm"], template_set, alpha, " ".join(sys.argv[1:]), line,
                                 progress_for, budget=budget, seed=seed)
     err.print(f"run {run_id}: see `stimkit audit show --where \"run_id = '{run_id}'\"`", highlight=False)
@@ -48,12 +51,15 @@ def audit_templates_cmd(
 @audit_app.command("compare")
 @handles_errors
 def audit_compare_cmd(
-    test: Annotated[list[str], typer.Option("--test", "-t", help="Catalog test (repeatable).")],
-    template_set: Annotated[list[str], typer.Option("--template-set", "-s", help="Template set (repeat for each).")],
-    encoder: Annotated[Optional[list[str]], typer.Option("--encoder", "-e")] = None,
-    alpha: Annotated[float, typer.Option("--alpha")] = 0.01,
-    budget: Annotated[int, typer.Option("--budget")] = DEFAULT_BUDGET,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
+    test: Annotated[list[str], typer.Option("--test", "-t", help="A test whose sets come from templates (repeatable).")],
+    template_set: Annotated[list[str], typer.Option("--template-set", "-s", help="Template set, built-in or in --template-dir (repeat for each).")],
+    encoder: Annotated[Optional[list[str]], typer.Option("--encoder", "-e", help="Encoder (repeatable).")] = None,
+    alpha: Annotated[float, typer.Option("--alpha", help="Significance level for decision flips, in (0, 1).")] = 0.01,
+    budget: Annotated[int, typer.Option("--budget", help="Permutation sample budget.")] = DEFAULT_BUDGET,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the permutation samples.")] = 0,
+    wordlist_dir: WordlistDirOption = None,
+    template_dir: TemplateDirOption = None,
+    override: OverrideOption = False,
     fmt: Annotated[Optional[str], format_option()] = None,
 ):
     """Run the same test under each template set and show how d and p move (rows go to `results`).
@@ -63,7 +69,7 @@ def audit_compare_cmd(
     """
     from .encode import progress_for
 
-    with open_store() as store:
+    with open_store(wordlist_dir=wordlist_dir, template_dir=template_dir, override=override) as store:
         run_id, rows = store.audit_compare(test, template_set, encoder or ["minilm"], alpha, " ".join(sys.argv[1:]),
                                            progress_for, budget=budget, seed=seed)
     emit(rows, fmt,

@@ -96,14 +96,16 @@ def _watch_interrupts():
     return lambda: _sigints[0] > start
 
 
-def open_store(read_only: bool = False, allow_files: bool = False):
+def open_store(read_only: bool = False, allow_files: bool = False, **inputs):
     """The store as a library object (`with open_store() as store: ... store.con`). Read
     commands open it read-only: they never create a file, and wait while another process
-    writes."""
+    writes. `inputs`: wordlist_dir, template_dir, override (your own lists and templates);
+    the test definitions folder is the global --catalog-dir."""
     from ..api import Store
 
     created = not read_only and not db_path().exists()
-    opened = Store(db_path(), read_only, on_wait=lambda message: err.print(message, highlight=False), allow_files=allow_files)
+    opened = Store(db_path(), read_only, on_wait=lambda message: err.print(message, highlight=False), allow_files=allow_files,
+                   catalog_dir=state.get("catalog_dir"), **inputs)
     _opened.append((opened, created))
     return opened
 
@@ -123,12 +125,23 @@ def _print_version(value: bool):
 @app.callback()
 def main_options(
     db: Annotated[Optional[Path], typer.Option("--db", envvar="STIMKIT_DB", help="The DuckDB store (default ./stimkit.duckdb).")] = None,
+    catalog_dir: Annotated[Optional[Path], typer.Option("--catalog-dir", envvar="STIMKIT_CATALOG_DIR",
+                                                        help="Folder of your own test definitions (TOML, the catalog's format).")] = None,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of unexpected errors.")] = False,
     version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
                                           help="Print the version and exit.")] = False,
 ):
     state["db"] = db
     state["debug"] = debug
+    state["catalog_dir"] = catalog_dir
+
+
+WordlistDirOption = Annotated[Optional[Path], typer.Option(
+    "--wordlist-dir", help="Folder of your own word-list TOML files (for sets this command generates).")]
+TemplateDirOption = Annotated[Optional[Path], typer.Option(
+    "--template-dir", help="Folder of your own template sets, searched before the built-in ones.")]
+OverrideOption = Annotated[bool, typer.Option(
+    "--override", help="Let your tests, word lists or template sets replace built-in ones of the same name.")]
 
 
 def db_path() -> Path:

@@ -21,10 +21,11 @@ def report_cmd(
     test: Annotated[Optional[list[str]], typer.Option("--test", "-t", help="Add a strip plot of s(w) for this test (repeatable).")] = None,
     audit: Annotated[bool, typer.Option("--audit", help="Add template-audit forest plots (of the --test tests, or all).")] = False,
     force: Annotated[bool, typer.Option("--force", help="Replace the report in a non-empty output folder.")] = False,
+    study: Annotated[Optional[str], typer.Option("--study", help="Report a study's latest run (a built-in study or a study file), with its correction and alpha.")] = None,
 ):
     """Write DIR/report.html (figures inline, no network), DIR/figures/* and DIR/tables/* (Table 4 as markdown, LaTeX, CSV)."""
     with open_store(read_only=True) as store:
-        written = store.report(out_dir, where, correct, alpha, fmt, test, audit, force)
+        written = store.report(out_dir, where, correct, alpha, fmt, test, audit, force, study)
     for note in written.notes:
         err.print(note, highlight=False, markup=False)
     err.print(f"{len(written.figures)} figure files, {len(written.tables)} tables in {out_dir}", highlight=False)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from .. import DEFAULT_BUDGET, DEFAULT_PAPER, UsageError
-from .common import app, count as _count, db_path, emit, emit_document, err, format_option, handles_errors, open_store, print_rows
+from .common import (OverrideOption, TemplateDirOption, WordlistDirOption, app, count as _count, db_path, emit,
+                     emit_document, err, format_option, handles_errors, open_store, print_rows)
 
 AlphaOption = Annotated[float, typer.Option("--alpha", help="Significance level, in (0, 1).")]
 RunOption = Annotated[Optional[str], typer.Option(
@@ -88,15 +90,16 @@ def test_cmd(
     everything: Annotated[bool, typer.Option("--all", help="Every test: the catalog and imported ones.")] = False,
     source: Annotated[Optional[str], typer.Option("--source", help="Only catalog or only imported tests.")] = None,
     encoder: Annotated[Optional[list[str]], typer.Option("--encoder", "-e", help="Encoder spec (repeatable).")] = None,
-    x: Annotated[Optional[str], typer.Option("--x", help="Ad-hoc test: SQL or set name for X.")] = None,
-    y: Annotated[Optional[str], typer.Option("--y")] = None,
-    a: Annotated[Optional[str], typer.Option("--a")] = None,
-    b: Annotated[Optional[str], typer.Option("--b")] = None,
-    name: Annotated[str, typer.Option("--name", help="Name of the ad-hoc test.")] = "adhoc",
-    context: Annotated[Optional[str], typer.Option("--context", help="word | sentence | c-word (a sentence test's inserted word; default: the test's own).")] = None,
+    x: Annotated[Optional[str], typer.Option("--x", help="Ad-hoc test: SQL or set name for the target set X.")] = None,
+    y: Annotated[Optional[str], typer.Option("--y", help="Ad-hoc test: SQL or set name for the target set Y.")] = None,
+    a: Annotated[Optional[str], typer.Option("--a", help="Ad-hoc test: SQL or set name for the attribute set A.")] = None,
+    b: Annotated[Optional[str], typer.Option("--b", help="Ad-hoc test: SQL or set name for the attribute set B.")] = None,
+    name: Annotated[str, typer.Option("--name", help="Name of the ad-hoc test (stored: `stimkit test NAME` runs it again).")] = "adhoc",
+    save: Annotated[Optional[Path], typer.Option("--save", help="Write the test's definition as TOML (for a --catalog-dir folder).")] = None,
+    context: Annotated[Optional[str], typer.Option("--context", help="word | sentence | c-word (a sentence test's inserted word; default: the test's own; an ad-hoc test of four list@word sets is word).")] = None,
     budget: Annotated[int, typer.Option("--budget", help="Permutation sample budget.")] = DEFAULT_BUDGET,
     method: Annotated[str, typer.Option("--method", help="auto | exact | sampled | parametric.")] = "auto",
-    alternative: Annotated[str, typer.Option("--alternative", help="greater | less | two-sided.")] = "greater",
+    alternative: Annotated[Optional[str], typer.Option("--alternative", help="greater | less | two-sided (default: the test's own, else greater).")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the permutation samples and bootstrap draws (never of the cut).")] = 0,
     clustered: Annotated[bool, typer.Option("--clustered", help="Permute whole words with all their sentences.")] = False,
     bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates for a CI of d (0: none).")] = 0,
@@ -104,6 +107,9 @@ def test_cmd(
     cut_seed: Annotated[int, typer.Option("--cut-seed", help="Which items balance=cut drops (default 0: fixed per test).")] = 0,
     cuts: Annotated[int, typer.Option("--cuts", min=1, help="Also run K independent cuts and store the spread of d and p.")] = 1,
     alpha: AlphaOption = 0.01,
+    wordlist_dir: WordlistDirOption = None,
+    template_dir: TemplateDirOption = None,
+    override: OverrideOption = False,
     verbose: Annotated[bool, typer.Option("--verbose/--quiet", "-v/-q", help="A line per result.")] = True,
 ):
     """Run association tests (catalog, imported or ad-hoc) for one or more encoders; results go to the store.
@@ -117,12 +123,12 @@ def test_cmd(
 
     opts = Options(budget=budget, method=method, alternative=alternative, seed=seed, clustered=clustered,
                    bootstrap=bootstrap, balance=balance, cut_seed=cut_seed, cuts=cuts, alpha=alpha)
-    with open_store() as store:
+    with open_store(wordlist_dir=wordlist_dir, template_dir=template_dir, override=override) as store:
         bar, callbacks = progress_callbacks(verbose)
         with bar:
             report = store.test(patterns, encoders=encoder or ["glove-6b-50d"], everything=everything, source=source,
                                 x=x, y=y, a=a, b=b, name=name, context=context, command=" ".join(sys.argv[1:]),
-                                options=opts, **callbacks)
+                                options=opts, save=save, **callbacks)
     warn_cannot_reject(report, alpha)
     finish(report)
 
@@ -131,22 +137,32 @@ RESULT_COLUMNS = ["test", "encoder", "context", "n_x", "n_y", "n_a", "n_b",
                   "effect_size", "p_value", "p_method", "p_adjusted", "rejected", "can_reject"]
 
 
-@app.command("results")
+results_app = typer.Typer(help="Results with a correction over a family; retire / unretire results.",
+                          invoke_without_command=True, no_args_is_help=False)
+app.add_typer(results_app, name="results")
+
+
+@results_app.callback(invoke_without_command=True)
 @handles_errors
 def results_cmd(
+    ctx: typer.Context,
     where: WhereOption = None,
     run: RunOption = None,
-    correct: Annotated[str, typer.Option("--correct", help="holm | bh | by | none.")] = "holm",
+    correct: Annotated[str, typer.Option("--correct", help="holm | bonferroni | bh | by | none.")] = "holm",
     alpha: AlphaOption = 0.01,
+    include_stale: Annotated[bool, typer.Option("--include-stale", help="Also results on superseded set versions.")] = False,
+    kind: Annotated[str, typer.Option("--kind", help="test (the tests you ran) | audit | compare | all.")] = "test",
     fmt: Annotated[Optional[str], format_option("sentbias")] = None,
     table: Annotated[bool, typer.Option("--table", help="Tests x encoders with d and significance marks (Table 4 of May et al.).")] = False,
     layout: Annotated[Optional[str], typer.Option("--layout", help="tan-celis: Tables 7/8 of Tan & Celis 2019 (tests x word/sent/c-word x encoders).")] = None,
 ):
     """Results with a multiple-testing correction over a family of hypotheses, each counted once.
 
-    The family is the latest result of each hypothesis (test, encoder, context, alternative,
-    balance, clustering, p-value procedure) over the whole store; --where filters it and
-    --run takes one run instead. Replicates never add to m.
+    The family is the latest result of each hypothesis (test on its set versions, encoder,
+    context, alternative, balance, clustering, p-value procedure) that you tested, over the
+    whole store; --where filters it and --run takes one run instead. Replicates never add to
+    m; audits' per-template results (--kind audit) and retired results are not in it, and
+    results on superseded set versions are left out (--include-stale shows them).
 
     Examples:
       stimkit results --correct holm --alpha 0.01
@@ -156,12 +172,16 @@ def results_cmd(
     """
     from ..analysis import tables
 
+    if ctx.invoked_subcommand is not None:
+        return
     if layout not in (None, "tan-celis"):
         raise UsageError(f"unknown layout {layout!r} (known: tan-celis)")
     with open_store(read_only=True) as store:
-        df = store.results(where, run, correct, alpha)
+        df = store.results(where, run, correct, alpha, include_stale, kind)
         family = store.family
         err.print(f"family: {family.definition}; m = {family.m}; {correct} at alpha {alpha}", highlight=False)
+        if family.stale_note:
+            err.print(family.stale_note, highlight=False)
         if layout:
             from ..catalog import tests as catalog
             from ..study import study
@@ -177,6 +197,37 @@ def results_cmd(
             emit_document({"family": family.as_dict(), "correction": {"method": correct, "alpha": alpha}}, df, fmt)
         else:
             emit(df, fmt, RESULT_COLUMNS if fmt in (None, "table") else None)
+
+
+@results_app.command("retire")
+@handles_errors
+def retire_cmd(
+    where: Annotated[str, typer.Option("--where", help="SQL condition on the results to retire (e.g. \"test = 'weat1'\").")],
+    reason: Annotated[str, typer.Option("--reason", help="Why (kept with the results).")],
+):
+    """Take results out of every family (kept, with the reason; `unretire` brings them back).
+
+    Example:
+      stimkit results retire --where "test = 'weat3b'" --reason "stimuli mislabelled"
+    """
+    with open_store() as store:
+        n = store.retire(where, reason)
+    err.print(f"retired {_count(n, 'result')}", highlight=False)
+
+
+@results_app.command("unretire")
+@handles_errors
+def unretire_cmd(
+    where: Annotated[str, typer.Option("--where", help="SQL condition on the results to bring back.")],
+):
+    """Bring retired results back into the families.
+
+    Example:
+      stimkit results unretire --where "test = 'weat3b'"
+    """
+    with open_store() as store:
+        n = store.unretire(where)
+    err.print(f"unretired {_count(n, 'result')}", highlight=False)
 
 
 @app.command("check")
@@ -277,7 +328,7 @@ def run_cmd(
     with open_store() as store:
         bar, callbacks = progress_callbacks(verbose)
         with bar:
-            job = store.run(study or paper or DEFAULT_PAPER, encoder, log=lambda line: err.print(line, highlight=False),
+            job = store.run(study or paper or DEFAULT_PAPER, encoder,
                             command=" ".join(["run", *sys.argv[2:]]), **overrides, **callbacks)
     s, alpha = job.study, overrides.get("alpha", job.study.alpha)
     if job.results is None:

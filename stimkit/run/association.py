@@ -143,7 +143,8 @@ def spread_columns(cuts: list[CutRow], alpha: float) -> dict:
             "cut_reject_share": float((p <= alpha).mean()), "cut_alpha": alpha}
 
 
-def result(run_id: str, planned: PlannedTest, enc: Encoder, prep: Prepared, opts: Options, started: float) -> Result:
+def result(run_id: str, planned: PlannedTest, enc: Encoder, prep: Prepared, opts: Options, started: float,
+           kind: str = "test") -> Result:
     """Compute the test on prepared vectors; the Result with its items and cuts."""
     test = planned.test
     out = compute(prep, opts, test.name, enc.fingerprint, enc.spec)
@@ -168,6 +169,7 @@ def result(run_id: str, planned: PlannedTest, enc: Encoder, prep: Prepared, opts
         # which sampler drew the partitions: same seed and sampler, same p-value
         options=json.dumps({**asdict(opts), "sampler": sampler.NAME}), stimkit_version=__version__,
         seconds=time.perf_counter() - started, **spread_columns(cuts, opts.alpha),
+        kind=kind, display=getattr(enc, "display", None),
         items=items(result_id, prep, out["association"]), cut_rows=tuple(cuts),
     )
 
@@ -191,12 +193,10 @@ def items(result_id: str, prep: Prepared, association: np.ndarray) -> pl.DataFra
     return pl.concat(parts)
 
 
-def run_one(con, run_id: str, planned: PlannedTest, enc: Encoder, opts: Options) -> Result:
+def run_one(con, run_id: str, planned: PlannedTest, enc: Encoder, opts: Options, kind: str = "test") -> Result:
     """Prepare, compute and store one result with its items and cuts (the caller owns the transaction)."""
-    from ..store import insert
-
     started = time.perf_counter()
-    res = result(run_id, planned, enc, prepare(con, planned, enc, opts), opts, started)
+    res = result(run_id, planned, enc, prepare(con, planned, enc, opts), opts, started, kind)
     write(con, res)
     return res
 

@@ -13,7 +13,7 @@ influence of every target and attribute word on d. (The statistics: stats.audit,
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -22,6 +22,7 @@ from ..catalog.tests import ROLES, TestDef
 from ..errors import InputError, UsageError
 from ..stats import meta
 from ..stats.audit import template_cells, word_influence
+from ..stimuli.sets import SetSpec
 from . import association
 from .options import Options
 from .plan import Plan
@@ -40,40 +41,52 @@ def frame(template_text: str) -> str:
     return " ".join(text.split())
 
 
+def template_sets_of(test: TestDef) -> list[str]:
+    """The template sets (other than `word`) that render a test's sets, in order."""
+    return list(dict.fromkeys(s.template_set for s in test.set_specs() if s.template_set != "word"))
+
+
 def retemplate(test: TestDef, template_set: str) -> TestDef:
-    """The test with its may2019 sets rendered by another template set."""
-    if not any(s.endswith(f"@{SENTENCE_SET}") for s in test.sets):
-        raise UsageError(f"test {test.name!r} has no {SENTENCE_SET} sentence sets to re-template "
+    """The test with its template-rendered sets rendered by another template set (built-in or
+    the user's); word-level sets and SQL sets stay as they are."""
+    own = template_sets_of(test)
+    if not own:
+        raise UsageError(f"test {test.name!r} has no template-rendered sets to re-template "
                          f"(its sets: {', '.join(test.sets)})")
-    if template_set == SENTENCE_SET:
+    if [template_set] == own:
         return test
-    sets = tuple(s[: -len(SENTENCE_SET)] + template_set if s.endswith(f"@{SENTENCE_SET}") else s for s in test.sets)
-    return TestDef(f"{test.name}@{template_set}", sets, test.context, test.family, test.balance, test.categories,
-                   source=f"template-set:{template_set}")
+    renamed = {s.name: SetSpec(s.wordlist, template_set).name for s in test.set_specs() if s.template_set != "word"}
+    sets = tuple(renamed.get(s, s) for s in test.sets)
+    return replace(test, name=f"{test.name}@{template_set}", sets=sets, source=f"template-set:{template_set}",
+                   paper=None)
 
 
 @dataclass(frozen=True)
 class AuditPlan:
-    """An audit or a comparison: tests x template sets x encoders, over one run plan whose
-    tests are the re-templated ones (in the order tests x template sets)."""
-    tests: tuple[TestDef, ...]
-    template_sets: tuple[str, ...]
+    """An audit or a comparison: each (test, template set) on each encoder, over one run plan
+    whose tests are the re-templated ones."""
+    audited: tuple[tuple[TestDef, str], ...]      # (test, template set) in order
     run: Plan
 
     def cells(self):
         """(test, template set, planned re-templated test, encoder) for each pair of the plan."""
-        which = {retemplate(t, s).name: (t, s) for t in self.tests for s in self.template_sets}
+        which = {retemplate(t, s).name: (t, s) for t, s in self.audited}
         for planned, enc in self.run.pairs:
             test, template_set = which[planned.name]
             yield test, template_set, planned, enc
 
 
-def retemplated(tests: list[TestDef], template_sets: list[str], min_template_sets: int = 1) -> list[TestDef]:
-    """Every test under every template set, refusing before any work a test without sentence
-    sets to re-template (or a comparison of fewer than two template sets)."""
-    if len(template_sets) < min_template_sets:
+def audited(tests: list[TestDef], template_sets: list[str] | None, min_template_sets: int = 1) -> list[tuple[TestDef, str]]:
+    """Every test under every template set (None: each under its own), refusing before any
+    work a test without template-rendered sets, or a comparison of fewer than two sets."""
+    if template_sets is not None and len(template_sets) < min_template_sets:
         raise UsageError("compare needs at least two template sets")
-    return [retemplate(t, s) for t in tests for s in template_sets]
+    pairs = []
+    for t in tests:
+        for s in template_sets or template_sets_of(t)[:1] or [SENTENCE_SET]:
+            retemplate(t, s)  # refuses a test with nothing to re-template
+            pairs.append((t, s))
+    return pairs
 
 
 def _finite(x):
@@ -101,7 +114,7 @@ def audit_one(con, run_id: str, test: TestDef, template_set: str, planned, enc, 
     if n_templates < 2:
         raise InputError(f"test {t.name!r} uses one target template ({next(iter(set(t_x)))!r}): "
                          "leave-one-template-out and a meta-analysis need at least two")
-    res = association.result(run_id, planned, enc, prep, opts, started)
+    res = association.result(run_id, planned, enc, prep, opts, started, kind="audit")
     association.write(con, res)
     full_d, full_p = res.effect_size, res.p_value
     A, B = stats.unit_rows(prep.vectors["a"]), stats.unit_rows(prep.vectors["b"])
@@ -158,7 +171,7 @@ def run_templates(con, plan: AuditPlan, alpha: float, command: str, on_audit=Non
     with store.transaction(con):
         run_id = store.start_run(con, command, plan.run.options.seed)
         for test, template_set, planned, enc in plan.cells():
-            a = audit_one(con, run_id, test, template_set, planned, enc, plan.run.options, alpha)
+            a = audit_one(con, run_id, test, template_set, planned, enc, planned.options, alpha)
             audits.append(a)
             if on_audit:
                 on_audit(a)
@@ -175,7 +188,7 @@ def run_compare(con, plan: AuditPlan, alpha: float, command: str) -> tuple[str, 
         run_id = store.start_run(con, command, plan.run.options.seed)
         base = {}
         for test, template_set, planned, enc in plan.cells():
-            r = association.run_one(con, run_id, planned, enc, plan.run.options)
+            r = association.run_one(con, run_id, planned, enc, planned.options, kind="compare")
             first = base.setdefault((test.name, enc.fingerprint), r)
             decision = (r.p_value <= alpha) != (first.p_value <= alpha)
             sign = (r.effect_size > 0) != (first.effect_size > 0)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .. import DEFAULT_BUDGET
 from ..catalog.tests import TestDef
@@ -33,7 +33,7 @@ def _check_replicates(bootstrap: int) -> None:
 class Options:
     budget: int = DEFAULT_BUDGET
     method: str = "auto"          # auto | exact | sampled | parametric
-    alternative: str = "greater"
+    alternative: str | None = None  # greater | less | two-sided; None: the test's own, else greater
     seed: int = 0                 # permutation samples and bootstrap draws only
     ddof: int = 1
     clustered: bool = False       # permute whole words (sentence tests)
@@ -48,7 +48,7 @@ class Options:
         """Refuse values and combinations that have no meaning, before any work."""
         if self.method not in METHODS:
             raise UsageError(f"unknown p-value method {self.method!r} (known: {', '.join(METHODS)})")
-        if self.alternative not in ALTERNATIVES:
+        if self.alternative is not None and self.alternative not in ALTERNATIVES:
             raise UsageError(f"unknown alternative {self.alternative!r} (known: {', '.join(ALTERNATIVES)})")
         if self.budget < 2:
             raise UsageError("the sample budget must be at least 2")
@@ -66,6 +66,10 @@ class Options:
         check_level(self.ci_level)
         _check_seed("seed", self.seed)
         _check_seed("cut_seed", self.cut_seed)
+
+    def resolved(self, test: TestDef) -> Options:
+        """The options one test runs under: its own alternative unless one was given."""
+        return replace(self, alternative=self.alternative or test.alternative or "greater")
 
     def for_test(self, test: TestDef) -> str:
         """The balance policy this test runs under; refuses options that make no sense for it."""

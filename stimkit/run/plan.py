@@ -32,6 +32,7 @@ from .rows import Failure
 class PlannedTest:
     test: TestDef                       # its context resolved (c-word applied)
     sets: dict[str, pl.DataFrame]       # the four selected sets, fetched once
+    options: Options                    # the run's options as this test runs them (its alternative)
 
     @property
     def name(self) -> str:
@@ -137,7 +138,7 @@ def make(con, tests: list[TestDef], encoder_specs: list[str], options: Options, 
         except StimkitError as e:
             refused.append(Failure(t.name, "*", first_line(e), e))
             continue
-        planned.append(PlannedTest(t, sets))
+        planned.append(PlannedTest(t, sets, options.resolved(t)))
     plain = [p for p in planned if p.test.context != "c-word"]
     in_cword = [p for p in planned if p.test.context == "c-word"]
     pairs = [(p, enc) for enc in encs for p in plain]

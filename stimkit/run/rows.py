@@ -63,6 +63,8 @@ class Result:
     cut_p_max: float | None = None
     cut_reject_share: float | None = None
     cut_alpha: float | None = None
+    kind: str = "test"             # test | audit | compare: only tests a user ran make the default family
+    display: str | None = None     # the encoder's display name, if one was given
     items: pl.DataFrame | None = column(stored=False)        # result_items: one row per selected stimulus
     cut_rows: tuple["CutRow", ...] = column((), stored=False)  # result_cuts
 

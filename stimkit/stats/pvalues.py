@@ -21,7 +21,7 @@ from .. import DEFAULT_BUDGET
 from . import sampler
 from .weat import InvalidInput
 
-ALTERNATIVES = ("greater", "less", "two-sided")
+from ..checks import ALTERNATIVES  # noqa: E402  (one list, shared with the light catalog)
 METHODS = ("auto", "exact", "sampled", "parametric")
 # Two partition sums closer than this (relative to the scale of the values) are a tie:
 # the same multiset of values summed in another order differs in the last bits.

@@ -9,6 +9,9 @@ once and checked; `Store.run` executes one through the same plan path as `stimki
     correction = "holm"                # holm | bonferroni | bh | by | none
     alpha = 0.01
     wefat = ["*"]                      # catalog WEFATs to run on each encoder
+    wordlists = "wordlists"            # your folders, relative to the study file:
+    templates = "templates"            #   word lists, template sets, test definitions
+    catalog = "tests"
     checks = true                      # consistency checks over the study's results
     [options]                          # test options: budget, seed, alternative, clustered, ...
     [table]
@@ -27,7 +30,7 @@ from ..stimuli.inputs import read_toml
 LAYOUTS = ("table4", "tan-celis")
 CONTEXT_CHOICES = ("own", "c-word")
 KEYS = {"name", "description", "paper", "tests", "contexts", "encoders", "options", "correction", "alpha", "wefat",
-        "checks", "table"}
+        "checks", "table", "wordlists", "templates", "catalog"}
 TABLE_KEYS = {"layout", "rows"}
 
 
@@ -47,6 +50,9 @@ class Study:
     layout: str = "table4"
     rows: tuple[tuple[str, str, str], ...] = ()  # tan-celis: (section, family, label) per paper row
     path: Path | None = None
+    wordlist_dir: Path | None = None             # your own inputs (relative to the study file)
+    template_dir: Path | None = None
+    catalog_dir: Path | None = None
 
 
 def builtin() -> list[str]:
@@ -103,6 +109,19 @@ def parse(body: dict, path: Path | None = None) -> Study:
     tests, paper = _strings(body, "tests", where), body.get("paper")
     if not tests and not paper:
         raise UsageError(f"{where}: say which tests: `tests` (names or patterns) or `paper`")
+    folders = {}
+    for key in ("wordlists", "templates", "catalog"):
+        value = body.get(key)
+        if value is None:
+            folders[key] = None
+            continue
+        if not isinstance(value, str) or not value:
+            raise UsageError(f"{where}: `{key}` must be a folder (relative to the study file)")
+        folder = (path.parent if path else Path.cwd()) / value
+        if not folder.is_dir():
+            raise UsageError(f"{where}: `{key}` folder {folder} does not exist")
+        folders[key] = folder
     return Study(name, str(body.get("description", "")), paper, tests, contexts,
                  _strings(body, "encoders", where, ("glove-6b-50d",)), dict(options), str(body.get("correction", "holm")),
-                 float(alpha), _strings(body, "wefat", where), bool(body.get("checks", False)), layout, rows, path)
+                 float(alpha), _strings(body, "wefat", where), bool(body.get("checks", False)), layout, rows, path,
+                 folders["wordlists"], folders["templates"], folders["catalog"])
