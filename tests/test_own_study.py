@@ -1,0 +1,181 @@
+"""A researcher's own study, first-class: test definitions in files, ad-hoc tests stored by
+name, study files, audits of any template-rendered test, and families that hold what the
+user tested, on current stimuli (issues 23 and 24)."""
+
+from __future__ import annotations
+
+import shutil
+import tomllib
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import stimkit
+from stimkit.catalog import tests as catalog
+from stimkit.cli import app
+from conftest import snapshot
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE = REPO / "examples" / "care-tech"
+invoke = CliRunner().invoke
+
+
+@pytest.fixture
+def example(tmp_path):
+    """The shipped example study, copied (tests edit its templates)."""
+    shutil.copytree(EXAMPLE, tmp_path / "care-tech")
+    return tmp_path / "care-tech"
+
+
+def inputs(ex: Path) -> dict:
+    return {"catalog_dir": ex / "tests", "wordlist_dir": ex / "wordlists", "template_dir": ex / "templates"}
+
+
+def test_a_user_test_runs_by_name_and_equals_the_same_test_ad_hoc(example, tmp_path):
+    with stimkit.open(tmp_path / "s.duckdb", **inputs(example)) as s:
+        by_name = s.test(["care-tech-gender"], encoders=["glove-6b-50d"], budget=5000)
+        (named,) = by_name.results
+        assert named.context == "word" and named.test_source.startswith("user:")
+        adhoc = s.test(x="care_occupations@word", y="technical_occupations@word", a="women@word", b="men@word",
+                       name="mine", encoders=["glove-6b-50d"], budget=5000)
+        (a,) = adhoc.results
+        # the same stimuli: the same d (p's sample stream is seeded by the test's name, so it differs)
+        assert (a.effect_size, a.statistic, a.n_x, a.context) == (named.effect_size, named.statistic, named.n_x, "word")
+        again = s.test(["mine"], encoders=["glove-6b-50d"], budget=5000)
+        (b,) = again.results
+        assert (b.effect_size, b.p_value, b.test_source) == (a.effect_size, a.p_value, "adhoc")
+
+
+def test_ad_hoc_and_named_give_identical_d_and_p_under_the_same_name(example, tmp_path):
+    """Defined in a file or typed on the command line, one test is one test: same d, same p."""
+    with stimkit.open(tmp_path / "a.duckdb", **inputs(example)) as s:
+        (named,) = s.test(["care-tech-warmth"], encoders=["glove-6b-50d"], budget=3000, seed=5).results
+    with stimkit.open(tmp_path / "b.duckdb", wordlist_dir=example / "wordlists") as s:
+        (adhoc,) = s.test(x="care_occupations@word", y="technical_occupations@word", a="warmth@word",
+                          b="competence@word", name="care-tech-warmth", encoders=["glove-6b-50d"], budget=3000,
+                          seed=5).results
+    assert (adhoc.effect_size, adhoc.p_value, adhoc.p_method) == (named.effect_size, named.p_value, named.p_method)
+
+
+def test_save_writes_a_definition_that_loads_back(example, tmp_path):
+    saved = tmp_path / "defs" / "mine.toml"
+    saved.parent.mkdir()
+    with stimkit.open(tmp_path / "s.duckdb", wordlist_dir=example / "wordlists") as s:
+        s.test(x="care_occupations@word", y="technical_occupations@word", a="women@word", b="men@word",
+               name="mine", encoders=["glove-6b-50d"], budget=2000, save=saved)
+    loaded = catalog.load_dir(saved.parent)["mine"]
+    assert loaded.sets == ("care_occupations@word", "technical_occupations@word", "women@word", "men@word")
+    assert loaded.context == "word" and tomllib.loads(saved.read_text())["mine"]["sets"][2] == "women@word"
+
+
+def test_the_audit_of_a_user_test_under_a_user_template_set(example, tmp_path):
+    with stimkit.open(tmp_path / "s.duckdb", **inputs(example)) as s:
+        s.test(["care-tech-gender-sent"], encoders=["glove-6b-50d"], budget=2000)
+        m_before = (s.results(), s.family.m)[1]
+        run_id, audits = s.audit(["care-tech-gender-sent"], ["glove-6b-50d"], ["workplace", "may2019"], budget=2000)
+        assert [a.template_set for a in audits] == ["workplace", "may2019"]
+        work = audits[0]
+        # one row per template of the workplace set (5 frames), alone and left out
+        alone = [t for t in work.templates if t.analysis == "alone"]
+        assert work.n_templates == 5 and len(alone) == 5 and len(work.templates) == 10
+        assert work.pooled_d is not None and work.tau2 is not None and work.tau2 >= 0
+        stored = s.query("SELECT count(*) AS n FROM audit_templates WHERE audit_id = $a", {"a": work.audit_id})
+        assert stored["n"][0] == 10
+        s.results()
+        assert s.family.m == m_before == 1  # audits add nothing to the family
+        assert s.results(kind="audit").height == 2
+
+
+def test_the_example_study_runs_on_a_fresh_store(example, tmp_path):
+    r = invoke(app, ["--db", str(tmp_path / "s.duckdb"), "run", str(example / "study.toml"), "-e", "glove-6b-50d",
+                     "--format", "csv"])
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.strip().splitlines()
+    assert lines[0] == "test,glove-6b-50d" and len(lines) == 5
+    assert {line.split(",")[0] for line in lines[1:]} == {"care-tech-gender", "care-tech-gender-sent", "care-tech-warmth",
+                                                          "care-tech-warmth-sent"}
+    assert "over all 4 rows" in r.stderr  # m = the study's hypotheses: 4 tests x 1 encoder
+    with stimkit.open(tmp_path / "s.duckdb") as s:
+        run_id = s.study_run(example / "study.toml")
+        s.results(run=run_id)
+        assert s.family.m == 4
+
+
+def test_run_may_2019_gives_the_published_numbers_of_stimkit_test(catalog_db, tmp_path):
+    """The paper as a study file runs through the same path: on GloVe, its 46 results equal the
+    v0.3.0 numbers of the same tests (tests/data)."""
+    import json
+
+    recorded = {r["test"]: r for r in json.loads((REPO / "tests" / "data" / "glove_catalog_v030.json").read_text())["rows"]}
+    path = tmp_path / "s.duckdb"
+    shutil.copy(catalog_db, path)
+    with stimkit.open(path) as s:
+        job = s.run("may-2019", ["glove-6b-50d"])
+    assert len(job.run.results) == 46 and job.family.m == 46 and len(job.run.wefats) == 2
+    for r in job.run.results:
+        assert (r.effect_size, r.p_value) == (recorded[r.test]["effect_size"], recorded[r.test]["p_value"]), r.test
+
+
+@pytest.mark.parametrize("make, args, message", [
+    (lambda d: (d / "study.toml").write_text('name = "x"\ntests = ["weat1"]\ncolour = "red"\n'),
+     ["run", "{d}/study.toml"], "unknown key 'colour'"),
+    (lambda d: (d / "t.toml").write_text('[three]\nsets = ["flowers@word", "insects@word", "pleasant@word"]\n'),
+     ["--catalog-dir", "{d}", "test", "three"], "`sets` must list four sets (X, Y, A, B), not 3"),
+    (lambda d: (d / "t.toml").write_text('[weat1]\nsets = ["insects@word", "flowers@word", "pleasant@word", '
+                                          '"unpleasant@word"]\n'),
+     ["--catalog-dir", "{d}", "test", "weat1"], "has the name of a built-in test"),
+    (lambda d: None, ["test", "sent-waet6"], "did you mean sent-weat6"),
+    (lambda d: None, ["run", "may-2091"], "unknown study 'may-2091'"),
+])
+def test_bad_study_input_is_one_line_exit_2_and_the_store_unchanged(catalog_db, tmp_path, make, args, message):
+    db = tmp_path / "s.duckdb"
+    shutil.copy(catalog_db, db)
+    d = tmp_path / "defs"
+    d.mkdir()
+    make(d)
+    con = stimkit.store.connect(db)
+    before = snapshot(con)
+    con.close()
+    r = invoke(app, ["--db", str(db), *[a.replace("{d}", str(d)) for a in args]])
+    assert r.exit_code == 2, r.output
+    assert message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    con = stimkit.store.connect(db)
+    assert snapshot(con) == before
+    con.close()
+
+
+def test_a_regenerated_set_makes_older_results_stale(example, tmp_path):
+    """Change one template line and regenerate: the family keeps only results on the current
+    versions and says how many it left out; --include-stale shows both."""
+    with stimkit.open(tmp_path / "s.duckdb", **inputs(example)) as s:
+        s.test(["care-tech-gender-sent"], encoders=["glove-6b-50d"], budget=1000)
+        old = s.results()
+        template = example / "templates" / "workplace" / "count_noun.j2"
+        template.write_text(template.read_text().replace("works here", "works over here"))
+        s.generate(["care_occupations"], ["workplace"], example / "wordlists", example / "templates")
+        new = s.test(["care-tech-gender-sent"], encoders=["glove-6b-50d"], budget=1000).results[0]
+        fresh = s.results()
+        assert s.family.m == 1 and s.family.stale == 1 and "1 result on superseded set versions" in s.family.stale_note
+        assert fresh["result_id"].to_list() == [new.result_id] != old["result_id"].to_list()
+        both = s.results(include_stale=True)
+        assert sorted(both["result_id"].to_list()) == sorted([new.result_id, old["result_id"][0]])
+
+
+def test_audits_and_cuts_leave_m_unchanged_and_retire_round_trips(catalog_db, tmp_path):
+    path = tmp_path / "s.duckdb"
+    shutil.copy(catalog_db, path)
+    with stimkit.open(path) as s:
+        s.test(["weat1", "weat2", "sent-weat9"], encoders=["glove-6b-50d"], budget=1000)
+        assert s.results().height == 3
+        s.test(["sent-weat9"], encoders=["glove-6b-50d"], budget=1000, cuts=20)  # a replicate with cuts
+        assert s.results().height == 3
+        s.audit(["sent-weat9"], ["glove-6b-50d"], ["may2019", "past_tense"], budget=1000)
+        assert s.results().height == 3
+        n_results = s.query("SELECT count(*) AS n FROM results")["n"][0]
+        assert s.retire("test = 'weat2'", "mislabelled stimuli") == 1
+        assert sorted(s.results()["test"].to_list()) == ["sent-weat9", "weat1"]
+        assert s.query("SELECT reason FROM result_retirements")["reason"].to_list() == ["mislabelled stimuli"]
+        assert s.unretire("test = 'weat2'") == 1
+        assert s.results().height == 3
+        assert s.query("SELECT count(*) AS n FROM results")["n"][0] == n_results  # nothing deleted
