@@ -4,6 +4,7 @@
 --   legitimately differ); false where the two tests measure the same association.
 -- Results are compared only under the same encoder, alternative and clustering.
 -- alpha: the significance level (default 0.01).
+-- ptext: p as printed, `<= floor` when p is the smallest its procedure can give.
 WITH r AS (SELECT * FROM family),
 alpha AS (SELECT coalesce(getvariable('alpha'), 0.01) AS a),
 setting AS (SELECT DISTINCT fingerprint, encoder, alternative, clustered FROM r),
@@ -12,7 +13,7 @@ setting AS (SELECT DISTINCT fingerprint, encoder, alternative, clustered FROM r)
 c7_c8 AS (
     SELECT 'C7 vs C8' AS check_name, false AS heuristic, s.encoder, p.t1 || ' / ' || p.t2 AS tests,
            list_value(r1.result_id, r2.result_id) AS result_ids,
-           printf('d %.2f / %.2f, p %.2g / %.2g', r1.effect_size, r2.effect_size, r1.p_value, r2.p_value) AS detail,
+           printf('d %.2f / %.2f, p %s / %s', r1.effect_size, r2.effect_size, ptext(r1.p_value, r1.min_p), ptext(r2.p_value, r2.min_p)) AS detail,
            CASE WHEN r1.result_id IS NULL THEN 'no result for ' || p.t1
                 WHEN r2.result_id IS NULL THEN 'no result for ' || p.t2 END AS missing,
            concat_ws('; ',
@@ -32,7 +33,7 @@ c345 AS (
     SELECT 'C3/C4/C5' AS check_name, true AS heuristic, s.encoder,
            pre || 'weat3 / ' || pre || 'weat4 / ' || pre || 'weat5' AS tests,
            list_value(r3.result_id, r4.result_id, r5.result_id) AS result_ids,
-           printf('p %.2g / %.2g / %.2g', r3.p_value, r4.p_value, r5.p_value) AS detail,
+           printf('p %s / %s / %s', ptext(r3.p_value, r3.min_p), ptext(r4.p_value, r4.min_p), ptext(r5.p_value, r5.min_p)) AS detail,
            CASE WHEN r3.result_id IS NULL THEN 'no result for ' || pre || 'weat3'
                 WHEN r4.result_id IS NULL THEN 'no result for ' || pre || 'weat4'
                 WHEN r5.result_id IS NULL THEN 'no result for ' || pre || 'weat5' END AS missing,
@@ -54,7 +55,7 @@ word_tests AS (
 word_sentence AS (
     SELECT 'word vs sentence' AS check_name, true AS heuristic, t.encoder, t.word_test || ' / sent-' || t.word_test AS tests,
            list_value(w.result_id, s.result_id) AS result_ids,
-           printf('d %.2f / %.2f, p %.2g / %.2g', w.effect_size, s.effect_size, w.p_value, s.p_value) AS detail,
+           printf('d %.2f / %.2f, p %s / %s', w.effect_size, s.effect_size, ptext(w.p_value, w.min_p), ptext(s.p_value, s.min_p)) AS detail,
            CASE WHEN w.result_id IS NULL THEN 'no result for ' || t.word_test
                 WHEN s.result_id IS NULL THEN 'no result for sent-' || t.word_test END AS missing,
            concat_ws('; ',

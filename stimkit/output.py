@@ -402,3 +402,14 @@ def _fit(grid: _Grid, available: int) -> tuple[list[int], dict[int, int]]:
     if excess > 0 and len(keep) == 1:  # a lone column wider than the screen folds
         widths[keep[0]] = max(1, available - _overhead(1))
     return keep, widths
+
+
+def p_text(p: float | None, floor: float | None = None) -> str:
+    """A p-value as people read it: 3 significant digits, and `<= floor` when p is the
+    smallest value its procedure can give (1/budget sampled, 1/C(n) exact): the data may
+    support a smaller p that the procedure cannot show."""
+    if p is None:
+        return "n/a"
+    if floor is not None and p <= floor * (1 + 1e-9):
+        return f"<= {floor:.3g}"
+    return f"{p:.3g}"

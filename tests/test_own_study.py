@@ -179,3 +179,24 @@ def test_audits_and_cuts_leave_m_unchanged_and_retire_round_trips(catalog_db, tm
         assert s.unretire("test = 'weat2'") == 1
         assert s.results().height == 3
         assert s.query("SELECT count(*) AS n FROM results")["n"][0] == n_results  # nothing deleted
+
+
+def test_the_report_s_rerun_line_is_pinned_to_set_versions_and_reproduces_the_result(catalog_db, tmp_path):
+    """The line the report prints for a result selects the set versions the result used, and
+    running it gives the same d and p, however the sets were regenerated since."""
+    import shlex
+
+    from stimkit.report.data import item_versions, rerun_command
+
+    path = tmp_path / "s.duckdb"
+    shutil.copy(catalog_db, path)
+    with stimkit.open(path) as s:
+        (res,) = s.test(["sent-weat9"], encoders=["glove-6b-50d"], budget=2000, seed=4).results
+        row = s.query("SELECT * FROM results WHERE result_id = $r", {"r": res.result_id}).row(0, named=True)
+        line = rerun_command(row, item_versions(s.con, [res.result_id])[res.result_id])
+    assert "set_version = '" in line and "--override" in line
+    r = invoke(app, ["--db", str(path), *shlex.split(line)[1:]])
+    assert r.exit_code == 0, r.output
+    with stimkit.open(path) as s:
+        again = s.query("SELECT effect_size, p_value, n_x, n_y FROM results ORDER BY created_at DESC LIMIT 1").row(0)
+    assert again == (res.effect_size, res.p_value, res.n_x, res.n_y)

@@ -51,6 +51,10 @@ def latest_run(con) -> str | None:
 
 
 KINDS = ("test", "audit", "compare", "all")
+# p as the queries print it: `<= floor` when p is the smallest its procedure can give (output.p_text).
+PTEXT = ("CREATE OR REPLACE TEMP MACRO ptext(p, floor) AS CASE WHEN p IS NULL THEN 'n/a' "
+         "WHEN floor IS NOT NULL AND p <= floor * (1 + 1e-9) THEN '<= ' || printf('%.2g', floor) "
+         "ELSE printf('%.2g', p) END")
 
 
 def define_family(con, where: str | None = None, alpha: float = 0.01, run: str | None = None,
@@ -91,6 +95,7 @@ def define_family(con, where: str | None = None, alpha: float = 0.01, run: str |
         definition += f", where {where}"
     try:
         con.execute(f"CREATE OR REPLACE TEMP VIEW family AS {sql}")
+        con.execute(PTEXT)
         con.execute(f"SET VARIABLE alpha = {alpha!r}")
         m = store.one(con, "SELECT count(*) FROM family")[0]
         stale = 0 if include_stale else store.one(con, f"""

@@ -22,6 +22,7 @@ def progress_callbacks(verbose: bool):
     """Progress bar, a line per result (verbose) and a line per failure, all on stderr."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+    from ..output import p_text
     from .encode import progress_for
 
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
@@ -37,7 +38,8 @@ def progress_callbacks(verbose: bool):
             if r.cuts:
                 notes.append(f"{r.cuts} cuts: d {r.cut_d_min:+.2f}..{r.cut_d_max:+.2f}, {r.cut_reject_share:.0%} reject")
             err.print(f"[{done}/{total}] {r.test:<45} {r.encoder:<22} d={r.effect_size:+.3f} "
-                      f"p={r.p_value:.3g} ({r.p_method}) n={r.n_x}/{r.n_y}/{r.n_a}/{r.n_b}"
+                      f"p{'' if p_text(r.p_value, r.min_p).startswith('<') else '='}{p_text(r.p_value, r.min_p)} "
+                      f"({r.p_method}) n={r.n_x}/{r.n_y}/{r.n_a}/{r.n_b}"
                       + (f"  [{'; '.join(notes)}]" if notes else ""), highlight=False)
 
     def on_failure(f):

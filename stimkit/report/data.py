@@ -113,11 +113,21 @@ def wefat(con) -> list[tuple[dict, pl.DataFrame]]:
                             [r["result_id"]])) for r in rows.iter_rows(named=True)]
 
 
-def rerun_command(r: dict) -> str:
-    """The `stimkit test` line that reproduces a result (same sets, encoder, seed and options)."""
+def rerun_command(r: dict, versions: dict[str, list[str]] | None = None) -> str:
+    """The `stimkit test` line that reproduces a result: the same stimuli (each role's set
+    version, pinned, so a later regeneration does not change what it runs), test name (its
+    seed streams and cut derive from it), encoder, seed and options."""
     opts = json.loads(r["options"]) if r.get("options") else {}
-    if r["test_source"] == "catalog":
-        argv = ["stimkit", "test", r["test"]]
+    pinned = r["context"] != "c-word" and versions and all(len(versions.get(role, ())) == 1 for role in "XYAB")
+    if pinned:
+        sql = {role: f"SELECT * FROM stimuli WHERE set_version = '{versions[role][0]}' ORDER BY ordinal" for role in "XYAB"}
+        argv = ["stimkit", "test", "--name", r["test"], "--override",
+                "--context", "word" if r["context"] == "word" else "sentence",
+                "--x", sql["X"], "--y", sql["Y"], "--a", sql["A"], "--b", sql["B"], "--balance", r["balance"] or "none"]
+        if r.get("cut_seed") is not None:
+            argv += ["--cut-seed", str(r["cut_seed"])]
+    elif r["test_source"] == "catalog":
+        argv = ["stimkit", "test", r["test"]] + (["--context", "c-word"] if r["context"] == "c-word" else [])
     else:
         argv = ["stimkit", "test", "--name", r["test"], "--context", r["context"],
                 "--x", r["x_sql"], "--y", r["y_sql"], "--a", r["a_sql"], "--b", r["b_sql"]]
@@ -127,9 +137,20 @@ def rerun_command(r: dict) -> str:
         argv.append("--clustered")
     if r["bootstrap"]:
         argv += ["--bootstrap", str(r["bootstrap"])]
-    if opts.get("balance"):
+    if opts.get("balance") and not pinned:
         argv += ["--balance", opts["balance"]]
     return shlex.join(argv)
+
+
+def item_versions(con, result_ids: list[str]) -> dict[str, dict[str, list[str]]]:
+    """Per result, per role (X, Y, A, B), the set versions its stimuli came from."""
+    rows = store.rows(con, """
+        SELECT result_id, role, list(DISTINCT set_version ORDER BY set_version) FROM result_items
+        WHERE result_id IN (SELECT unnest(?)) AND set_version IS NOT NULL GROUP BY result_id, role""", [result_ids])
+    found: dict[str, dict[str, list[str]]] = {}
+    for result_id, role, versions in rows:
+        found.setdefault(result_id, {})[role] = versions
+    return found
 
 
 def provenance(con, df: pl.DataFrame) -> dict:
@@ -150,7 +171,9 @@ def provenance(con, df: pl.DataFrame) -> dict:
             packages[p] = metadata.version(p)
         except metadata.PackageNotFoundError:
             packages[p] = "not installed"
-    commands = [{"test": r["test"], "encoder": r["encoder"], "result_id": r["result_id"], "command": rerun_command(r)}
+    pinned = item_versions(con, ids)
+    commands = [{"test": r["test"], "encoder": r["encoder"], "result_id": r["result_id"],
+                 "command": rerun_command(r, pinned.get(r["result_id"]))}
                 for r in df.sort("test", "encoder").iter_rows(named=True)]
     return {"stimkit": __version__, "runs": runs, "sets": sets, "encoders": encoders,
             "packages": packages, "commands": commands}
