@@ -64,6 +64,7 @@ def arrays(sets) -> tuple[np.ndarray, ...]:
 
 
 def main() -> None:
+    from stimkit import DEFAULT_BUDGET
     from stimkit.stats import metrics as M
 
     tests = {name: arrays(sets) for name, sets in catalog_word_sets(glove()).items()}
@@ -81,6 +82,17 @@ def main() -> None:
         total += seconds
         print(f"  {name:<12} {seconds * 1000:8.1f} ms  ({seconds / len(tests) * 1000:.2f} ms/test)")
     print(f"  {'total':<12} {total * 1000:8.1f} ms")
+
+    print(f"\npermutation p (bias alternative: greater, ECT less; budget {DEFAULT_BUDGET:,}, auto), 10 Caliskan tests:")
+    for name, m in M.METRICS.items():
+        if not m.has_permutation_null:
+            print(f"  {name:<12} none: {m.null_reason}")
+            continue
+        started = time.perf_counter()
+        ps = [M.metric_p(name, *tests[t], M.bias_alternative(name), rng=np.random.default_rng(i))
+              for i, t in enumerate(CALISKAN)]
+        seconds = time.perf_counter() - started
+        print(f"  {name:<12} {seconds * 1000:8.1f} ms  p: " + " ".join(f"{r.p:.1e}" for r in ps))
 
     print("\nCaliskan tests on GloVe: sign (signed metrics) or value")
     print(f"{'metric':<12}" + "".join(f"{t:>8}" for t in CALISKAN))

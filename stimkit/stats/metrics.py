@@ -33,7 +33,7 @@ import numpy as np
 
 from .. import DEFAULT_BUDGET
 from ..errors import InputError, UsageError
-from . import core, sampler
+from . import core
 
 KINDS = ("signed", "magnitude", "coherence", "distance")
 
@@ -62,21 +62,10 @@ def _cos(W: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 
 def _check(X, Y, A, B, what: str) -> tuple[np.ndarray, ...]:
-    """Four finite, non-empty 2-d float arrays of one width, without zero vectors."""
-    out = []
-    for name, m in (("X", X), ("Y", Y), ("A", A), ("B", B)):
-        m = np.asarray(m, dtype=np.float64)
-        if m.ndim != 2 or m.shape[0] == 0:
-            raise InputError(f"{what}: set {name} must be a non-empty 2-d array of vectors, got shape {m.shape}")
-        if not np.isfinite(m).all():
-            raise InputError(f"{what}: set {name} holds NaN or infinite values")
-        zero = np.flatnonzero(np.linalg.norm(m, axis=1) == 0)
-        if zero.size:
-            raise InputError(f"{what}: set {name} item {int(zero[0])} is a zero vector (cosine undefined)")
-        out.append(m)
-    if len({m.shape[1] for m in out}) > 1:
-        raise InputError(f"{what}: the sets have vectors of different sizes {sorted({m.shape[1] for m in out})}")
-    return tuple(out)
+    """The four sets as float arrays, after WEAT's refusals (`core.check_inputs`: non-empty,
+    finite, one width, no zero vector, at least 2 items per target set, X and Y not identical)."""
+    core.check_inputs(X, Y, A, B, what)
+    return tuple(np.asarray(m, dtype=np.float64) for m in (X, Y, A, B))
 
 
 def _pairs(X: np.ndarray, Y: np.ndarray, what: str) -> np.ndarray:
@@ -147,18 +136,6 @@ def ripa(X, Y, A, B, rng=None) -> float:
     return float((A.mean(axis=0) - B.mean(axis=0)) @ b)
 
 
-def _rnd_part(S: np.ndarray, cx: np.ndarray, cy: np.ndarray) -> np.ndarray:
-    """mean_{s in S} (|s - cx| - |s - cy|) for centroid rows cx, cy (P, d): Garg's relative norm distance."""
-    s2 = (S * S).sum(axis=1)                                                 # |s|^2
-    dx = np.sqrt(np.maximum(s2[None, :] - 2 * cx @ S.T + (cx * cx).sum(axis=1)[:, None], 0))
-    dy = np.sqrt(np.maximum(s2[None, :] - 2 * cy @ S.T + (cy * cy).sum(axis=1)[:, None], 0))
-    return (dx - dy).mean(axis=1)
-
-
-def _rnd_rows(cx, cy, A, B) -> np.ndarray:
-    return _rnd_part(B, cx, cy) - _rnd_part(A, cx, cy)
-
-
 def rnd(X, Y, A, B, rng=None) -> float:
     """Relative norm distance (Garg, Schiebinger, Jurafsky & Zou 2018), Euclidean.
 
@@ -167,7 +144,12 @@ def rnd(X, Y, A, B, rng=None) -> float:
     Garg et al. sum over the neutral words; WEFE (and this) average. On a 4-set test:
     rnd = RND_WEFE(B) - RND_WEFE(A) (> 0 when A lies nearer X and B nearer Y, as WEAT)."""
     X, Y, A, B = _check(X, Y, A, B, "rnd")
-    return float(_rnd_rows(X.mean(axis=0)[None], Y.mean(axis=0)[None], A, B)[0])
+    cx, cy = X.mean(axis=0), Y.mean(axis=0)
+
+    def rnd_wefe(S):
+        return float((np.linalg.norm(S - cx, axis=1) - np.linalg.norm(S - cy, axis=1)).mean())
+
+    return rnd_wefe(B) - rnd_wefe(A)
 
 
 def semaxis(X, Y, A, B, rng=None) -> float:
@@ -181,17 +163,27 @@ def semaxis(X, Y, A, B, rng=None) -> float:
     return float(_cos(X, v).mean() - _cos(Y, v).mean())
 
 
-def _ect_rows(cx: np.ndarray, cy: np.ndarray, W: np.ndarray) -> np.ndarray:
-    """Spearman's rho between cos(cx, w) and cos(cy, w) over the words w, one per row of cx, cy."""
-    from scipy.stats import rankdata  # here: scipy.stats costs half a second to import
+def _ranks(a: np.ndarray) -> np.ndarray:
+    """Ranks (1..n) along each row, ties averaged as scipy.stats.rankdata; rows without ties
+    by a double argsort (3x faster on 100,000 rows), rows with ties by rankdata."""
+    order = np.argsort(a, axis=1)
+    ranks = np.empty_like(a)
+    np.put_along_axis(ranks, order, np.arange(1.0, a.shape[1] + 1)[None, :].repeat(len(a), 0), axis=1)
+    tied = (np.diff(np.take_along_axis(a, order, axis=1), axis=1) == 0).any(axis=1)
+    if tied.any():
+        from scipy.stats import rankdata  # here: scipy.stats costs half a second to import
 
-    U = _unit(W).T
-    rx = rankdata(_unit(cx) @ U, axis=1)
-    ry = rankdata(_unit(cy) @ U, axis=1)
-    rx -= rx.mean(axis=1, keepdims=True)
-    ry -= ry.mean(axis=1, keepdims=True)
+        ranks[tied] = rankdata(a[tied], axis=1)
+    return ranks
+
+
+def _spearman_rows(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Spearman's rho between rows u[i] and v[i] (Pearson of the ranks)."""
+    ru, rv = _ranks(u), _ranks(v)
+    ru -= ru.mean(axis=1, keepdims=True)
+    rv -= rv.mean(axis=1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return (rx * ry).sum(axis=1) / np.sqrt((rx * rx).sum(axis=1) * (ry * ry).sum(axis=1))
+        return (ru * rv).sum(axis=1) / np.sqrt((ru * ru).sum(axis=1) * (rv * rv).sum(axis=1))
 
 
 def ect(X, Y, A, B, rng=None) -> float:
@@ -205,7 +197,8 @@ def ect(X, Y, A, B, rng=None) -> float:
     W = np.vstack([A, B])
     if len(W) < 3:
         raise UsageError(f"ect needs at least 3 attribute words for a rank correlation, got {len(W)}")
-    rho = float(_ect_rows(X.mean(axis=0)[None], Y.mean(axis=0)[None], W)[0])
+    U = _unit(W).T
+    rho = float(_spearman_rows(_unit(X.mean(axis=0)[None]) @ U, _unit(Y.mean(axis=0)[None]) @ U)[0])
     if not np.isfinite(rho):
         raise InputError("ect: the similarities to one centroid are all equal: rho is undefined")
     return rho
@@ -346,12 +339,46 @@ def _per_item(name: str, X, Y, A, B) -> np.ndarray:
     return core.association(W, A, B)      # weat: d; gweat: s(X, Y, A, B) / 2
 
 
-def _centroid_stat(name: str, S: np.ndarray, total: np.ndarray, nx: int, ny: int, A, B) -> np.ndarray:
-    """The metric for each row of S, the sum of the vectors in X_i (Y_i = the rest)."""
-    cx, cy = S / nx, (total - S) / ny
-    if name == "rnd":
-        return _rnd_rows(cx, cy, A, B)
-    return _ect_rows(cx, cy, np.vstack([A, B]))
+class _CentroidNull:
+    """rnd and ect over partitions given as 0/1 rows z (z_i = 1: item i of X u Y is in X_i).
+
+    With S = z W the sum over X_i and T the sum over all, everything either metric needs is
+    linear or quadratic in z over small precomputed products: S . v = z (W v) for each
+    attribute v, |S|^2 = z K z with K = W W', S . T = z (W T). So a batch of partitions costs
+    two matrix products of (rows x N), never a (rows x dim) array of vector sums."""
+
+    def __init__(self, name: str, X, Y, A, B):
+        self.name, self.nx, self.ny = name, len(X), len(Y)
+        W = np.vstack([X, Y])
+        self.V = np.vstack([A, B])
+        self.na = len(A)
+        self.G = W @ self.V.T                       # (N, n_attr): w . v
+        self.T = W.sum(axis=0)
+        self.TV = self.T @ self.V.T                 # T . v
+        self.K, self.WT, self.TT = W @ W.T, W @ self.T, float(self.T @ self.T)
+        self.vv = (self.V * self.V).sum(axis=1)     # |v|^2
+        self.vn = np.sqrt(self.vv)
+
+    def __call__(self, Z: np.ndarray) -> np.ndarray:
+        SV = Z @ self.G
+        if self.name == "ect":
+            # cos(c, v) ranks over v as (c . v) / |v| does: |c| is one positive number per row
+            return _spearman_rows(SV / self.vn, (self.TV - SV) / self.vn)
+        SS = ((Z @ self.K) * Z).sum(axis=1)
+        RR = self.TT - 2 * (Z @ self.WT) + SS       # |T - S|^2
+        dx = np.sqrt(np.maximum(self.vv - 2 * SV / self.nx + (SS / self.nx ** 2)[:, None], 0))
+        dy = np.sqrt(np.maximum(self.vv - 2 * (self.TV - SV) / self.ny + (RR / self.ny ** 2)[:, None], 0))
+        diff = dx - dy                              # |v - c_X| - |v - c_Y| for every attribute v
+        return diff[:, self.na:].mean(axis=1) - diff[:, :self.na].mean(axis=1)
+
+
+def _masks(idx: np.ndarray, N: int) -> np.ndarray:
+    Z = np.zeros((len(idx), N))
+    np.put_along_axis(Z, idx, 1.0, axis=1)
+    return Z
+
+
+_ROWS = 1 << 14   # partitions per batch: the (rows x N) masks stay a few MB
 
 
 def metric_p(name: str, X, Y, A, B, alternative: str = "greater", method: str = "auto",
@@ -359,13 +386,16 @@ def metric_p(name: str, X, Y, A, B, alternative: str = "greater", method: str = 
     """Permutation p-value of metric `name` over the equal-size partitions (X_i, Y_i) of X u Y,
     as `core.permutation_p`: exact enumeration when C(|X|+|Y|, |X|) <= budget (auto), else
     `budget - 1` sampled partitions with the observed one counted once (p >= 1/budget).
-    greater: P(T >= t); less: P(T <= t); two-sided: P(|T - m| >= |t - m|), m the mean of the
-    null (exact: over all partitions; sampled: of the drawn ones). None where no partition null
-    is defined (`METRICS[name].null_reason`).
+    The alternative is on the metric's value: greater P(T >= t), less P(T <= t), two-sided
+    P(|T - m| >= |t - m|), m the mean of the null (exact: over all partitions; sampled: of
+    the drawn ones and the observed). ECT shows bias by a low rho: see `bias_alternative`.
+    None where no partition null is defined (`METRICS[name].null_reason`).
 
     weat, gweat, semaxis are increasing affine functions of sum_{X_i} f(w) for a per-target
-    f, so they go through `core.permutation_p` (same sampler, same p as stimkit's WEAT);
-    rnd and ect depend on the centroids of X_i and Y_i: their null sums vectors."""
+    f, so they go through `core.permutation_p` (the same sampler and p as stimkit's WEAT).
+    rnd and ect depend on the centroids of X_i and Y_i: their partitions are 0/1 masks
+    (all of them in itertools order, or uniform |X|-subsets drawn as the |X| smallest of N
+    uniform keys per row), evaluated in batches by `_CentroidNull`."""
     m = metric(name)
     if not m.has_permutation_null:
         return None
@@ -378,24 +408,37 @@ def metric_p(name: str, X, Y, A, B, alternative: str = "greater", method: str = 
     rng = rng if rng is not None else np.random.default_rng()
     if name in ("weat", "gweat", "semaxis"):
         return core.permutation_p(_per_item(name, X, Y, A, B), len(X), alternative, method, budget, rng)
-    values = np.vstack([X, Y])
-    nx, ny, total = len(X), len(Y), values.sum(axis=0)
-    partitions = comb(nx + ny, nx)
-    observed = float(_centroid_stat(name, X.sum(axis=0)[None], total, nx, ny, A, B)[0])
+    nx, N = len(X), len(X) + len(Y)
+    stat = _CentroidNull(name, X, Y, A, B)
+    partitions = comb(N, nx)
+    observed = float(stat(_masks(np.arange(nx)[None], N))[0])
     if method == "auto":
         method = "exact" if partitions <= budget else "sampled"
     floor = core.min_p(partitions, method, budget, alternative, symmetric=False)
     if method == "exact":
         core.check_exact(partitions, name)
-        null = np.concatenate([_centroid_stat(name, S, total, nx, ny, A, B)
-                               for S in core.subset_sum_chunks(values, nx)])
-        center = float(null.mean())
-        hits = _hits(null, observed, alternative, center)
+        idx = core.all_subsets(N, nx)
+        null = np.concatenate([stat(_masks(idx[i:i + _ROWS], N)) for i in range(0, len(idx), _ROWS)])
+        hits = _hits(null, observed, alternative, float(null.mean()))
         return core.PValue(hits / partitions, "exact", partitions, partitions, floor)
-    null = _centroid_stat(name, sampler.subset_sums(values, nx, budget - 1, rng), total, nx, ny, A, B)
-    center = float((null.sum() + observed) / budget)
-    hits = _hits(null, observed, alternative, center)
+    null = np.concatenate([stat(_masks(np.argpartition(rng.random((rows, N)), nx - 1, axis=1)[:, :nx], N))
+                           for rows in _batches(budget - 1)])
+    hits = _hits(null, observed, alternative, float((null.sum() + observed) / budget))
     return core.PValue((1 + hits) / budget, "sampled", budget, partitions, floor)
+
+
+def _batches(total: int):
+    while total > 0:
+        yield min(total, _ROWS)
+        total -= _ROWS
+
+
+def bias_alternative(name: str, alternative: str = "greater") -> str:
+    """The alternative on the metric's value that tests `alternative` on the bias: the same
+    for signed metrics (greater: X with A, Y with B), flipped for ECT (bias lowers rho)."""
+    if metric(name).kind != "coherence" or alternative == "two-sided":
+        return alternative
+    return "less" if alternative == "greater" else "greater"
 
 
 def _hits(null: np.ndarray, observed: float, alternative: str, center: float) -> int:
@@ -441,8 +484,10 @@ def sign_agreement(rows, alpha: float = 0.05):
     has no p-value). Sign: only signed metrics (METRICS[m].kind == 'signed') count; a zero
     value has no sign. Decision: p < alpha, over the metrics with a p-value.
     Returns one row per (test, encoder): n_metrics, n_signed, n_positive, n_negative,
-    signs_agree (None with fewer than 2 signed), sign (+1, -1, or 0 when they disagree),
-    n_with_p, n_significant, decisions_agree (None with fewer than 2 p-values)."""
+    signs_agree (None with fewer than 2 signed), sign (+1, -1, 0 when they disagree, None
+    with none signed), n_with_p, n_significant, decisions_agree (None with fewer than 2
+    p-values). A decision is p < alpha alone: with one-sided p-values (the runner's default,
+    greater) a significant result also has the expected direction."""
     import polars as pl
 
     df = _frame(rows)
@@ -460,7 +505,8 @@ def sign_agreement(rows, alpha: float = 0.05):
         pl.when(pl.col("n_signed") < 2).then(None)
         .otherwise((pl.col("n_positive") == pl.col("n_signed")) | (pl.col("n_negative") == pl.col("n_signed")))
         .alias("signs_agree"),
-        pl.when(pl.col("n_positive") == pl.col("n_signed")).then(1)
+        pl.when(pl.col("n_signed") == 0).then(None)
+        .when(pl.col("n_positive") == pl.col("n_signed")).then(1)
         .when(pl.col("n_negative") == pl.col("n_signed")).then(-1).otherwise(0).alias("sign"),
         pl.when(pl.col("n_with_p") < 2).then(None)
         .otherwise((pl.col("n_significant") == 0) | (pl.col("n_significant") == pl.col("n_with_p")))
