@@ -35,9 +35,6 @@ from .. import DEFAULT_BUDGET
 from ..errors import InputError, UsageError
 from . import core
 
-KINDS = ("signed", "magnitude", "coherence", "distance")
-
-
 @dataclass(frozen=True)
 class Metric:
     name: str
