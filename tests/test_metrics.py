@@ -17,7 +17,7 @@ import pytest
 from scipy.spatial.distance import cosine as cos_dist
 
 from stimkit.errors import InputError, UsageError
-from stimkit.stats import core
+from stimkit import stats as core
 from stimkit.stats import metrics as M
 
 _spec = importlib.util.spec_from_file_location("bench_metrics", Path(__file__).parents[1] / "bench" / "bench_metrics.py")

@@ -33,7 +33,8 @@ import numpy as np
 
 from .. import DEFAULT_BUDGET
 from ..errors import InputError, UsageError
-from . import core
+from .pvalues import ALTERNATIVES, PValue, all_subsets, check_exact, min_p, permutation_p
+from .weat import association, check_inputs, effect_size, unit_rows
 
 @dataclass(frozen=True)
 class Metric:
@@ -50,7 +51,7 @@ class Metric:
 # --------------------------------------------------------------------------- helpers
 
 def _unit(m: np.ndarray) -> np.ndarray:
-    return core.unit_rows(m)
+    return unit_rows(m)
 
 
 def _cos(W: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -59,9 +60,9 @@ def _cos(W: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 
 def _check(X, Y, A, B, what: str) -> tuple[np.ndarray, ...]:
-    """The four sets as float arrays, after WEAT's refusals (`core.check_inputs`: non-empty,
+    """The four sets as float arrays, after WEAT's refusals (`stats.check_inputs`: non-empty,
     finite, one width, no zero vector, at least 2 items per target set, X and Y not identical)."""
-    core.check_inputs(X, Y, A, B, what)
+    check_inputs(X, Y, A, B, what)
     return tuple(np.asarray(m, dtype=np.float64) for m in (X, Y, A, B))
 
 
@@ -85,10 +86,10 @@ def weat_d(X, Y, A, B, rng=None) -> float:
     Roles as WEFE's WEAT query ([X, Y], [A, B]). WEFE's effect size uses ddof=0:
     d_stimkit = d_WEFE * sqrt((N - 1) / N), N = |X| + |Y|."""
     X, Y, A, B = _check(X, Y, A, B, "weat")
-    s = core.association(np.vstack([X, Y]), A, B)
+    s = association(np.vstack([X, Y]), A, B)
     if np.std(s) == 0:
         raise InputError("weat: every target has the same association s(w): d is undefined (0/0)")
-    return core.effect_size(s[:len(X)], s[len(X):])
+    return effect_size(s[:len(X)], s[len(X):])
 
 
 def generalised_weat(targets, attributes) -> float:
@@ -333,7 +334,7 @@ def _per_item(name: str, X, Y, A, B) -> np.ndarray:
     W = np.vstack([X, Y])
     if name == "semaxis":
         return _cos(W, A.mean(axis=0) - B.mean(axis=0))
-    return core.association(W, A, B)      # weat: d; gweat: s(X, Y, A, B) / 2
+    return association(W, A, B)      # weat: d; gweat: s(X, Y, A, B) / 2
 
 
 class _CentroidNull:
@@ -379,9 +380,9 @@ _ROWS = 1 << 14   # partitions per batch: the (rows x N) masks stay a few MB
 
 
 def metric_p(name: str, X, Y, A, B, alternative: str = "greater", method: str = "auto",
-             budget: int = DEFAULT_BUDGET, rng: np.random.Generator | None = None) -> core.PValue | None:
+             budget: int = DEFAULT_BUDGET, rng: np.random.Generator | None = None) -> PValue | None:
     """Permutation p-value of metric `name` over the equal-size partitions (X_i, Y_i) of X u Y,
-    as `core.permutation_p`: exact enumeration when C(|X|+|Y|, |X|) <= budget (auto), else
+    as `stats.permutation_p`: exact enumeration when C(|X|+|Y|, |X|) <= budget (auto), else
     `budget - 1` sampled partitions with the observed one counted once (p >= 1/budget).
     The alternative is on the metric's value: greater P(T >= t), less P(T <= t), two-sided
     P(|T - m| >= |t - m|), m the mean of the null (exact: over all partitions; sampled: of
@@ -389,39 +390,39 @@ def metric_p(name: str, X, Y, A, B, alternative: str = "greater", method: str = 
     None where no partition null is defined (`METRICS[name].null_reason`).
 
     weat, gweat, semaxis are increasing affine functions of sum_{X_i} f(w) for a per-target
-    f, so they go through `core.permutation_p` (the same sampler and p as stimkit's WEAT).
+    f, so they go through `stats.permutation_p` (the same sampler and p as stimkit's WEAT).
     rnd and ect depend on the centroids of X_i and Y_i: their partitions are 0/1 masks
     (all of them in itertools order, or uniform |X|-subsets drawn as the |X| smallest of N
     uniform keys per row), evaluated in batches by `_CentroidNull`."""
     m = metric(name)
     if not m.has_permutation_null:
         return None
-    if alternative not in core.ALTERNATIVES:
-        raise UsageError(f"alternative must be one of {', '.join(core.ALTERNATIVES)}, not {alternative!r}")
+    if alternative not in ALTERNATIVES:
+        raise UsageError(f"alternative must be one of {', '.join(ALTERNATIVES)}, not {alternative!r}")
     if method not in ("auto", "exact", "sampled"):
         raise UsageError(f"metric p-values are exact or sampled (auto picks), not {method!r}")
     m.fn(X, Y, A, B)                                  # refuses what the metric refuses, first
     X, Y, A, B = _check(X, Y, A, B, name)
     rng = rng if rng is not None else np.random.default_rng()
     if name in ("weat", "gweat", "semaxis"):
-        return core.permutation_p(_per_item(name, X, Y, A, B), len(X), alternative, method, budget, rng)
+        return permutation_p(_per_item(name, X, Y, A, B), len(X), alternative, method, budget, rng)
     nx, N = len(X), len(X) + len(Y)
     stat = _CentroidNull(name, X, Y, A, B)
     partitions = comb(N, nx)
     observed = float(stat(_masks(np.arange(nx)[None], N))[0])
     if method == "auto":
         method = "exact" if partitions <= budget else "sampled"
-    floor = core.min_p(partitions, method, budget, alternative, symmetric=False)
+    floor = min_p(partitions, method, budget, alternative, symmetric=False)
     if method == "exact":
-        core.check_exact(partitions, name)
-        idx = core.all_subsets(N, nx)
+        check_exact(partitions, name)
+        idx = all_subsets(N, nx)
         null = np.concatenate([stat(_masks(idx[i:i + _ROWS], N)) for i in range(0, len(idx), _ROWS)])
         hits = _hits(null, observed, alternative, float(null.mean()))
-        return core.PValue(hits / partitions, "exact", partitions, partitions, floor)
+        return PValue(hits / partitions, "exact", partitions, partitions, floor)
     null = np.concatenate([stat(_masks(np.argpartition(rng.random((rows, N)), nx - 1, axis=1)[:, :nx], N))
                            for rows in _batches(budget - 1)])
     hits = _hits(null, observed, alternative, float((null.sum() + observed) / budget))
-    return core.PValue((1 + hits) / budget, "sampled", budget, partitions, floor)
+    return PValue((1 + hits) / budget, "sampled", budget, partitions, floor)
 
 
 def _batches(total: int):
