@@ -8,6 +8,10 @@ ALTER TABLE imported_tests ADD COLUMN IF NOT EXISTS alternative VARCHAR;
 
 ALTER TABLE results ADD COLUMN IF NOT EXISTS kind VARCHAR DEFAULT 'test';  -- test | audit | compare
 ALTER TABLE results ADD COLUMN IF NOT EXISTS display VARCHAR;              -- the encoder's display name, if given
+-- Association metrics beside WEAT (stats.metrics): one result per metric; a metric without
+-- a permutation null stores its value with p NULL and the reason.
+ALTER TABLE results ADD COLUMN IF NOT EXISTS metric VARCHAR DEFAULT 'weat';
+ALTER TABLE results ADD COLUMN IF NOT EXISTS p_null_reason VARCHAR;
 
 -- Results taken out of every family (kept, and reversible: `stimkit results unretire`).
 CREATE TABLE IF NOT EXISTS result_retirements (
@@ -26,23 +30,24 @@ JOIN current_sets c ON c.name = s.name
 WHERE c.version <> u.version;
 
 -- Every result with the hypothesis it tests: the test on its stimuli (set versions), the
--- encoder, context, alternative, balance, clustering and p-value procedure (exact and sampled
--- permutation p-values estimate the same p, so they are one procedure).
+-- encoder, context, alternative, balance, clustering, p-value procedure (exact and sampled
+-- permutation p-values estimate the same p, so they are one procedure) and metric.
 CREATE OR REPLACE VIEW result_hypotheses AS
 SELECT r.*,
        concat_ws(' | ', r.test, r.fingerprint, r.context, r.alternative, coalesce(r.balance, ''),
                  CASE WHEN r.clustered THEN 'clustered' ELSE 'items' END,
                  CASE WHEN r.p_method = 'parametric' THEN 'parametric' ELSE 'permutation' END,
-                 array_to_string(list_sort(r.set_versions), ',')) AS hypothesis,
+                 array_to_string(list_sort(r.set_versions), ','), coalesce(r.metric, 'weat')) AS hypothesis,
        r.result_id IN (SELECT result_id FROM stale_results) AS stale,
        r.result_id IN (SELECT result_id FROM result_retirements) AS retired
 FROM results r;
 
 -- The default correction family: the latest result of each hypothesis a user tested
--- (kind 'test'), on current stimuli, not retired.
+-- (kind 'test'), on current stimuli, not retired, with a p-value (a metric without a
+-- permutation null gives a value, not a test).
 CREATE OR REPLACE VIEW latest_results AS
 SELECT * FROM result_hypotheses
-WHERE coalesce(kind, 'test') = 'test' AND NOT stale AND NOT retired
+WHERE coalesce(kind, 'test') = 'test' AND NOT stale AND NOT retired AND p_value IS NOT NULL
 QUALIFY row_number() OVER (PARTITION BY hypothesis ORDER BY created_at DESC, result_id DESC) = 1;
 
 -- Each stimulus' s(w, A, B) of the default family's results (results_with_items: every run).

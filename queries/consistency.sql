@@ -5,7 +5,7 @@
 -- Results are compared only under the same encoder, alternative and clustering.
 -- alpha: the significance level (default 0.01).
 -- ptext: p as printed, `<= floor` when p is the smallest its procedure can give.
-WITH r AS (SELECT * FROM family),
+WITH r AS (SELECT * FROM family WHERE coalesce(metric, 'weat') = 'weat'),  -- d and p of WEAT
 alpha AS (SELECT coalesce(getvariable('alpha'), 0.01) AS a),
 setting AS (SELECT DISTINCT fingerprint, encoder, alternative, clustered FROM r),
 

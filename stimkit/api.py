@@ -440,6 +440,22 @@ class Store:
         self.family = analysis.define_family(self.con, where, alpha, run, allow_empty=True, include_stale=include_stale)
         return analysis.consistency(self.con)
 
+    def check_metrics(self, where: str | None = None, run: str | None = None, alpha: float = 0.01,
+                      include_stale: bool = False) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """How far the association metrics agree over the family: per test and encoder, whether
+        they agree in sign and decision; over the family, Kendall's tau of each pair of metrics
+        (their bias strength over the tests and encoders both measured)."""
+        from .stats import metrics
+
+        self.family = analysis.define_family(self.con, where, alpha, run, allow_empty=True,
+                                             include_stale=include_stale, values=True)
+        df = store.frame(self.con, "SELECT test, encoder, coalesce(metric, 'weat') AS metric, "
+                                   "CASE WHEN coalesce(metric, 'weat') = 'weat' THEN effect_size ELSE statistic END AS value, "
+                                   "p_value AS p FROM family ORDER BY test, encoder, metric")
+        if df.height == 0:
+            return df, df
+        return metrics.sign_agreement(df, alpha), metrics.kendall_tau_matrix(df, by_strength=True)
+
     def retire(self, where: str, reason: str) -> int:
         """Take the results matching `where` (an SQL condition on `results`) out of every
         family, keeping them and the reason; returns how many were retired."""

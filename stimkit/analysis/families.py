@@ -16,7 +16,7 @@ from ..errors import InputError, UsageError
 from ..store import usersql
 
 CORRECTIONS = ("holm", "bonferroni", "bh", "by", "none")
-HYPOTHESIS = "test, encoder fingerprint, context, alternative, balance, clustering, p-value procedure, set versions"
+HYPOTHESIS = "test, encoder fingerprint, context, alternative, balance, clustering, p-value procedure, set versions, metric"
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,8 @@ PTEXT = ("CREATE OR REPLACE TEMP MACRO ptext(p, floor) AS CASE WHEN p IS NULL TH
 
 
 def define_family(con, where: str | None = None, alpha: float = 0.01, run: str | None = None,
-                  allow_empty: bool = False, include_stale: bool = False, kind: str = "test") -> Family:
+                  allow_empty: bool = False, include_stale: bool = False, kind: str = "test",
+                  values: bool = False) -> Family:
     """(Re)define the temp view `family` that the analysis queries read.
 
     Default: the latest result of each hypothesis the user tested (kind 'test': not the
@@ -66,11 +67,12 @@ def define_family(con, where: str | None = None, alpha: float = 0.01, run: str |
     store (view `latest_results`), so replicates never add to m. `run`: one run's results
     ('latest' for the newest run), again one row per hypothesis. `include_stale`: results on
     superseded set versions too. `kind`: audit or compare results instead (or all).
+    `values`: also metric results without a p-value (for comparing metrics; never corrected).
     `where`: an SQL condition that filters the family (checked to be part of a single SELECT)."""
     alpha = check_alpha(alpha)
     if kind not in KINDS:
         raise UsageError(f"--kind must be one of {', '.join(KINDS)}, not {kind!r}")
-    conditions = ["NOT retired"]
+    conditions = ["NOT retired"] + ([] if values else ["p_value IS NOT NULL"])
     if kind != "all":
         conditions.append(f"coalesce(kind, 'test') = '{kind}'")
     if run is not None:

@@ -32,6 +32,8 @@ def table4(df: pl.DataFrame, alpha: float, order: list[str], encoders: list[str]
     encoders = [e for e in (encoders or []) if e in present] + sorted(present - set(encoders or []))
     cells: dict[str, dict] = {}
     for r in df.iter_rows(named=True):
+        if r.get("metric", "weat") != "weat":  # d is WEAT's; other metrics have scales of their own
+            continue
         mark = "**" if r["rejected"] else ("*" if r["p_value"] <= alpha else "")
         if r.get("can_reject") is False:
             mark += "†"
@@ -62,6 +64,8 @@ def tan_celis(df: pl.DataFrame, tests: dict[str, TestDef], rows: list[tuple[str,
     families = {family for _, family, _ in rows}
     cells: dict[tuple[str, str, str], tuple[float, bool]] = {}
     for r in df.iter_rows(named=True):
+        if r.get("metric", "weat") != "weat":
+            continue
         test = tests.get(r["test"])
         if test is None or test.family not in families:
             continue

@@ -37,9 +37,10 @@ def progress_callbacks(verbose: bool):
                 notes.append(f"{r.n_balanced_away} cut by balance={r.balance}")
             if r.cuts:
                 notes.append(f"{r.cuts} cuts: d {r.cut_d_min:+.2f}..{r.cut_d_max:+.2f}, {r.cut_reject_share:.0%} reject")
-            err.print(f"[{done}/{total}] {r.test:<45} {r.encoder:<22} d={r.effect_size:+.3f} "
-                      f"p{'' if p_text(r.p_value, r.min_p).startswith('<') else '='}{p_text(r.p_value, r.min_p)} "
-                      f"({r.p_method}) n={r.n_x}/{r.n_y}/{r.n_a}/{r.n_b}"
+            value = f"d={r.effect_size:+.3f}" if r.metric == "weat" else f"{r.metric}={r.statistic:+.3f}"
+            p = p_text(r.p_value, r.min_p) if r.p_value is not None else "n/a"
+            err.print(f"[{done}/{total}] {r.test:<45} {r.encoder:<22} {value} p{'' if p.startswith('<') else '='}{p} "
+                      f"({r.p_method or r.p_null_reason}) n={r.n_x}/{r.n_y}/{r.n_a}/{r.n_b}"
                       + (f"  [{'; '.join(notes)}]" if notes else ""), highlight=False)
 
     def on_failure(f):
@@ -109,6 +110,7 @@ def test_cmd(
     cut_seed: Annotated[int, typer.Option("--cut-seed", help="Which items balance=cut drops (default 0: fixed per test).")] = 0,
     cuts: Annotated[int, typer.Option("--cuts", min=1, help="Also run K independent cuts and store the spread of d and p.")] = 1,
     alpha: AlphaOption = 0.01,
+    metric: Annotated[str, typer.Option("--metric", help="Association metrics, comma-separated: weat, gweat, ripa, rnd, semaxis, ect, rnsb, mac, same, direct_bias (one result each).")] = "weat",
     wordlist_dir: WordlistDirOption = None,
     template_dir: TemplateDirOption = None,
     override: OverrideOption = False,
@@ -123,8 +125,11 @@ def test_cmd(
     """
     from ..run.options import Options
 
+    from ..stats.metrics import parse_metrics
+
     opts = Options(budget=budget, method=method, alternative=alternative, seed=seed, clustered=clustered,
-                   bootstrap=bootstrap, balance=balance, cut_seed=cut_seed, cuts=cuts, alpha=alpha)
+                   bootstrap=bootstrap, balance=balance, cut_seed=cut_seed, cuts=cuts, alpha=alpha,
+                   metrics=tuple(parse_metrics(metric)))
     with open_store(wordlist_dir=wordlist_dir, template_dir=template_dir, override=override) as store:
         bar, callbacks = progress_callbacks(verbose)
         with bar:
@@ -238,6 +243,8 @@ def check_cmd(
     where: WhereOption = None,
     run: RunOption = None,
     alpha: AlphaOption = 0.01,
+    metrics: Annotated[bool, typer.Option("--metrics", help="How the association metrics agree: sign and decision per test and encoder, Kendall's tau per pair of metrics.")] = False,
+    include_stale: Annotated[bool, typer.Option("--include-stale", help="Also results on superseded set versions.")] = False,
     fmt: Annotated[Optional[str], format_option()] = None,
 ):
     """Consistency checks over the family: C7 vs C8, C3/C4/C5, word vs sentence, across encoders.
@@ -249,8 +256,22 @@ def check_cmd(
       stimkit check
       stimkit check --where "encoder LIKE 'minilm%'" --format json
     """
+    if metrics:
+        with open_store(read_only=True) as store:
+            agreement, tau = store.check_metrics(where, run, alpha, include_stale)
+            family = store.family
+        if fmt == "json":
+            emit_document({"family": family.as_dict(), "alpha": alpha, "kendall_tau": tau.to_dicts()}, agreement, fmt)
+        else:
+            emit(agreement, fmt)
+            if tau.height:
+                err.print("Kendall's tau between metrics (bias strength over the family's tests and encoders):",
+                          highlight=False)
+                emit(tau, "table", stream=sys.stderr)
+        err.print(f"{_count(agreement.height, 'test-encoder pair')} compared across metrics; m = {family.m}", highlight=False)
+        return
     with open_store(read_only=True) as store:
-        df = store.check(where, run, alpha)
+        df = store.check(where, run, alpha, include_stale)
         family = store.family
     n = {v: int((df["verdict"] == v).sum()) for v in ("violation", "not comparable")} if df.height else {}
     summary = (f"{_count(df.height, 'comparison')}, {_count(n.get('violation', 0), 'violation')}, "

@@ -193,12 +193,58 @@ def items(result_id: str, prep: Prepared, association: np.ndarray) -> pl.DataFra
     return pl.concat(parts)
 
 
-def run_one(con, run_id: str, planned: PlannedTest, enc: Encoder, opts: Options, kind: str = "test") -> Result:
-    """Prepare, compute and store one result with its items and cuts (the caller owns the transaction)."""
+def run_one(con, run_id: str, planned: PlannedTest, enc: Encoder, opts: Options, kind: str = "test") -> list[Result]:
+    """Prepare once, then compute and store a result per metric (WEAT's with its items and
+    cuts). The caller owns the transaction."""
     started = time.perf_counter()
-    res = result(run_id, planned, enc, prepare(con, planned, enc, opts), opts, started, kind)
-    write(con, res)
-    return res
+    prep = prepare(con, planned, enc, opts)
+    found = []
+    for name in opts.metrics:
+        res = (result(run_id, planned, enc, prep, opts, started, kind) if name == "weat"
+               else metric_result(run_id, planned, enc, prep, opts, name, started, kind))
+        write(con, res)
+        found.append(res)
+    return found
+
+
+def metric_result(run_id: str, planned: PlannedTest, enc: Encoder, prep: Prepared, opts: Options, name: str,
+                  started: float, kind: str = "test") -> Result:
+    """One association metric other than WEAT (stats.metrics) on the balanced sets: its value,
+    and a permutation p over the same partitions of X u Y where the metric has such a null."""
+    from ..stats import metrics
+
+    test, spec = planned.test, metrics.metric(name)
+    X, Y, A, B = (prep.vectors[r] for r in ROLES)
+    value = metrics.compute(name, X, Y, A, B, rng_for(opts.seed, test.name, enc.fingerprint, "metric", name))
+    reason = spec.null_reason
+    if spec.has_permutation_null and opts.clustered:
+        reason = "no clustered permutation form for this metric"
+    elif spec.has_permutation_null and opts.method == "parametric":
+        reason = "no parametric form for this metric"
+    pv = None
+    if reason is None:
+        pv = metrics.metric_p(name, X, Y, A, B, metrics.bias_alternative(name, opts.alternative), opts.method,
+                              opts.budget, rng_for(opts.seed, test.name, enc.fingerprint, "metric-p", name))
+    result_id = f"{run_id}/{test.name}/{enc.fingerprint}/{name}"
+    versions = sorted({v for f in prep.kept.values() if "set_version" in f.columns for v in f["set_version"].unique().to_list()})
+    return Result(
+        result_id=result_id, run_id=run_id, test=test.name, test_source=test.source, family=test.family,
+        encoder=getattr(enc, "base_spec", enc.spec), model=enc.name, fingerprint=enc.fingerprint,
+        context=test.context if test.context == "c-word" else ("token" if enc.uses_span else test.context),
+        x_sql=test.sql("x"), y_sql=test.sql("y"), a_sql=test.sql("a"), b_sql=test.sql("b"), set_versions=versions,
+        n_x=len(X), n_y=len(Y), n_a=len(A), n_b=len(B),
+        n_dropped_oov=sum(int(f["dropped"].str.starts_with("oov").sum()) for f in prep.frames.values()),
+        balance=prep.policy, cut_seed=opts.cut_seed if prep.policy != "none" else None,
+        n_balanced_away=sum(int((f["dropped"] == "balanced").sum()) for f in prep.frames.values()),
+        statistic=value, statistic_kind=f"{name} ({spec.kind})", effect_size=None, ddof=opts.ddof,
+        p_value=pv.p if pv else None, p_method=pv.method if pv else None, budget=opts.budget,
+        samples=pv.samples if pv else 0, min_p=pv.min_p if pv else None,
+        log10_partitions=log10(pv.partitions) if pv else None, alternative=opts.alternative, seed=opts.seed,
+        clustered=opts.clustered, ci_low=None, ci_high=None, ci_level=None, bootstrap=None,
+        options=json.dumps({**asdict(opts), "sampler": sampler.NAME}), stimkit_version=__version__,
+        seconds=time.perf_counter() - started, kind=kind, display=getattr(enc, "display", None), metric=name,
+        p_null_reason=reason, items=None, cut_rows=(),
+    )
 
 
 def write(con, res: Result) -> None:
@@ -206,4 +252,5 @@ def write(con, res: Result) -> None:
 
     insert(con, "results", [res])
     insert(con, "result_cuts", list(res.cut_rows))
-    insert(con, "result_items", res.items)
+    if res.items is not None:
+        insert(con, "result_items", res.items)

@@ -188,7 +188,8 @@ def run_compare(con, plan: AuditPlan, alpha: float, command: str) -> tuple[str, 
         run_id = store.start_run(con, command, plan.run.options.seed)
         base = {}
         for test, template_set, planned, enc in plan.cells():
-            r = association.run_one(con, run_id, planned, enc, planned.options, kind="compare")
+            (r,) = association.run_one(con, run_id, planned, enc, replace(planned.options, metrics=("weat",)),
+                                       kind="compare")
             first = base.setdefault((test.name, enc.fingerprint), r)
             decision = (r.p_value <= alpha) != (first.p_value <= alpha)
             sign = (r.effect_size > 0) != (first.effect_size > 0)

@@ -31,20 +31,21 @@ def execute(con, plan: Plan, command: str, on_result=None, on_failure=None, fail
     for f in [*plan.refused, *failed]:
         fail(f.test, f.encoder, f.cause)
     report = RunReport(None, [], failures, plan.options.alpha, plan.n_tests, plan.n_encoders, notes=list(plan.notes))
-    total = len(plan.pairs) + len(plan.wefats)
+    total = sum(len(p.options.metrics) for p, _ in plan.pairs) + len(plan.wefats)
     if not total:
         return report
     with store.transaction(con):
         run_id = store.start_run(con, command, plan.options.seed)
         for planned, enc in plan.pairs:
             try:
-                res = association.run_one(con, run_id, planned, enc, planned.options)
+                found = association.run_one(con, run_id, planned, enc, planned.options)
             except StimkitError as e:
                 fail(planned.name, getattr(enc, "base_spec", enc.spec), e)
                 continue
-            report.results.append(res)
-            if on_result:
-                on_result(res, len(report.results) + len(failures), total)
+            for res in found:
+                report.results.append(res)
+                if on_result:
+                    on_result(res, len(report.results) + len(failures), total)
         for planned, enc in plan.wefats:
             try:
                 report.wefats.append(wefat.run_one(con, run_id, planned, enc, plan.wefat_options))

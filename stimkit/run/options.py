@@ -9,6 +9,7 @@ from ..catalog.tests import TestDef
 from ..checks import check_alpha, check_level, limit
 from ..errors import UsageError
 from ..stats import ALTERNATIVES, METHODS
+from ..stats.metrics import metric
 from ..stimuli.balance import BALANCE_POLICIES
 
 # Bounds on work that a typo could make endless (raise them with STIMKIT_MAX_CUTS, STIMKIT_MAX_BOOTSTRAP).
@@ -43,6 +44,7 @@ class Options:
     cut_seed: int = 0             # which items balance=cut drops: part of the test, never --seed
     cuts: int = 1                 # > 1: also run K independent cuts and store their spread
     alpha: float = 0.01           # for the share of cuts that reject, and the power warning
+    metrics: tuple[str, ...] = ("weat",)  # association metrics (stats.metrics): one result each
 
     def __post_init__(self):
         """Refuse values and combinations that have no meaning, before any work."""
@@ -66,6 +68,14 @@ class Options:
         check_level(self.ci_level)
         _check_seed("seed", self.seed)
         _check_seed("cut_seed", self.cut_seed)
+        if isinstance(self.metrics, list):  # from a study file: a TOML array
+            object.__setattr__(self, "metrics", tuple(self.metrics))
+        if isinstance(self.metrics, str) or not self.metrics:
+            raise UsageError("metrics must be a list of metric names (e.g. weat, ripa, ect)")
+        for name in self.metrics:
+            metric(name)  # an unknown name is one line naming the known ones
+        if self.cuts > 1 and self.metrics != ("weat",):
+            raise UsageError("--cuts measures WEAT's d across cuts: run other metrics without --cuts")
 
     def resolved(self, test: TestDef) -> Options:
         """The options one test runs under: its own alternative unless one was given."""

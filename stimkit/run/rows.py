@@ -64,6 +64,8 @@ class Result:
     cut_reject_share: float | None = None
     cut_alpha: float | None = None
     kind: str = "test"             # test | audit | compare: only tests a user ran make the default family
+    metric: str = "weat"           # the association metric (stats.metrics); weat: effect_size is d
+    p_null_reason: str | None = None  # why p_value is NULL: the metric has no permutation null
     display: str | None = None     # the encoder's display name, if one was given
     items: pl.DataFrame | None = column(stored=False)        # result_items: one row per selected stimulus
     cut_rows: tuple["CutRow", ...] = column((), stored=False)  # result_cuts

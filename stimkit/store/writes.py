@@ -3,10 +3,12 @@ and `start_run`, which every writing run begins with."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 import uuid
 
+import duckdb
 import pyarrow as pa
 
 from .. import __version__
@@ -37,8 +39,11 @@ def insert(con, table: str, rows) -> int:
     con.register(name, rows)
     try:
         con.execute(f'INSERT INTO {table} BY NAME SELECT * FROM "{name}"')
-    finally:
-        con.unregister(name)
+    except BaseException:
+        with contextlib.suppress(duckdb.Error):  # an aborted transaction refuses even this: the first error counts
+            con.unregister(name)
+        raise
+    con.unregister(name)
     return rows.num_rows
 
 
