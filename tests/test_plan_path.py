@@ -72,7 +72,7 @@ def test_a_plan_is_data_that_says_what_it_will_do_and_refuse(store_path):
         p = run_plan.make(s.con, tests, ["glove-6b-50d", "nosuch"], Options(budget=100))
     assert [(t.name, e.spec) for t, e in p.pairs] == [("weat1", "glove-6b-50d")]
     assert {(f.test, f.encoder) for f in p.refused} == {("*", "nosuch"), ("empty", "*")}
-    assert "selects no stimuli" in next(f.cause for f in p.refused if f.test == "empty")
+    assert "no set named 'nosuch@word'" in next(f.cause for f in p.refused if f.test == "empty")
     (enc, stimuli), = p.encodings
     assert enc.spec == "glove-6b-50d" and stimuli.height == sum(f.height for f in p.tests[0].sets.values())
 

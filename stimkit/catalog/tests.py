@@ -186,7 +186,8 @@ def get(con, name: str, directory=None) -> TestDef:
 
 
 def fetch_sets(con, test: TestDef) -> dict[str, pl.DataFrame]:
-    return {role: fetch(con, test.sql(role), f"test {test.name!r} set {role.upper()}") for role in ROLES}
+    return {role: fetch(con, test.sql(role), f"test {test.name!r} set {role.upper()}", test.sets[i])
+            for i, role in enumerate(ROLES)}
 
 
 def default_specs(lists: dict) -> list[SetSpec]:

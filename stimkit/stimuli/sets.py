@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import duckdb
 import polars as pl
 
+from ..checks import suggest
 from ..errors import InputError, UsageError
 from ..store import frame, usersql
 
@@ -54,8 +55,9 @@ def set_sql(ref: str) -> str:
     return f"SELECT * FROM current_stimuli WHERE set_name = '{name}' ORDER BY ordinal"
 
 
-def fetch(con, sql: str, what: str = "set") -> pl.DataFrame:
-    """The stimuli a set query selects (with span columns, None when the query has none)."""
+def fetch(con, sql: str, what: str = "set", ref: str | None = None) -> pl.DataFrame:
+    """The stimuli a set query selects (with span columns, None when the query has none).
+    `ref`: the set name the query came from, to suggest the closest ones when it selects nothing."""
     try:
         df = frame(con, sql)
     except duckdb.Error as e:
@@ -63,6 +65,10 @@ def fetch(con, sql: str, what: str = "set") -> pl.DataFrame:
     if "stimulus" not in df.columns:
         raise InputError(f"{what}: query must return a `stimulus` column -- in: {sql}")
     if df.height == 0:
+        if ref is not None and not is_sql(ref):
+            known = [n for (n,) in con.execute("SELECT name FROM current_sets").fetchall()]
+            raise InputError(f"{what}: no set named {ref!r} in the store" + (suggest(ref, known) or
+                             " (a word list of that name? `stimkit generate --wordlist-dir DIR`)"))
         raise InputError(f"{what}: selects no stimuli -- in: {sql} (run `stimkit generate`?)")
     # A hand-written query may return text alone: no span means "the whole text".
     missing = [c for c in ("span_start", "span_end") if c not in df.columns]
