@@ -14,15 +14,21 @@ audit_app = typer.Typer(help="Template audits: how template choice moves d and p
 app.add_typer(audit_app, name="audit")
 
 
+EncoderOption = Annotated[Optional[list[str]], typer.Option("--encoder", "-e", help="Encoder (repeatable; default: minilm).")]
+AuditAlpha = Annotated[float, typer.Option("--alpha", help="Significance level for decision flips, in (0, 1).")]
+BudgetOption = Annotated[int, typer.Option("--budget", help="Permutation sample budget.")]
+SeedOption = Annotated[int, typer.Option("--seed", help="Seed of the permutation samples.")]
+
+
 @audit_app.command("templates")
 @handles_errors
 def audit_templates_cmd(
     test: Annotated[Optional[list[str]], typer.Option("--test", "-t", help="A test whose sets come from templates: catalog, yours or ad hoc (repeatable); default: the sent- Caliskan tests.")] = None,
-    encoder: Annotated[Optional[list[str]], typer.Option("--encoder", "-e", help="Encoder (repeatable).")] = None,
+    encoder: EncoderOption = None,
     template_set: Annotated[Optional[list[str]], typer.Option("--template-set", "-s", help="Template set, built-in or in --template-dir (repeatable; default: the test's own).")] = None,
-    alpha: Annotated[float, typer.Option("--alpha", help="Significance level for decision flips, in (0, 1).")] = 0.01,
-    budget: Annotated[int, typer.Option("--budget", help="Permutation sample budget.")] = DEFAULT_BUDGET,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the permutation samples.")] = 0,
+    alpha: AuditAlpha = 0.01,
+    budget: BudgetOption = DEFAULT_BUDGET,
+    seed: SeedOption = 0,
     wordlist_dir: WordlistDirOption = None,
     template_dir: TemplateDirOption = None,
     override: OverrideOption = False,
@@ -53,10 +59,10 @@ def audit_templates_cmd(
 def audit_compare_cmd(
     test: Annotated[list[str], typer.Option("--test", "-t", help="A test whose sets come from templates (repeatable).")],
     template_set: Annotated[list[str], typer.Option("--template-set", "-s", help="Template set, built-in or in --template-dir (repeat for each).")],
-    encoder: Annotated[Optional[list[str]], typer.Option("--encoder", "-e", help="Encoder (repeatable).")] = None,
-    alpha: Annotated[float, typer.Option("--alpha", help="Significance level for decision flips, in (0, 1).")] = 0.01,
-    budget: Annotated[int, typer.Option("--budget", help="Permutation sample budget.")] = DEFAULT_BUDGET,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the permutation samples.")] = 0,
+    encoder: EncoderOption = None,
+    alpha: AuditAlpha = 0.01,
+    budget: BudgetOption = DEFAULT_BUDGET,
+    seed: SeedOption = 0,
     wordlist_dir: WordlistDirOption = None,
     template_dir: TemplateDirOption = None,
     override: OverrideOption = False,
