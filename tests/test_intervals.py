@@ -191,3 +191,14 @@ def test_bad_input_is_refused():
         effect_size_ci(sx, sy, groups=["a", "a", "a", "c", "d", "e"])
     with pytest.raises(InputError, match="every word has one"):
         effect_size_ci(sx, sy, groups=["a", "b", "c", "d", "e", "f"], method="gpq-words")
+
+
+def test_ddof_0_scales_the_interval_as_it_scales_d():
+    """std with ddof 0 is sqrt((n-1)/n) times the ddof 1 one: d and both ends scale by its inverse."""
+    rng = np.random.default_rng(9)
+    sx, sy, g = sentences(rng, 6, 3, 0.8)
+    for groups in (None, g):
+        one, zero = effect_size_ci(sx, sy, groups=groups), effect_size_ci(sx, sy, groups=groups, ddof=0)
+        f = np.sqrt(36 / 35)
+        assert zero.estimate == pytest.approx(one.estimate * f, rel=1e-12)
+        assert (zero.low, zero.high) == pytest.approx((one.low * f, one.high * f), rel=1e-12)
