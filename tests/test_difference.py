@@ -10,11 +10,13 @@ from stimkit.errors import InputError
 from stimkit.stats.difference import classify, difference_test
 
 
-def jackknife_var(sx, sy):
+def jackknife_var(sx, sy, only=None):
     """One result's delete-one-target jackknife variance of d, as the textbook writes it,
-    a stratum (X, Y) at a time."""
+    a stratum (X, Y) at a time (`only`: that stratum's part)."""
     v = 0.0
     for own, other, first in ((sx, sy, True), (sy, sx, False)):
+        if only is not None and only != ("x" if first else "y"):
+            continue
         m = len(own)
         th = np.array([stats.effect_size(np.delete(own, i), other) if first else
                        stats.effect_size(other, np.delete(own, i)) for i in range(m)])
@@ -41,7 +43,11 @@ def test_independent_results_variance_is_the_sum_of_their_jackknife_variances():
     assert res.p == pytest.approx(2 * sps.t.sf(abs(res.diff) / res.se, res.df), rel=1e-12)
     q = sps.t.ppf(0.975, res.df)
     assert (res.low, res.high) == pytest.approx((res.diff - q * res.se, res.diff + q * res.se), rel=1e-12)
-    assert min(7 + 9, 11 + 8) <= res.df <= 7 + 9 + 11 + 8  # Satterthwaite: between the parts and their sum
+    # Satterthwaite over the four strata (X1, Y1, X2, Y2), capped at the smaller result's units - 2
+    parts = [jackknife_var(sx1, sy1, "x"), jackknife_var(sx1, sy1, "y"),
+             jackknife_var(sx2, sy2, "x"), jackknife_var(sx2, sy2, "y")]
+    satterthwaite = sum(parts) ** 2 / sum(v ** 2 / (m - 1) for v, m in zip(parts, (8, 10, 12, 9)))
+    assert res.df == pytest.approx(min(satterthwaite, 16), rel=1e-10)
 
 
 def test_shared_words_are_deleted_from_both_results_at_once():

@@ -19,7 +19,8 @@ leave together); strata are (target set X or Y) x (in result 1 only, in 2 only, 
 
 For results with no shared unit this is exactly V1 + V2, each result's own jackknife
 variance. T = theta / sqrt(V) is referred to a t distribution with Satterthwaite's degrees
-of freedom, nu = V^2 / sum_s V_s^2 / (m_s - 1); the interval is theta +- t_nu sqrt(V).
+of freedom, nu = V^2 / sum_s V_s^2 / (m_s - 1), capped at (units - 2) of the result with
+fewer units; the interval is theta +- t_nu sqrt(V).
 `bench/bench_difference.py` measures its level under equal population effects.
 
 classify: a violation is a tested claim only: the difference test rejects at alpha, or both
@@ -48,7 +49,7 @@ class Difference:
     high: float
     p: float       # two-sided p-value of "equal population d"
     se: float      # jackknife standard error of d1 - d2
-    df: float      # Satterthwaite degrees of freedom of the t reference
+    df: float      # degrees of freedom of the t reference (Satterthwaite, capped)
     shared: int    # units (words) the two results share
     test: str      # the name of the test, to show with its p
 
@@ -135,7 +136,10 @@ def difference_test(sx1, sy1, sx2, sy2, units1=None, units2=None, level: float =
     if V == 0:
         same = theta == 0
         return Difference(theta, theta, theta, 1.0 if same else 0.0, 0.0, float("inf"), int((in1 & in2).sum()), TEST_NAME)
-    nu = V ** 2 / sum(v ** 2 / f for v, f in zip(parts, dfs) if v > 0)
+    # Satterthwaite, capped at the df of the result with fewer units: near d = 0 each d / se is
+    # about a t with (its units - 2) df, and (t1 - t2) / sqrt(2) of two such has that t's variance
+    # (the plain Satterthwaite df rejected 1.9% at alpha 0.01 at 8+8 against 8+8, the cap 1.4%)
+    nu = min(V ** 2 / sum(v ** 2 / f for v, f in zip(parts, dfs) if v > 0), int(in1.sum()) - 2, int(in2.sum()) - 2)
     se = np.sqrt(V)
     q = float(sps.t.ppf((1 + level) / 2, nu))
     p = float(2 * sps.t.sf(abs(theta) / se, nu))
