@@ -202,3 +202,14 @@ def test_ddof_0_scales_the_interval_as_it_scales_d():
         f = np.sqrt(36 / 35)
         assert zero.estimate == pytest.approx(one.estimate * f, rel=1e-12)
         assert (zero.low, zero.high) == pytest.approx((one.low * f, one.high * f), rel=1e-12)
+
+
+def test_extreme_separation_still_gives_an_interval_around_d():
+    """|t| in the hundreds, where scipy's noncentral t cdf turns NaN in the far tail."""
+    sx = np.array([1.0, 1.001, 0.999, 1.0002, 1.0004])
+    sy = np.array([0.0, 0.001, -0.001, 0.0003, -0.0002])
+    iv = effect_size_ci(sx, sy)
+    bound = np.sqrt(9 / 2.5)
+    assert iv.low < iv.estimate < iv.high < bound
+    lo, hi = nct_ncp_interval(200.0, 46)
+    assert lo < 200 < hi and sps.nct.cdf(200.0, 46, lo) == pytest.approx(0.975, abs=1e-6)

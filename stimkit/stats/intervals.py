@@ -120,13 +120,19 @@ def _invert_nct(t: float, df: float, p: float) -> float:
     f = lambda lam: float(sps.nct.cdf(t, df, lam)) - p  # noqa: E731
     start = float(special.nctdtrinc(df, p, t))
     step = 1e-5 * (1 + abs(start)) if np.isfinite(start) else 1.0
-    start = start if np.isfinite(start) else t
-    lo, hi = start - step, start + step
-    while f(lo) < 0:
+    lo, hi = (start - step, start + step) if np.isfinite(start) else (t - step, t + step)
+    flo, fhi = f(lo), f(hi)
+    while flo < 0 and abs(lo - t) < 1e3:
         lo, step = lo - step, step * 4
-    while f(hi) > 0:
+        flo = f(lo)
+    while fhi > 0 and abs(hi - t) < 1e3:
         hi, step = hi + step, step * 4
-    return float(optimize.brentq(f, lo, hi, xtol=1e-13, rtol=1e-14))
+        fhi = f(hi)
+    if flo >= 0 >= fhi:
+        return float(optimize.brentq(f, lo, hi, xtol=1e-13, rtol=1e-14))
+    if np.isfinite(start):   # scipy's cdf gave NaN far in a tail: keep nctdtrinc's root
+        return start
+    raise InvalidInput(f"the noncentral t cannot be inverted at t = {t:.4g}, df {df:g}: d is too extreme for an interval")
 
 
 def _word_ids(groups, n_x: int, what: str) -> tuple[np.ndarray, int]:
@@ -181,7 +187,8 @@ def effect_size_ci(sx, sy, level: float = 0.95, groups=None, method: str = "auto
                   f"{len(sx) + len(sy)} sentences), mapped to Caliskan's d; words sampled with their sentences, "
                   "attributes fixed")
     elif method == "nct-words":
-        ids = ids if ids is not None else np.arange(len(sx) + len(sy))
+        if ids is None:
+            ids, n_gx = np.arange(len(sx) + len(sy)), len(sx)
         lo, hi, gx, gy = _nct_words(sx, sy, ids, n_gx, level, ddof, what)
         scheme = (f"noncentral t on word means ({gx}+{gy} words, df {gx + gy - 2}), in sentence SD units, "
                   "mapped to Caliskan's d; words sampled with their sentences, attributes fixed")
