@@ -13,6 +13,11 @@ Pairs of results, attributes fixed, drawn from the model of stimkit/stats/interv
                    design's sizes (16 or 48 words, 64 or 192 sentences)
 Rejection rate of d1 = d2 at alpha 0.05 and 0.01 (target: at most alpha, up to Monte Carlo
 error: +-1.4 and +-0.6 points at 1,000 replications), and the power at d1 = 1.5 vs d2 = 0.5.
+
+Measured (1,000 replications per row, 25 s of one core): under the null, 1.4-5.3% rejected
+at alpha 0.05 and 0.0-1.7% at 0.01 (conservative at 8+8 with shared words and at d 1.5;
+1.6-1.7% at 0.01 for independent results at d 0, a little above the level); power at
+d 1.5 vs 0.5: 38% (8+8 independent) to 100% (24+24).
 """
 
 from __future__ import annotations
