@@ -1,7 +1,7 @@
 """Do two effect sizes differ beyond their joint uncertainty? A test for consistency checks.
 
 Two results (for example weat6b on words and sent-weat6b on sentences, or one test on two
-encoders) each give Caliskan's d over their target associations s(w) (stimkit.stats.core.
+encoders) each give Caliskan's d over their target associations s(w) (stimkit.stats.weat.
 effect_size). Same model as the intervals (stimkit.stats.intervals): the attribute stimuli
 are fixed by the test definitions, as in the permutation test, and the target words are
 the sampled units. Two results that share attribute stimuli are therefore both measured
@@ -37,7 +37,7 @@ from math import log10
 
 import numpy as np
 
-from .core import InvalidInput
+from .weat import InvalidInput
 
 TEST_NAME = "jackknife-t (delete-one-word, shared words paired)"
 

@@ -65,7 +65,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .core import InvalidInput, effect_size
+from .weat import InvalidInput, effect_size
 
 METHODS = ("auto", "nct", "gpq-words", "nct-words", "bootstrap-percentile", "bootstrap-basic", "bootstrap-bca")
 
