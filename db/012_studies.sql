@@ -12,6 +12,10 @@ ALTER TABLE results ADD COLUMN IF NOT EXISTS display VARCHAR;              -- th
 -- a permutation null stores its value with p NULL and the reason.
 ALTER TABLE results ADD COLUMN IF NOT EXISTS metric VARCHAR DEFAULT 'weat';
 ALTER TABLE results ADD COLUMN IF NOT EXISTS p_null_reason VARCHAR;
+-- The interval of d, always computed, and how (stats.intervals): attributes fixed, targets
+-- (a word with its sentences) the sampled units.
+ALTER TABLE results ADD COLUMN IF NOT EXISTS ci_method VARCHAR;
+ALTER TABLE results ADD COLUMN IF NOT EXISTS ci_scheme VARCHAR;
 
 -- Results taken out of every family (kept, and reversible: `stimkit results unretire`).
 CREATE TABLE IF NOT EXISTS result_retirements (

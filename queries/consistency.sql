@@ -1,7 +1,10 @@
--- Consistency checks over `family`: every comparison the family allows, with a verdict.
---   verdict: consistent | violation | not comparable (reason says why)
+-- Consistency comparisons over `family`: every comparison the family allows, with what the
+-- decision heuristics see (`findings`). stimkit.analysis.checks turns them into verdicts:
+-- a violation must be a tested claim (the difference of the two d, tested on the results'
+-- stimuli; or both significant with opposite signs); the heuristics' findings become notes.
 --   heuristic: true where agreement is expected but not implied (the results may
 --   legitimately differ); false where the two tests measure the same association.
+--   missing: the partner test this comparison needs and the family lacks.
 -- Results are compared only under the same encoder, alternative and clustering.
 -- alpha: the significance level (default 0.01).
 -- ptext: p as printed, `<= floor` when p is the smallest its procedure can give.
@@ -14,13 +17,12 @@ c7_c8 AS (
     SELECT 'C7 vs C8' AS check_name, false AS heuristic, s.encoder, p.t1 || ' / ' || p.t2 AS tests,
            list_value(r1.result_id, r2.result_id) AS result_ids,
            printf('d %.2f / %.2f, p %s / %s', r1.effect_size, r2.effect_size, ptext(r1.p_value, r1.min_p), ptext(r2.p_value, r2.min_p)) AS detail,
-           CASE WHEN r1.result_id IS NULL THEN 'no result for ' || p.t1
-                WHEN r2.result_id IS NULL THEN 'no result for ' || p.t2 END AS missing,
+           CASE WHEN r1.result_id IS NULL THEN p.t1 WHEN r2.result_id IS NULL THEN p.t2 END AS missing,
            concat_ws('; ',
                CASE WHEN (r1.p_value <= a) <> (r2.p_value <= a) THEN 'different decision at alpha' END,
                CASE WHEN abs(log10(r1.p_value) - log10(r2.p_value)) >= 2 THEN 'p-values 2+ orders of magnitude apart' END,
                CASE WHEN sign(r1.effect_size) <> sign(r2.effect_size) THEN 'opposite signs of d' END,
-               CASE WHEN abs(r1.effect_size - r2.effect_size) >= 0.5 THEN 'd differs by 0.5 or more' END) AS violation
+               CASE WHEN abs(r1.effect_size - r2.effect_size) >= 0.5 THEN 'd differs by 0.5 or more' END) AS findings
     FROM (VALUES ('weat7', 'weat8'), ('weat7b', 'weat8b'), ('sent-weat7', 'sent-weat8'), ('sent-weat7b', 'sent-weat8b')) p(t1, t2)
     CROSS JOIN setting s CROSS JOIN alpha
     LEFT JOIN r r1 ON r1.test = p.t1 AND r1.fingerprint = s.fingerprint AND r1.alternative IS NOT DISTINCT FROM s.alternative AND r1.clustered IS NOT DISTINCT FROM s.clustered
@@ -34,12 +36,11 @@ c345 AS (
            pre || 'weat3 / ' || pre || 'weat4 / ' || pre || 'weat5' AS tests,
            list_value(r3.result_id, r4.result_id, r5.result_id) AS result_ids,
            printf('p %s / %s / %s', ptext(r3.p_value, r3.min_p), ptext(r4.p_value, r4.min_p), ptext(r5.p_value, r5.min_p)) AS detail,
-           CASE WHEN r3.result_id IS NULL THEN 'no result for ' || pre || 'weat3'
-                WHEN r4.result_id IS NULL THEN 'no result for ' || pre || 'weat4'
-                WHEN r5.result_id IS NULL THEN 'no result for ' || pre || 'weat5' END AS missing,
+           CASE WHEN r3.result_id IS NULL THEN pre || 'weat3' WHEN r4.result_id IS NULL THEN pre || 'weat4'
+                WHEN r5.result_id IS NULL THEN pre || 'weat5' END AS missing,
            concat_ws('; ',
                CASE WHEN r4.p_value < r3.p_value THEN 'p falls from C3 to C4' END,
-               CASE WHEN r5.p_value < r4.p_value THEN 'p falls from C4 to C5' END) AS violation
+               CASE WHEN r5.p_value < r4.p_value THEN 'p falls from C4 to C5' END) AS findings
     FROM (VALUES (''), ('sent-')) prefix(pre) CROSS JOIN setting s
     LEFT JOIN r r3 ON r3.test = pre || 'weat3' AND r3.fingerprint = s.fingerprint AND r3.alternative IS NOT DISTINCT FROM s.alternative AND r3.clustered IS NOT DISTINCT FROM s.clustered
     LEFT JOIN r r4 ON r4.test = pre || 'weat4' AND r4.fingerprint = s.fingerprint AND r4.alternative IS NOT DISTINCT FROM s.alternative AND r4.clustered IS NOT DISTINCT FROM s.clustered
@@ -56,11 +57,10 @@ word_sentence AS (
     SELECT 'word vs sentence' AS check_name, true AS heuristic, t.encoder, t.word_test || ' / sent-' || t.word_test AS tests,
            list_value(w.result_id, s.result_id) AS result_ids,
            printf('d %.2f / %.2f, p %s / %s', w.effect_size, s.effect_size, ptext(w.p_value, w.min_p), ptext(s.p_value, s.min_p)) AS detail,
-           CASE WHEN w.result_id IS NULL THEN 'no result for ' || t.word_test
-                WHEN s.result_id IS NULL THEN 'no result for sent-' || t.word_test END AS missing,
+           CASE WHEN w.result_id IS NULL THEN t.word_test WHEN s.result_id IS NULL THEN 'sent-' || t.word_test END AS missing,
            concat_ws('; ',
                CASE WHEN (w.p_value <= a) <> (s.p_value <= a) THEN 'different decision at alpha' END,
-               CASE WHEN sign(w.effect_size) <> sign(s.effect_size) THEN 'opposite signs of d' END) AS violation
+               CASE WHEN sign(w.effect_size) <> sign(s.effect_size) THEN 'opposite signs of d' END) AS findings
     FROM word_tests t CROSS JOIN alpha
     LEFT JOIN r w ON w.test = t.word_test AND w.fingerprint = t.fingerprint AND w.alternative IS NOT DISTINCT FROM t.alternative AND w.clustered IS NOT DISTINCT FROM t.clustered
     LEFT JOIN r s ON s.test = 'sent-' || t.word_test AND s.fingerprint = t.fingerprint AND s.alternative IS NOT DISTINCT FROM t.alternative AND s.clustered IS NOT DISTINCT FROM t.clustered
@@ -77,16 +77,13 @@ across AS (
            concat_ws('; ',
                CASE WHEN count(*) FILTER (effect_size > 0 AND p_value <= a) > 0
                      AND count(*) FILTER (effect_size < 0) > 0 THEN 'significant d > 0 for some encoders, d < 0 for others' END,
-               CASE WHEN count(*) FILTER (p_value <= a) NOT IN (0, count(*)) THEN 'significant for some encoders only' END) AS violation
+               CASE WHEN count(*) FILTER (p_value <= a) NOT IN (0, count(*)) THEN 'significant for some encoders only' END) AS findings
     FROM r, alpha
     GROUP BY test, alternative, clustered, a
     HAVING count(DISTINCT fingerprint) > 1
 )
 
-SELECT check_name, heuristic, encoder, tests,
-       CASE WHEN missing IS NOT NULL THEN 'not comparable' WHEN violation <> '' THEN 'violation' ELSE 'consistent' END AS verdict,
-       CASE WHEN missing IS NOT NULL THEN missing || ' with this encoder in the family' ELSE nullif(violation, '') END AS reason,
-       CASE WHEN missing IS NULL THEN detail END AS detail,
+SELECT check_name, heuristic, encoder, tests, missing, nullif(findings, '') AS findings, detail,
        list_filter(result_ids, lambda x: x IS NOT NULL) AS result_ids
 FROM (
     SELECT * FROM c7_c8 UNION ALL SELECT * FROM c345 UNION ALL SELECT * FROM word_sentence UNION ALL SELECT * FROM across

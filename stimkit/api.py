@@ -58,7 +58,7 @@ class WeatResult:
     min_p: float | None            # the smallest p this procedure can give
     associations: np.ndarray       # s(w, A, B) per target, X first
     null_distribution: np.ndarray | None = None  # the statistic under the null (sampled or parametric draws)
-    ci: tuple[float, float] | None = None        # bootstrap percentile CI for d
+    ci: tuple[float, float] | None = None        # interval for d (stats.intervals: noncentral t, attributes fixed)
 
 
 def weat(X, Y, A, B, *, method: str = "auto", alternative: str = "greater", n_samples: int = DEFAULT_BUDGET,
@@ -88,12 +88,14 @@ def weat(X, Y, A, B, *, method: str = "auto", alternative: str = "greater", n_sa
     null = None
     if pv.null is not None:  # subset sums of X_i -> the statistic
         null = 2 * pv.null - total if nx == ny else pv.null / nx - (total - pv.null) / ny
-    ci = None
-    if bootstrap:
-        W = stats.unit_rows(np.concatenate([X, Y]))
-        ci = stats.bootstrap_d(W @ stats.unit_rows(A).T, W @ stats.unit_rows(B).T, nx, bootstrap,
-                               rng_for(seed, "weat", "bootstrap") if seed is not None else np.random.default_rng(),
-                               ci_level, ddof)
+    from .stats.intervals import effect_size_ci
+
+    try:  # attributes fixed, targets sampled (stats.intervals); bootstrap=N: BCa over the targets
+        iv = effect_size_ci(sx, sy, ci_level, None, "bootstrap-bca" if bootstrap else "auto", ddof,
+                            rng_for(seed if seed is not None else 0, "weat", "interval"), n_resamples=bootstrap or 9999)
+        ci = (iv.low, iv.high)
+    except stats.InvalidInput:
+        ci = None
     statistic = stats.test_statistic(sx, sy) if nx == ny else float(sx.mean() - sy.mean())
     return WeatResult(statistic, stats.effect_size(sx, sy, ddof), pv.p, pv.method, pv.partitions, pv.min_p, s, null, ci)
 
@@ -437,8 +439,10 @@ class Store:
     def check(self, where: str | None = None, run: str | None = None, alpha: float = 0.01,
               include_stale: bool = False) -> pl.DataFrame:
         """Every consistency comparison the family allows, with its verdict."""
+        from .analysis import checks
+
         self.family = analysis.define_family(self.con, where, alpha, run, allow_empty=True, include_stale=include_stale)
-        return analysis.consistency(self.con)
+        return checks.consistency(self.con, alpha)
 
     def check_metrics(self, where: str | None = None, run: str | None = None, alpha: float = 0.01,
                       include_stale: bool = False) -> tuple[pl.DataFrame, pl.DataFrame]:

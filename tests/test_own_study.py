@@ -200,3 +200,24 @@ def test_the_report_s_rerun_line_is_pinned_to_set_versions_and_reproduces_the_re
     with stimkit.open(path) as s:
         again = s.query("SELECT effect_size, p_value, n_x, n_y FROM results ORDER BY created_at DESC LIMIT 1").row(0)
     assert again == (res.effect_size, res.p_value, res.n_x, res.n_y)
+
+
+def test_check_tests_differences_instead_of_comparing_decisions(catalog_db, tmp_path):
+    """On the catalog with GloVe: two same-direction effects on either side of alpha
+    (weat6b / sent-weat6b) and two non-significant effects of opposite sign (weat3b /
+    sent-weat3b) are notes, not violations; every violation names the test that found it."""
+    path = tmp_path / "s.duckdb"
+    shutil.copy(catalog_db, path)
+    with stimkit.open(path) as s:
+        s.test(["weat3b", "sent-weat3b", "weat6b", "sent-weat6b", "weat7", "weat8"], encoders=["glove-6b-50d"])
+        df = s.check()
+    by = {row["tests"]: row for row in df.iter_rows(named=True)}
+    six = by["weat6b / sent-weat6b"]
+    assert six["verdict"] == "note" and "different decisions at alpha" in six["reason"] and six["diff_p"] > 0.01
+    assert by["weat3b / sent-weat3b"]["verdict"] == "note" and "opposite signs" in by["weat3b / sent-weat3b"]["reason"]
+    assert set(df["verdict"].to_list()) <= {"consistent", "note", "violation", "not comparable"}
+    for row in df.filter(df["verdict"] == "violation").iter_rows(named=True):
+        assert row["test_used"] and (row["diff_p"] is None or row["diff_p"] <= 0.01)
+    # a partner that is missing is named
+    missing = [r for r in by.values() if r["verdict"] == "not comparable"]
+    assert all("no result for" in r["reason"] or "differs in" in r["reason"] for r in missing)

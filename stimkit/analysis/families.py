@@ -133,8 +133,3 @@ def corrected(con, method: str) -> pl.DataFrame:
     # In SQL rather than polars: a polars literal imports numpy, a tenth of `results`' start-up.
     # DuckDB keeps the subquery's ORDER BY through this projection.
     return run_sql(con, f"SELECT *, min_p IS NULL OR min_p <= getvariable('alpha') AS can_reject FROM ({sql.strip().rstrip(';')})")
-
-
-def consistency(con) -> pl.DataFrame:
-    """Every comparison the family allows, with its verdict (queries/consistency.sql)."""
-    return run_sql(con, named_query("consistency"))

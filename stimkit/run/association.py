@@ -18,6 +18,7 @@ from ..encoders.embeddings import load, stimuli_of
 from ..errors import InputError
 from ..seeding import rng_for
 from ..stats import sampler
+from ..stats.intervals import effect_size_ci
 from ..stimuli.balance import balance
 from .options import Options
 from .plan import PlannedTest
@@ -93,12 +94,15 @@ def compute(prep: Prepared, opts: Options, test_name: str, fingerprint: str, enc
         pv = stats.clustered_p(s, groups, n_groups_x, opts.alternative, opts.budget, rng, opts.method)
     else:
         pv = stats.permutation_p(s, len(X), opts.alternative, opts.method, opts.budget, rng)
-    ci = (None, None)
-    if opts.bootstrap:  # resampling attributes needs every cosine
-        W = stats.unit_rows(np.concatenate([X, Y]))
-        sim_a, sim_b = W @ stats.unit_rows(A).T, W @ stats.unit_rows(B).T
-        ci = stats.bootstrap_d(sim_a, sim_b, len(X), opts.bootstrap, rng_for(opts.seed, test_name, fingerprint, "bootstrap"),
-                               opts.ci_level, opts.ddof, groups)
+    # The interval of d, attributes fixed as in the permutation test: targets are the sampled
+    # units, and in a sentence test a word with all its sentences is one unit (stats.intervals;
+    # coverage measured in bench/bench_coverage.py). --bootstrap N: BCa over the same units.
+    units = word_groups(prep.kept)[0] if "word" in prep.kept["x"].columns and "word" in prep.kept["y"].columns else None
+    try:
+        iv = effect_size_ci(sx, sy, opts.ci_level, units, "bootstrap-bca" if opts.bootstrap else "auto", opts.ddof,
+                            rng_for(opts.seed, test_name, fingerprint, "interval"), n_resamples=opts.bootstrap or 9999)
+    except stats.InvalidInput:  # no spread within X or Y: d's sampling error cannot be estimated
+        iv = None
     equal = len(X) == len(Y)
     return {
         "statistic": stats.test_statistic(sx, sy) if equal else float(sx.mean() - sy.mean()),
@@ -106,7 +110,7 @@ def compute(prep: Prepared, opts: Options, test_name: str, fingerprint: str, enc
         "effect_size": stats.effect_size(sx, sy, opts.ddof),
         "p_value": pv.p, "p_method": pv.method, "samples": pv.samples, "min_p": pv.min_p,
         "log10_partitions": log10(pv.partitions),
-        "association": s, "ci_low": ci[0], "ci_high": ci[1],
+        "association": s, "ci": iv,
     }
 
 
@@ -164,8 +168,9 @@ def result(run_id: str, planned: PlannedTest, enc: Encoder, prep: Prepared, opts
         statistic=out["statistic"], statistic_kind=out["statistic_kind"], effect_size=out["effect_size"],
         ddof=opts.ddof, p_value=out["p_value"], p_method=out["p_method"], budget=opts.budget, samples=out["samples"],
         min_p=out["min_p"], log10_partitions=out["log10_partitions"], alternative=opts.alternative, seed=opts.seed,
-        clustered=opts.clustered, ci_low=out["ci_low"], ci_high=out["ci_high"],
-        ci_level=opts.ci_level if opts.bootstrap else None, bootstrap=opts.bootstrap or None,
+        clustered=opts.clustered, ci_low=out["ci"].low if out["ci"] else None, ci_high=out["ci"].high if out["ci"] else None,
+        ci_level=opts.ci_level if out["ci"] else None, bootstrap=opts.bootstrap or None,
+        ci_method=out["ci"].method if out["ci"] else None, ci_scheme=out["ci"].scheme if out["ci"] else None,
         # which sampler drew the partitions: same seed and sampler, same p-value
         options=json.dumps({**asdict(opts), "sampler": sampler.NAME}), stimkit_version=__version__,
         seconds=time.perf_counter() - started, **spread_columns(cuts, opts.alpha),

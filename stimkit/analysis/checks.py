@@ -1,0 +1,103 @@
+"""Consistency checks that test instead of comparing decisions (May et al. 2019, section 6:
+C7 vs C8, C3/C4/C5; word vs sentence; one test across encoders).
+
+The difference between significant and not significant is not itself significant. A
+`violation` is a tested claim: the two effects differ beyond their joint uncertainty (the
+difference of d, tested on the two results' stored s(w) with shared words deleted together:
+stats.difference), or both are significant with opposite signs. What the decision
+heuristics see (decisions on either side of alpha, p orders apart) is a `note`.
+`not comparable` says which partner result is missing, and what the family holds instead.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from .. import store
+from ..stats import InvalidInput
+from ..stats.difference import classify, difference_test
+from .families import named_query, run_sql
+
+PAIRWISE = ("C7 vs C8", "word vs sentence")
+COLUMNS = ["check_name", "heuristic", "encoder", "tests", "verdict", "reason", "test_used", "diff_p", "detail",
+           "result_ids"]
+
+
+def consistency(con, alpha: float) -> pl.DataFrame:
+    """Every comparison the temp view `family` allows, with its verdict (consistent, note,
+    violation, not comparable), its reason, and the test used with its p where one ran."""
+    found = run_sql(con, named_query("consistency"))
+    if found.height == 0:
+        return pl.DataFrame(schema={c: (pl.Float64 if c == "diff_p" else pl.List(pl.String) if c == "result_ids"
+                                        else pl.Boolean if c == "heuristic" else pl.String) for c in COLUMNS})
+    ids = sorted({i for row in found["result_ids"].to_list() for i in row})
+    results = {r["result_id"]: r for r in store.frame(con, """
+        SELECT result_id, test, fingerprint, encoder, alternative, clustered, effect_size, p_value FROM family
+        WHERE result_id IN (SELECT unnest(?))""", [ids]).iter_rows(named=True)}
+    items = _target_scores(con, [i for row in found.filter(pl.col("check_name").is_in(PAIRWISE)).iter_rows(named=True)
+                                 for i in row["result_ids"]])
+    rows = []
+    for row in found.iter_rows(named=True):
+        verdict, reason, test_used, diff_p = _verdict(con, row, results, items, alpha)
+        rows.append({**{c: row[c] for c in ("check_name", "heuristic", "encoder", "tests", "detail", "result_ids")},
+                     "verdict": verdict, "reason": reason, "test_used": test_used, "diff_p": diff_p})
+    return pl.DataFrame(rows, schema_overrides={"diff_p": pl.Float64, "test_used": pl.String, "reason": pl.String,
+                                                "detail": pl.String}).select(COLUMNS)
+
+
+def _verdict(con, row: dict, results: dict, items: dict, alpha: float):
+    if row["missing"] is not None:
+        present = results[row["result_ids"][0]] if row["result_ids"] else None
+        return "not comparable", _partner(con, row["missing"], present), None, None
+    if row["check_name"] in PAIRWISE and len(row["result_ids"]) == 2:
+        a, b = (results[i] for i in row["result_ids"])
+        diff = None
+        if a["result_id"] in items and b["result_id"] in items:
+            (sx1, sy1, u1), (sx2, sy2, u2) = items[a["result_id"]], items[b["result_id"]]
+            try:
+                diff = difference_test(sx1, sy1, sx2, sy2, u1, u2)
+            except InvalidInput:  # too few words to estimate the difference's error
+                diff = None
+        v = classify(a["effect_size"], a["p_value"], b["effect_size"], b["p_value"], alpha, diff.p if diff else None)
+        return v.verdict, v.reason or None, diff.test if diff else None, diff.p if diff else None
+    if row["check_name"] == "across encoders":
+        group = [results[i] for i in row["result_ids"]]
+        up = sorted(r["encoder"] for r in group if r["p_value"] <= alpha and r["effect_size"] > 0)
+        down = sorted(r["encoder"] for r in group if r["p_value"] <= alpha and r["effect_size"] < 0)
+        if up and down:
+            return ("violation", f"significant with opposite signs: d > 0 on {', '.join(up)}, d < 0 on {', '.join(down)}",
+                    "each result's permutation test", None)
+    if row["findings"]:
+        return "note", row["findings"], None, None
+    return "consistent", None, None, None
+
+
+def _partner(con, missing: str, present: dict | None) -> str:
+    """Why the partner does not match: it is absent, or in the family under other settings."""
+    if present is None:
+        return f"no result for {missing} in the family"
+    others = store.frame(con, """
+        SELECT result_id, alternative, clustered FROM family WHERE test = ? AND fingerprint = ?""",
+                         [missing, present["fingerprint"]])
+    if others.height == 0:
+        return f"no result for {missing} with encoder {present['encoder']} in the family"
+    o = others.row(0, named=True)
+    differs = [f"{k} {o[k]} (here {present[k]})" for k in ("alternative", "clustered") if o[k] != present[k]]
+    return (f"found {o['result_id']} for {missing}, but it differs in " + ", ".join(differs)
+            + ": only results with the same settings are compared")
+
+
+def _target_scores(con, result_ids: list[str]) -> dict:
+    """Per result: s(w) of its X and Y stimuli that took part, and the word each belongs to."""
+    if not result_ids:
+        return {}
+    frame = store.frame(con, """
+        SELECT result_id, role, coalesce(word, stimulus) AS unit, association FROM result_items
+        WHERE result_id IN (SELECT unnest(?)) AND role IN ('X', 'Y') AND association IS NOT NULL
+        ORDER BY result_id, role, ordinal""", [sorted(set(result_ids))])
+    found = {}
+    for (rid,), part in frame.group_by(["result_id"], maintain_order=True):
+        x, y = part.filter(pl.col("role") == "X"), part.filter(pl.col("role") == "Y")
+        units = x["unit"].to_list() + y["unit"].to_list()
+        found[rid] = (x["association"].to_numpy(), y["association"].to_numpy(), units)
+    return found
