@@ -221,3 +221,16 @@ def test_check_tests_differences_instead_of_comparing_decisions(catalog_db, tmp_
     # a partner that is missing is named
     missing = [r for r in by.values() if r["verdict"] == "not comparable"]
     assert all("no result for" in r["reason"] or "differs in" in r["reason"] for r in missing)
+
+
+def test_a_family_that_mixes_set_versions_says_so(example, tmp_path):
+    with stimkit.open(tmp_path / "s.duckdb", **inputs(example)) as s:
+        s.test(["care-tech-gender"], encoders=["glove-6b-50d"], budget=500)
+        s.results()
+        assert s.family.mixed == () and s.family.mixed_note is None
+        lists = example / "wordlists" / "people.toml"
+        lists.write_text(lists.read_text().replace('"wife"]', '"wife", "lady"]'))
+        s.generate(["women"], ["word"], example / "wordlists")
+        s.test(["care-tech-gender"], encoders=["glove-6b-50d,pooling=token"], budget=500)
+        s.results(include_stale=True)
+        assert s.family.mixed == ("care-tech-gender",) and "different set versions" in s.family.mixed_note

@@ -27,10 +27,19 @@ class Family:
     run: str | None = None
     where: str | None = None
     stale: int = 0          # hypotheses left out because their set versions were superseded
+    mixed: tuple[str, ...] = ()  # tests whose results in the family ran on different set versions
 
     def as_dict(self) -> dict:
         return {"definition": self.definition, "m": self.m, "run": self.run, "where": self.where,
-                "stale_left_out": self.stale}
+                "stale_left_out": self.stale, "mixed_versions": list(self.mixed)}
+
+    @property
+    def mixed_note(self) -> str | None:
+        if not self.mixed:
+            return None
+        names = ", ".join(self.mixed[:5]) + (", ..." if len(self.mixed) > 5 else "")
+        return (f"{len(self.mixed)} test{'s' if len(self.mixed) != 1 else ''} compared across different set versions "
+                f"(their encoders did not all run on the same stimuli): {names}")
 
     @property
     def stale_note(self) -> str | None:
@@ -103,12 +112,15 @@ def define_family(con, where: str | None = None, alpha: float = 0.01, run: str |
         stale = 0 if include_stale else store.one(con, f"""
             SELECT count(DISTINCT hypothesis) FROM result_hypotheses WHERE {" AND ".join(conditions)} AND stale
             {f"AND ({where})" if where else ""}""")[0]
+        mixed = tuple(t for (t,) in store.rows(con, """
+            SELECT test FROM family GROUP BY test
+            HAVING count(DISTINCT array_to_string(list_sort(set_versions), ',')) > 1 ORDER BY test"""))
     except duckdb.Error as e:
         raise InputError(f"--where {where!r}: {usersql.first_line(e)}") from None
     if m == 0 and not allow_empty:
         raise InputError(f"no results in {definition} (run `stimkit test` first)"
                          + (f"; {stale} on superseded set versions (--include-stale)" if stale else ""))
-    return Family(definition, m, run_id, where, stale)
+    return Family(definition, m, run_id, where, stale, mixed)
 
 
 def named_query(name: str) -> str | None:

@@ -187,8 +187,9 @@ def results_cmd(
         df = store.results(where, run, correct, alpha, include_stale, kind)
         family = store.family
         err.print(f"family: {family.definition}; m = {family.m}; {correct} at alpha {alpha}", highlight=False)
-        if family.stale_note:
-            err.print(family.stale_note, highlight=False)
+        for note in (family.stale_note, family.mixed_note):
+            if note:
+                err.print(note, highlight=False)
         if layout:
             from ..catalog import tests as catalog
             from ..study import study
