@@ -355,7 +355,7 @@ class TransformerEncoder(Encoder):
             offsets = enc["offset_mapping"][i]
             pad = width - len(offsets) if left else 0
             for t, (a, b) in enumerate(offsets):
-                if b > a and a >= start and b <= end:
+                if b > a and b > start and a < end:  # overlaps the text (a byte-level token carries its space)
                     out[j, pad + t] = 1
         return out
 
