@@ -194,8 +194,11 @@ class TransformerEncoder(Encoder):
         """The model's files by content (weights, config, tokenizer: sha256, cached per file
         version) and the options that change vectors; never the path or the name it was given."""
         options = dict(self.options)
-        if self.layer.lstrip("-").isdigit() and int(self.layer) < 0 and self.n_layers() is not None:
-            options["layer"] = str(int(self.layer) + self.n_layers() + 1)  # -1 is L: one layer, one fingerprint
+        if self.layer.lstrip("-").isdigit() and self.n_layers() is not None:
+            index = int(self.layer) % (self.n_layers() + 1)  # -1 is L: one layer, one fingerprint
+            options["layer"] = str(index)
+            if index == self.n_layers():  # hidden_states[L] is the last hidden state: top
+                del options["layer"]
         content = {"kind": "transformer", "options": options, "dim": self.dim,
                    "transformers": version("transformers"), "torch": version("torch").split("+")[0]}
         folder = Path(self.model_id) if Path(self.model_id).is_dir() else None
