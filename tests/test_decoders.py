@@ -129,3 +129,17 @@ def test_device_map_without_accelerate_is_one_line(decoder):
     else:  # on a CPU-only machine accelerate places every layer on the CPU: the same vectors
         got = enc.encode(TEXTS, [None] * 4).vectors
         assert np.allclose(got, resolve(f"hf:{folder},pooling=last").encode(TEXTS, [None] * 4).vectors, atol=1e-5)
+
+
+def test_token_pooling_finds_the_word_on_either_padding_side(decoder):
+    folder, model, tok = decoder
+    texts = ["the nurse is kind", "a tulip", "the engineer is competent and very careful today"]
+    spans = [(4, 9), (2, 7), (4, 12)]  # nurse, tulip, engineer
+    got = {side: resolve(f'hf:{folder},pooling=token,subtoken=mean,padding={side},template="query: {{text}}"')
+           .encode(texts, spans).vectors for side in ("left", "right")}
+    assert np.allclose(got["left"], got["right"], atol=1e-5)
+    for text, (s, e), row in zip(texts, spans, got["left"]):
+        hidden, _ = by_hand(model, tok, "query: " + text)
+        offsets = tok("query: " + text, return_offsets_mapping=True)["offset_mapping"]
+        word = [i for i, (a, b) in enumerate(offsets) if b > a and a < e + 7 and b > s + 7]
+        assert word and np.allclose(row, hidden[word].mean(0), atol=1e-5)
