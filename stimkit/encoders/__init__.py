@@ -3,7 +3,8 @@
     glove-6b-50d                     GloVe 6B 50d (word vector / CBoW)
     minilm                           all-MiniLM-L6-v2 (mean pooling by default)
     use-m3                           Universal Sentence Encoder multilingual v3
-    hf:<model id or local path>      any transformers model
+    hf:<model id or local path>      any transformers model (encoder or decoder)
+    st:<model id or local path>      a sentence-transformers model, through its own pipeline
     vectors:<path>                   any word2vec / GloVe file
     import:<parquet or csv>          precomputed vectors
 
@@ -12,21 +13,70 @@ Options follow as `,key=value`: `minilm,pooling=cls`, `hf:gpt2,pooling=last`,
 Transformers also take `device=auto|cpu|cuda|cuda:N|mps`, `dtype=auto|float32|bfloat16|float16`,
 `batch_tokens=N` (padded tokens per forward pass) or `batch_size=N`, and `max_length=N`.
 
+Decoders take `pooling=last|eos` (the last real token whatever the padding side; eos appends
+the EOS token first), `padding=left|right`, `template="Instruct: ...\\nQuery: {text}"` or
+`prompt_text="query: "` (text around every stimulus) with `include_prompt=false` to leave the
+template's tokens out of mean/max pooling, and `device_map=auto` (needs accelerate) for a model
+larger than one GPU. `layer=all` sweeps every hidden layer in one forward pass: the vectors of
+each layer are stored under the fingerprint of `layer=<i>` (see `layers`).
+`st:` takes `prompt=<name>` (one of the model's named prompts) or `prompt_text="..."`.
+
+A value in double quotes may hold commas; inside it `\\"`, `\\\\` and `\\n` are a quote, a
+backslash and a line break. `NAME=SPEC` gives the encoder a display name (`MiniLM=minilm`),
+shown in tables and figures and never part of the fingerprint: the fingerprint is the content
+of the model (its files, and the options that change vectors), not the spec's spelling.
+
 Every option is checked here, when the encoder is built, without loading a model: a bad
 spec is one StimkitError line before anything is written to the store.
 """
 
 from __future__ import annotations
 
+import re
+
 from .. import StimkitError
-from .base import Encoded, Encoder
+from .base import Encoded, Encoder, EncoderWarning
 
 EMBEDDED = ("glove-6b-50d", "minilm", "use-m3")
-PREFIXES = ("hf:", "vectors:", "import:")
+PREFIXES = ("hf:", "st:", "vectors:", "import:")
+# NAME=SPEC: a display name has no ':', '/', ',', '=' or quote, so no spec is read as one
+DISPLAY = re.compile(r"\s*([^:/,=\"]+?)\s*=(?!=)(.+)", re.S)
+ESCAPES = {'"': '"', "\\": "\\", "n": "\n"}
+
+
+def split_display(spec: str) -> tuple[str | None, str]:
+    """`NAME=SPEC` -> (NAME, SPEC); a spec without a display name -> (None, spec)."""
+    match = DISPLAY.fullmatch(spec)
+    if match and "," not in match.group(1):
+        return match.group(1), match.group(2).strip()
+    return None, spec
+
+
+def _split_options(spec: str) -> list[str]:
+    """Split on commas outside double quotes; quoted parts lose their quotes and escapes."""
+    parts, current, quoted, i = [], [], False, 0
+    while i < len(spec):
+        c = spec[i]
+        if quoted and c == "\\" and i + 1 < len(spec) and spec[i + 1] in ESCAPES:
+            current.append(ESCAPES[spec[i + 1]])
+            i += 2
+            continue
+        if c == '"':
+            quoted = not quoted
+        elif c == "," and not quoted:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(c)
+        i += 1
+    if quoted:
+        raise StimkitError(f"encoder {spec!r}: a double quote is not closed")
+    parts.append("".join(current))
+    return parts
 
 
 def parse(spec: str) -> tuple[str, dict[str, str]]:
-    head, *opts = spec.split(",")
+    head, *opts = _split_options(spec) if '"' in spec else spec.split(",")
     options = {}
     for opt in opts:
         key, sep, value = opt.partition("=")
@@ -35,19 +85,29 @@ def parse(spec: str) -> tuple[str, dict[str, str]]:
             raise StimkitError(f"encoder {spec!r}: option {opt!r} is not key=value")
         if key in options:
             raise StimkitError(f"encoder {spec!r}: option {key!r} given twice")
-        options[key] = value.strip()
+        options[key] = value if '"' in spec and key in ("template", "prompt_text") else value.strip()
     return head.strip(), options
 
 
 def resolve(spec: str) -> Encoder:
+    display, inner = split_display(spec)
     try:
-        enc = _build(spec)
+        enc = _build(inner)
     except StimkitError as e:  # a spec with a line break in it still gives a one-line error
         if "\n" not in str(e):
             raise
         raise StimkitError(str(e).replace("\r", "\\r").replace("\n", "\\n")) from None
-    enc.requested = spec  # as the user wrote it: what a Ray worker rebuilds the encoder from
+    enc.requested = inner  # as the user wrote it: what a Ray worker rebuilds the encoder from
+    enc.display = display
     return enc
+
+
+def layers(enc: Encoder) -> list[Encoder]:
+    """The encoders whose vectors an encode of `enc` stores, one per result the run layer makes:
+    [enc] itself, or for `layer=all` one encoder per hidden layer (`layer=0` the embeddings ..
+    `layer=L` the top), each with the fingerprint of that single-layer spec. Encoding `enc`
+    (embeddings.encode_missing) fills all of them in one forward pass per batch."""
+    return enc.layer_encoders()
 
 
 def _build(spec: str) -> Encoder:
@@ -65,6 +125,9 @@ def _build(spec: str) -> Encoder:
         if head.startswith("hf:") and head[3:]:
             from .transformer import hf
             return hf(head[3:], **options)
+        if head.startswith("st:") and head[3:]:
+            from .sentence import st
+            return st(head[3:], **options)
         if head.startswith("vectors:") and head[8:]:
             from .wordvectors import vectors_file
             return vectors_file(head[8:], **options)
@@ -77,7 +140,7 @@ def _build(spec: str) -> Encoder:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise StimkitError(f"encoder {spec!r}: {first}") from None
     raise StimkitError(
-        f"unknown encoder {spec!r} (known: {', '.join(EMBEDDED)}, or hf:<model>, vectors:<file>, import:<file>)"
+        f"unknown encoder {spec!r} (known: {', '.join(EMBEDDED)}, or hf:<model>, st:<model>, vectors:<file>, import:<file>)"
     )
 
 
@@ -89,10 +152,16 @@ def token_variant(enc: Encoder | str) -> Encoder:
     Refused: sentence-only encoders (USE), imported vectors, and static word vectors, whose
     word has the same vector in every sentence, so c-word would repeat the word test
     (Tan & Celis 2019, Table 7: NA for CBoW)."""
+    from .sentence import SentenceTransformerEncoder
     from .transformer import TransformerEncoder
     from .wordvectors import WordVectorEncoder
 
     base = resolve(enc) if isinstance(enc, str) else enc
+    if isinstance(base, SentenceTransformerEncoder):  # its modules pool whole sentences
+        raise StimkitError(f"encoder {base.spec!r}: c-word is refused for a sentence-transformers pipeline (st:): "
+                           f"its modules pool the sentence; use hf:{base.model_id},pooling=token for its token vectors")
+    if base.layer == "all" if isinstance(base, TransformerEncoder) else False:
+        raise StimkitError(f"encoder {base.spec!r}: c-word takes one layer, not layer=all")
     if isinstance(base, WordVectorEncoder):
         raise StimkitError(f"encoder {base.spec!r}: c-word is not applicable to static word vectors "
                            "(a word's vector is the same in every sentence: run the word-level test)")
@@ -103,10 +172,11 @@ def token_variant(enc: Encoder | str) -> Encoder:
         variant = base
     else:
         options = {k: v for k, v in base.options.items() if k != "pooling"}
-        variant = TransformerEncoder(base.model_id, name=base.name, pooling="token", subtoken=base.subtoken,
-                                     batch_size=base.batch_size, **options)
+        variant = base.with_options(pooling="token", subtoken=base.subtoken)
     variant.base_spec = base.spec
+    variant.display = getattr(base, "_display", None)
     return variant
 
 
-__all__ = ["Encoded", "Encoder", "resolve", "parse", "token_variant", "EMBEDDED"]
+__all__ = ["Encoded", "Encoder", "EncoderWarning", "resolve", "parse", "split_display", "layers", "token_variant",
+           "EMBEDDED"]

@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Iterator
 
 import numpy as np
@@ -56,15 +57,40 @@ class Encoder:
         opts = "".join(f",{k}={v}" for k, v in sorted(self.options.items()))
         return f"{self.name}{opts}"
 
+    @property
+    def display(self) -> str:
+        """The name tables and figures show: the user's `NAME=` if given, else the spec. Never
+        part of the fingerprint."""
+        return getattr(self, "_display", None) or self.spec
+
+    @display.setter
+    def display(self, value: str | None) -> None:
+        self._display = value
+
     def details(self) -> dict:
+        """What the store records about the encoder (shown to people: names, paths, identity)."""
         return {"name": self.name, "dim": self.dim, "options": self.options, "identity": self.identity()}
+
+    def content(self) -> dict:
+        """What the fingerprint is made of: what decides the vectors. By default the details;
+        a model encoder gives its files' content and the options that change vectors instead,
+        so that two spellings of one model (`minilm`, `hf:<its folder>`) are one encoder."""
+        return self.details()
 
     @property
     def fingerprint(self) -> str:
         if getattr(self, "_fingerprint", None) is None:  # hashing weights is not free: once per encoder
-            blob = json.dumps(self.details(), sort_keys=True, default=str)
+            blob = json.dumps(self.content(), sort_keys=True, default=str)
             self._fingerprint = hashlib.sha256(blob.encode()).hexdigest()[:16]
         return self._fingerprint
+
+    def layer_encoders(self) -> list["Encoder"]:
+        """The encoders whose vectors one encode stores: itself, or one per layer for a layer sweep."""
+        return [self]
+
+
+class EncoderWarning(UserWarning):
+    """Something about an encoder a user should know, that does not stop it (one line)."""
 
 
 def file_identity(path, head_bytes: int = 1 << 20) -> dict:
@@ -79,6 +105,45 @@ def _file_identity(path: str, size: int, mtime_ns: int, head_bytes: int) -> tupl
     with open(path, "rb") as f:
         head = hashlib.sha256(f.read(head_bytes)).hexdigest()[:16]
     return (("file", os.path.basename(path)), ("size", size), ("head_sha256", head))
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("STIMKIT_CACHE", Path.home() / ".cache" / "stimkit"))
+
+
+def content_hash(path) -> str:
+    """The sha256 of a file's whole content, computed once per (path, size, mtime_ns) and kept in
+    the cache folder, so a model's fingerprint costs a stat per file after the first time. A
+    file in the Hugging Face hub cache is a link to a blob named by its hash: that name is used."""
+    real = os.path.realpath(path)
+    blob = os.path.basename(real)
+    if os.sep + "blobs" + os.sep in real and len(blob) in (40, 64) and all(c in "0123456789abcdef" for c in blob):
+        return blob  # content-addressed already (sha256 of LFS files, git sha1 of small ones)
+    st = os.stat(real)
+    return _content_hash(real, st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=1024)
+def _content_hash(real: str, size: int, mtime_ns: int) -> str:
+    key = hashlib.sha256(f"{real}|{size}|{mtime_ns}".encode()).hexdigest()[:32]
+    kept = cache_dir() / "hashes" / key
+    try:
+        return kept.read_text().strip()
+    except OSError:
+        pass
+    digest = hashlib.sha256()
+    with open(real, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 22), b""):
+            digest.update(chunk)
+    value = digest.hexdigest()
+    try:  # written whole then renamed: a reader never sees half a hash
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        tmp = kept.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(value)
+        os.replace(tmp, kept)
+    except OSError:  # a read-only cache only costs the hash again next time
+        pass
+    return value
 
 
 def positive_int(value, key: str, where: str) -> int:

@@ -27,7 +27,13 @@ def vector_table(dim: int) -> str:
 
 
 def register(con, enc: Encoder) -> str:
-    """Record the encoder and make sure its vector table exists; returns the fingerprint."""
+    """Record the encoder (each layer of a layer sweep) and make sure its vector table exists;
+    returns the fingerprint."""
+    targets = enc.layer_encoders()
+    if targets != [enc]:
+        for target in targets:
+            register(con, target)
+        return enc.fingerprint
     fp, dim, table = enc.fingerprint, enc.dim, vector_table(enc.dim)
     with store.transaction(con):
         con.execute(f"""
@@ -77,13 +83,19 @@ def keys(enc: Encoder, stimuli: pl.DataFrame) -> pl.DataFrame:
 
 
 def missing(con, enc: Encoder, items: pl.DataFrame) -> pl.DataFrame:
-    table, fp = vector_table(enc.dim), enc.fingerprint
+    """The items without a stored vector (for a layer sweep: without one in any of its layers)."""
+    table = vector_table(enc.dim)
+    fps = [e.fingerprint for e in enc.layer_encoders()]
     con.register("_wanted", items.to_arrow())
     try:
         return store.frame(con, f"""
             SELECT w.* FROM _wanted w
+            WHERE (SELECT count(*) FROM {table} e WHERE e.fingerprint IN ({", ".join("?" * len(fps))})
+                     AND e.text = w.text AND e.span_start = w.span_start AND e.span_end = w.span_end) < {len(fps)}""",
+            fps) if len(fps) > 1 else store.frame(con, f"""
+            SELECT w.* FROM _wanted w
             ANTI JOIN (SELECT text, span_start, span_end FROM {table} WHERE fingerprint = ?) e
-              USING (text, span_start, span_end)""", [fp])
+              USING (text, span_start, span_end)""", fps)
     finally:
         con.unregister("_wanted")
 
@@ -96,12 +108,19 @@ def _arrow_vectors(vectors: np.ndarray) -> pa.Array:
 
 
 def check_shape(enc: Encoder, batch: pl.DataFrame, encoded) -> None:
-    if encoded.vectors.shape != (batch.height, enc.dim):
-        raise StimkitError(f"encoder {enc.spec!r} returned shape {encoded.vectors.shape}, expected {(batch.height, enc.dim)}")
+    layers = len(enc.layer_encoders())
+    expected = (batch.height, layers, enc.dim) if layers > 1 else (batch.height, enc.dim)
+    if encoded.vectors.shape != expected:
+        raise StimkitError(f"encoder {enc.spec!r} returned shape {encoded.vectors.shape}, expected {expected}")
 
 
 def batch_table(enc: Encoder, batch: pl.DataFrame, encoded) -> pa.Table:
-    """One encoded batch as the Arrow rows of its vector table."""
+    """One encoded batch as the Arrow rows of its vector table (a layer sweep's vectors
+    (rows, layers, dim): the rows of every layer, each under its layer's fingerprint)."""
+    if encoded.vectors.ndim == 3:
+        return pa.concat_tables([
+            batch_table(target, batch, type(encoded)(encoded.vectors[:, i], encoded.oov, encoded.notes))
+            for i, target in enumerate(enc.layer_encoders())])
     return pa.table({
         "fingerprint": pa.array([enc.fingerprint] * batch.height, pa.string()),
         "text": batch["text"].to_arrow().cast(pa.string()),
@@ -113,12 +132,13 @@ def batch_table(enc: Encoder, batch: pl.DataFrame, encoded) -> pa.Table:
     })
 
 
-def append(con, dim: int, table: pa.Table) -> None:
-    """One Arrow append of any number of rows, in one transaction."""
+def append(con, dim: int, table: pa.Table, keep_stored: bool = False) -> None:
+    """One Arrow append of any number of rows, in one transaction. keep_stored: rows already
+    stored are left as they are (a layer sweep re-encodes a text some layers already have)."""
     con.register("_batch", table)
     try:
         with store.transaction(con):
-            con.execute(f"INSERT INTO {vector_table(dim)} (fingerprint, text, span_start, span_end, vector, oov, note) "
+            con.execute(f"INSERT {'OR IGNORE ' if keep_stored else ''}INTO {vector_table(dim)} (fingerprint, text, span_start, span_end, vector, oov, note) "
                         "SELECT fingerprint, text, span_start, span_end, vector, oov, note FROM _batch")
     finally:
         con.unregister("_batch")
@@ -135,6 +155,7 @@ class Writer:
     def __init__(self, con, enc: Encoder, total: int, progress: Callable[[int, int], None] | None = None,
                  queued: int = 8, path=None):
         self.enc, self.total, self.progress = enc, total, progress
+        self.sweep = len(enc.layer_encoders()) > 1
         self.written, self.error, self.thread = 0, None, None
         # Inside the caller's open transaction another connection would not see its uncommitted
         # tables, and the caller wants all or nothing anyway: append in line, on its connection.
@@ -151,7 +172,7 @@ class Writer:
     def put(self, keys: pl.DataFrame, encoded) -> None:
         check_shape(self.enc, keys, encoded)
         if self.inline:
-            append(self.cursor, self.enc.dim, batch_table(self.enc, keys, encoded))
+            append(self.cursor, self.enc.dim, batch_table(self.enc, keys, encoded), self.sweep)
             self._written(keys.height)
             return
         while True:
@@ -179,14 +200,14 @@ class Writer:
             try:  # Arrow conversion here too: it overlaps the next forward pass, which releases the GIL
                 rows = pa.concat_tables([batch_table(self.enc, keys, encoded) for keys, encoded in pending])
                 if self.path is None:
-                    append(self.cursor, self.enc.dim, rows)
+                    append(self.cursor, self.enc.dim, rows, self.sweep)
                 else:
                     con = store.connect(self.path)
                     try:
-                        append(con, self.enc.dim, rows)
+                        append(con, self.enc.dim, rows, self.sweep)
                     finally:
                         con.close()
-                self._written(rows.num_rows)
+                self._written(sum(keys.height for keys, _ in pending))
             except BaseException as e:  # surfaces in the encoding thread at its next put/close
                 self.error = e
 
@@ -221,8 +242,10 @@ def encode_missing(con, enc: Encoder, stimuli: pl.DataFrame, batch_size: int = 4
     """Encode what is not stored yet, `batch_size` texts handed to the encoder at a time (a
     transformer sorts and re-batches them by length inside). engine="ray" encodes on a Ray
     cluster (stimkit.encoders.ray_engine); the vectors are the same and only this process
-    writes to the store. Returns counts and timing."""
-    _check_engine(engine)
+    writes to the store. A layer sweep (`layer=all`) stores every layer's vectors, each under
+    the fingerprint of its single-layer encoder (`stimkit.encoders.layers(enc)`), from one
+    forward pass per batch. Returns counts and timing (`fingerprints`: one per layer stored)."""
+    _check_engine(engine, enc)
     register(con, enc)
     items = items_for(enc, stimuli)
     todo = missing(con, enc, items)
@@ -235,7 +258,7 @@ def encode_missing_released(path, enc: Encoder, stimuli: pl.DataFrame, batch_siz
     """encode_missing for a long encode: the store file is open only to find what is missing
     and for each append, so other processes can read it (`stimkit results` works) while the
     model runs. The caller must hold no connection to it."""
-    _check_engine(engine)
+    _check_engine(engine, enc)
     con = store.connect(path)
     try:
         register(con, enc)
@@ -246,9 +269,11 @@ def encode_missing_released(path, enc: Encoder, stimuli: pl.DataFrame, batch_siz
     return _encode(enc, items, todo, batch_size, engine, workers, lambda: Writer(None, enc, todo.height, progress, path=path))
 
 
-def _check_engine(engine: str) -> None:
+def _check_engine(engine: str, enc: Encoder | None = None) -> None:
     if engine not in ("local", "ray"):
         raise StimkitError(f"engine must be local or ray, not {engine!r}")
+    if engine == "ray" and enc is not None and len(enc.layer_encoders()) > 1:
+        raise StimkitError(f"encoder {enc.spec!r}: a layer sweep (layer=all) runs on the local engine")
 
 
 def _encode(enc: Encoder, items: pl.DataFrame, todo: pl.DataFrame, batch_size: int, engine: str, workers, make_writer) -> dict:
@@ -265,13 +290,17 @@ def _encode(enc: Encoder, items: pl.DataFrame, todo: pl.DataFrame, batch_size: i
                 writer.put(keys_, encoded)
         finally:
             writer.close()  # commits every batch encoded so far, interrupted or not
-    return {"encoder": enc.spec, "fingerprint": enc.fingerprint, "wanted": items.height,
+    return {"encoder": enc.spec, "fingerprint": enc.fingerprint,
+            "fingerprints": [e.fingerprint for e in enc.layer_encoders()], "wanted": items.height,
             "cached": items.height - todo.height, "encoded": todo.height, "seconds": time.perf_counter() - started}
 
 
 def load(con, enc: Encoder, stimuli: pl.DataFrame) -> tuple[np.ndarray, list[str | None]]:
     """Vectors for each stimulus row, in order: (float32 matrix with NaN rows where no vector, notes).
     One query and one Arrow transfer, no per-row Python."""
+    if len(enc.layer_encoders()) > 1:
+        raise StimkitError(f"encoder {enc.spec!r}: a layer sweep has one set of vectors per layer: "
+                           "load each of stimkit.encoders.layers(enc)")
     want = keys(enc, stimuli).with_row_index("row")
     con.register("_want", want.to_arrow())
     try:

@@ -1,11 +1,19 @@
 """Any Hugging Face transformers encoder or decoder (BERT, RoBERTa, GPT-2, ...), and MiniLM.
 
-Pooling:  cls (first token), mean / max (over non-padding tokens), last (last non-padding
-          token, as for GPT), token (the word of interest, found through the fast
+Pooling:  cls (first token), mean / max (over non-padding tokens), last (the last real
+          token, whether the batch is padded on the left or the right: as for GPT and the
+          decoder embedders), eos (an EOS token appended to every text, then its state: as
+          E5-Mistral and Qwen3-Embedding), token (the word of interest, found through the fast
           tokenizer's offsets: its first sub-token, as Tan & Celis 2019, or the mean of its
           sub-tokens with subtoken=mean).
 Layer:    top (the last hidden layer), sum or mean over all hidden layers including the
-          embedding layer (ELMo-style), or an integer index into hidden_states.
+          embedding layer (ELMo-style), an integer index into hidden_states, or all (a
+          sweep: one forward pass, every hidden state pooled, stored per layer).
+Padding:  auto (the tokenizer's own side), left or right; with left padding the position ids
+          count real tokens only, so a text's vector does not depend on its batch.
+Template: `template="Instruct: ...\nQuery: {text}"` (or `prompt_text="query: "`) wraps every
+          text; include_prompt=false leaves the template's tokens out of mean / max pooling
+          (the LLM2Vec / GritLM convention; sentence-transformers' include_prompt).
 Speed:    texts are tokenised once, sorted by length and cut into batches of about
           `batch_tokens` padded tokens (or `batch_size` texts), run under inference_mode on
           `device` in `dtype` (auto: bf16 on a GPU that has it, fp32 on CPU). The dtype is
@@ -29,23 +37,27 @@ import numpy as np
 
 from .. import StimkitError
 from . import device as devices
-from .base import Encoded, Encoder, Span, file_identity, positive_int
+from .base import Encoded, Encoder, EncoderWarning, Span, content_hash, file_identity, positive_int
 
-POOLINGS = ("cls", "mean", "max", "last", "token")
+POOLINGS = ("cls", "mean", "max", "last", "eos", "token")
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]{0,95}(/[A-Za-z0-9][\w.-]{0,95})?", re.ASCII)
 # What a tokenizer is made of, whichever of these a model folder has.
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt", "vocab.json",
-                   "merges.txt", "spiece.model", "sentencepiece.bpe.model", "added_tokens.json")
+                   "merges.txt", "spiece.model", "sentencepiece.bpe.model", "added_tokens.json", "chat_template.jinja")
 # Padded tokens per forward pass by default: enough to keep a GPU busy, small enough for CPU caches.
 BATCH_TOKENS = {"cpu": 1024, "cuda": 65536, "mps": 16384}
 # Texts tokenised, sorted and handed out together: the window over which sorting cuts padding.
 SORT_WINDOW = 16384
+BOOLEAN = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
 
 
 class TransformerEncoder(Encoder):
     def __init__(self, model: str, name: str | None = None, pooling: str = "mean", layer: str = "top",
                  subtoken: str = "first", batch_size: str | int | None = None, batch_tokens: str | int | None = None,
-                 max_length: str | int | None = None, device: str = "auto", dtype: str = "auto"):
+                 max_length: str | int | None = None, device: str = "auto", dtype: str = "auto",
+                 padding: str = "auto", template: str | None = None, prompt_text: str | None = None,
+                 include_prompt: str | bool = "true", device_map: str | None = None):
+        self._kwargs = {k: v for k, v in locals().items() if k not in ("self", "model", "__class__")}
         self.model_id = model
         self.name = name or f"hf:{model}"
         where = self.name
@@ -54,9 +66,27 @@ class TransformerEncoder(Encoder):
         if subtoken not in ("first", "mean"):
             raise StimkitError(f"encoder {where!r}: subtoken must be first or mean, not {subtoken!r}")
         layer = str(layer).strip()
-        if layer not in ("top", "sum", "mean") and not (layer.lstrip("-").isdigit() and layer.lstrip("-").isascii()):
-            raise StimkitError(f"encoder {where!r}: layer must be top, sum, mean or an index, not {layer!r}")
-        self.pooling, self.layer, self.subtoken = pooling, layer, subtoken
+        if layer not in ("top", "sum", "mean", "all") and not (layer.lstrip("-").isdigit() and layer.lstrip("-").isascii()):
+            raise StimkitError(f"encoder {where!r}: layer must be top, sum, mean or an index (or all: a sweep), not {layer!r}")
+        if padding not in ("auto", "left", "right"):
+            raise StimkitError(f"encoder {where!r}: padding must be auto, left or right, not {padding!r}")
+        if template is not None and prompt_text is not None:
+            raise StimkitError(f"encoder {where!r}: give template or prompt_text, not both")
+        if prompt_text is not None:
+            template = prompt_text + "{text}"
+        if template is not None and template.count("{text}") != 1:
+            raise StimkitError(f"encoder {where!r}: template must hold {{text}} once, not {template!r}")
+        if str(include_prompt).lower() not in BOOLEAN:
+            raise StimkitError(f"encoder {where!r}: include_prompt must be true or false, not {include_prompt!r}")
+        self.include_prompt = BOOLEAN[str(include_prompt).lower()]
+        if not self.include_prompt and template is None:
+            raise StimkitError(f"encoder {where!r}: include_prompt=false needs a template or prompt_text")
+        if not self.include_prompt and pooling not in ("mean", "max"):
+            raise StimkitError(f"encoder {where!r}: include_prompt=false applies to mean or max pooling, not {pooling}")
+        self.pooling, self.layer, self.subtoken, self.padding = pooling, layer, subtoken, padding
+        self.template = template
+        self.prefix, _, self.suffix = (template or "{text}").partition("{text}")
+        self.device_map = device_map or None
         self.batch_size = positive_int(batch_size, "batch_size", where) if batch_size is not None else None
         self.batch_tokens = positive_int(batch_tokens, "batch_tokens", where) if batch_tokens is not None else None
         self.device = devices.resolve_device(devices.check_device(device, where))
@@ -70,11 +100,26 @@ class TransformerEncoder(Encoder):
             self.options["max_length"] = positive_int(max_length, "max_length", where)
         if self.dtype != "float32":  # changes the vectors: a new fingerprint
             self.options["dtype"] = self.dtype
+        if template is not None:
+            self.options["template"] = template
+        if not self.include_prompt:
+            self.options["include_prompt"] = "false"
         self.uses_span = pooling == "token"
         self._loaded = None
         self._config_json = None
         if self._local_config() is not None:  # a local model: check the layer against it now
             self._check_layer()
+
+    def with_options(self, **changes) -> "TransformerEncoder":
+        """The same model with some options changed (the c-word variant, one layer of a sweep)."""
+        return TransformerEncoder(self.model_id, **{**self._kwargs, **changes})
+
+    @property
+    def spec(self) -> str:  # a template may hold commas and line breaks: quoted as parse reads it
+        def quote(v):
+            v = str(v)
+            return '"' + v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"' if set(v) & set(',"\n\\') else v
+        return self.name + "".join(f",{k}={quote(v)}" for k, v in sorted(self.options.items()))
 
     # --- what the model is, from its files (no torch) ---
 
@@ -109,10 +154,15 @@ class TransformerEncoder(Encoder):
                     raise StimkitError(f"encoder {self.name!r}: cannot read {path}: {e}") from None
         return self._config_json
 
+    def n_layers(self) -> int | None:
+        cfg = self.config()
+        cfg = cfg.get("text_config", cfg) if "num_hidden_layers" not in cfg else cfg
+        return cfg.get("num_hidden_layers", cfg.get("n_layer"))
+
     def _check_layer(self):
-        if self.layer in ("top", "sum", "mean"):
+        if self.layer in ("top", "sum", "mean", "all"):
             return
-        layers = self.config().get("num_hidden_layers", self.config().get("n_layer"))
+        layers = self.n_layers()
         if layers is not None and not -(layers + 1) <= int(self.layer) <= layers:
             raise StimkitError(f"encoder {self.name!r}: layer {self.layer} does not exist "
                                f"(hidden states 0..{layers}, or -1..-{layers + 1} from the top)")
@@ -140,6 +190,42 @@ class TransformerEncoder(Encoder):
             ident["commit"] = local.parent.name if local is not None else self.config().get("_commit_hash")
         return ident
 
+    def content(self) -> dict:
+        """The model's files by content (weights, config, tokenizer: sha256, cached per file
+        version) and the options that change vectors; never the path or the name it was given."""
+        options = dict(self.options)
+        if self.layer.lstrip("-").isdigit() and self.n_layers() is not None:
+            index = int(self.layer) % (self.n_layers() + 1)  # -1 is L: one layer, one fingerprint
+            options["layer"] = str(index)
+            if index == self.n_layers():  # hidden_states[L] is the last hidden state: top
+                del options["layer"]
+        content = {"kind": "transformer", "options": options, "dim": self.dim,
+                   "transformers": version("transformers"), "torch": version("torch").split("+")[0]}
+        folder = Path(self.model_id) if Path(self.model_id).is_dir() else None
+        if folder is None and self._local_config() is not None:
+            folder = self._local_config().parent  # a hub snapshot: its files are links to hashed blobs
+        if folder is None:
+            content["commit"] = self.config().get("_commit_hash")
+            return content
+        weights = sorted(folder.glob("*.safetensors")) or sorted(folder.glob("*.bin"))
+        files = weights + [folder / f for f in ("config.json", *TOKENIZER_FILES) if (folder / f).is_file()]
+        content["files"] = {f.name: content_hash(f) for f in files}
+        return content
+
+    def layer_encoders(self) -> list[Encoder]:
+        if self.layer != "all":
+            return [self]
+        if self.n_layers() is None:
+            raise StimkitError(f"encoder {self.name!r}: layer=all needs the number of layers in config.json")
+        named = getattr(self, "_display", None)
+        out = []
+        for i in range(self.n_layers() + 1):
+            enc = self.with_options(layer=str(i))
+            enc.display = f"{named} layer {i}" if named else None
+            enc.requested = enc.spec
+            out.append(enc)
+        return out
+
     # --- the model ---
 
     def _load(self):
@@ -151,25 +237,43 @@ class TransformerEncoder(Encoder):
             hf_logging.set_verbosity_error()
             hf_logging.disable_progress_bar()
             device = devices.torch_device(self.device)
+            kwargs = {"dtype": getattr(torch, self.dtype)}
+            if self.device_map:  # shards the model over every visible GPU (and CPU): accelerate places it
+                import importlib.util
+
+                if importlib.util.find_spec("accelerate") is None:
+                    raise StimkitError(f"encoder {self.name!r}: device_map={self.device_map} needs the package accelerate")
+                kwargs["device_map"] = self.device_map
             try:
                 tokenizer = AutoTokenizer.from_pretrained(self.model_id)
-                model = AutoModel.from_pretrained(self.model_id, dtype=getattr(torch, self.dtype))
+                model = AutoModel.from_pretrained(self.model_id, **kwargs)
             except (OSError, ValueError) as e:
                 first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
                 raise StimkitError(f"encoder {self.name!r}: cannot load model {self.model_id!r}: {first}") from None
-            if self.pooling == "token" and not tokenizer.is_fast:
-                raise StimkitError(f"encoder {self.name!r}: token pooling needs a fast tokenizer (offsets)")
+            if (self.pooling == "token" or not self.include_prompt) and not tokenizer.is_fast:
+                raise StimkitError(f"encoder {self.name!r}: {self.pooling} pooling here needs a fast tokenizer (offsets)")
+            if self.pooling == "eos" and tokenizer.eos_token_id is None:
+                raise StimkitError(f"encoder {self.name!r}: pooling=eos, but the tokenizer has no EOS token")
             if tokenizer.pad_token is None:  # GPT-2 and other decoders
-                tokenizer.pad_token = tokenizer.eos_token
-            tokenizer.padding_side = "right"
-            model.to(device).eval()
+                tokenizer.pad_token = tokenizer.eos_token if tokenizer.eos_token is not None else tokenizer.unk_token
+            if self.padding != "auto":
+                tokenizer.padding_side = self.padding
+            if self.device_map:
+                device = next(model.parameters()).device  # inputs go where the embeddings are
+            else:
+                model.to(device)
+            model.eval()
             limit = getattr(model.config, "max_position_embeddings", None) or tokenizer.model_max_length
             limit = min(limit, tokenizer.model_max_length or limit)
-            self._loaded = (tokenizer, model, device, int(self.options.get("max_length", limit)))
-        return self._loaded
+            import inspect
+
+            positions = "position_ids" in inspect.signature(model.forward).parameters
+            self._loaded = (tokenizer, model, device, int(self.options.get("max_length", limit)), positions)
+        return self._loaded[:4]
 
     def encode(self, texts: list[str], spans: list[Span]) -> Encoded:
-        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        shape = (len(texts), self.n_layers() + 1, self.dim) if self.layer == "all" else (len(texts), self.dim)
+        out = np.empty(shape, dtype=np.float32)
         notes: list[str | None] = [None] * len(texts)
         for rows, got in self.encode_stream(texts, spans):
             out[rows] = got.vectors
@@ -183,38 +287,85 @@ class TransformerEncoder(Encoder):
             for rows, got in self._encode_window(texts[window], spans[window]):
                 yield rows + start, got
 
+    def _tokenize(self, tokenizer, texts, max_len):
+        """Token ids (unpadded), offsets where needed, and a note for each truncated text."""
+        wrapped = [self.prefix + t + self.suffix for t in texts] if self.template else texts
+        offsets = self.uses_span or not self.include_prompt
+        room = max_len - 1 if self.pooling == "eos" else max_len  # the EOS token goes after the text
+        enc = tokenizer(wrapped, truncation=True, max_length=room, return_offsets_mapping=offsets)
+        notes = [None] * len(texts)
+        at_limit = [i for i, row in enumerate(enc["input_ids"]) if len(row) >= room]
+        if at_limit:
+            full = tokenizer([wrapped[i] for i in at_limit], truncation=False)["input_ids"]
+            for i, row in zip(at_limit, full):
+                if len(row) > room:
+                    notes[i] = f"truncated from {len(row)} to {room} tokens"
+        enc = {k: list(v) for k, v in enc.items()}
+        if self.pooling == "eos":  # the embedding is the EOS token's state (E5-Mistral, Qwen3-Embedding)
+            eos = tokenizer.eos_token_id
+            for i, row in enumerate(enc["input_ids"]):
+                if not row or row[-1] != eos:
+                    for k in enc:
+                        enc[k][i] = list(enc[k][i]) + [eos if k == "input_ids" else (1 if k == "attention_mask" else
+                                                       (0, 0) if k == "offset_mapping" else 0)]
+        return enc, notes
+
     def _encode_window(self, texts, spans):
         import torch
 
         tokenizer, model, device, max_len = self._load()
-        # tokenised once, unpadded; only texts that hit the limit are tokenised again for their length
-        enc = tokenizer(texts, truncation=True, max_length=max_len, return_offsets_mapping=self.uses_span)
+        positions = self._loaded[4]
+        enc, notes = self._tokenize(tokenizer, texts, max_len)
         ids = enc["input_ids"]
-        notes = [None] * len(texts)
-        at_limit = [i for i, row in enumerate(ids) if len(row) >= max_len]
-        if at_limit:
-            full = tokenizer([texts[i] for i in at_limit], truncation=False)["input_ids"]
-            for i, row in zip(at_limit, full):
-                if len(row) > max_len:
-                    notes[i] = f"truncated from {len(row)} to {max_len} tokens"
         names = [k for k in tokenizer.model_input_names if k in enc]
+        left = tokenizer.padding_side == "left"
         pin = device.type == "cuda"
         for rows in length_batches([len(r) for r in ids], self.batch_tokens or BATCH_TOKENS.get(device.type, 4096),
                                    self.batch_size):
-            inputs = collate([[enc[k][i] for i in rows] for k in names], names, tokenizer.pad_token_id)
+            inputs = collate([[enc[k][i] for i in rows] for k in names], names, tokenizer.pad_token_id, left)
+            if left and positions:  # positions count real tokens only, so left pads do not shift them
+                inputs["position_ids"] = np.maximum(inputs["attention_mask"].cumsum(1) - 1, 0)
             inputs = {k: (torch.from_numpy(v).pin_memory() if pin else torch.from_numpy(v)).to(device, non_blocking=pin)
                       for k, v in inputs.items()}
             with torch.inference_mode():
                 result = model(**inputs, output_hidden_states=self.layer != "top")
-                hidden = self._layer(result).float()  # pool in fp32 whatever the model's dtype
-                mask = inputs["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+                mask = inputs["attention_mask"].unsqueeze(-1)
+                if not self.include_prompt:
+                    mask = mask * torch.from_numpy(self._text_mask(enc, rows, texts, inputs["attention_mask"].shape[1],
+                                                                   left)).to(device).unsqueeze(-1)
+                picked = None
                 if self.pooling == "token":
-                    picked = [span_tokens(enc["offset_mapping"][i], spans[i], texts[i], self.name) for i in rows]
-                    pooled = pool_tokens(hidden, picked, self.subtoken)
+                    shift = len(self.prefix)
+                    picked = [span_tokens(enc["offset_mapping"][i], (spans[i][0] + shift, spans[i][1] + shift)
+                                          if spans[i] is not None else None, texts[i], self.name) for i in rows]
+                    if left:
+                        width = inputs["attention_mask"].shape[1]
+                        picked = [[t + width - len(ids[i]) for t in p] for i, p in zip(rows, picked)]
+                if self.layer == "all":  # one forward pass, every layer pooled: (batch, layers + 1, dim)
+                    pooled = torch.stack([self._pool(h.float(), mask, picked) for h in result.hidden_states], 1)
                 else:
-                    pooled = pool(hidden, mask, self.pooling)
+                    pooled = self._pool(self._layer(result).float(), mask, picked)  # pool in fp32 whatever the dtype
                 vectors = pooled.cpu().numpy()
             yield np.asarray(rows), Encoded(vectors, notes=[notes[i] for i in rows])
+
+    def _text_mask(self, enc, rows, texts, width, left) -> np.ndarray:
+        """1 for the tokens of the stimulus itself, 0 for the template's and special tokens
+        (include_prompt=false), read from the fast tokenizer's character offsets."""
+        start = len(self.prefix)
+        out = np.zeros((len(rows), width), dtype=np.int64)
+        for j, i in enumerate(rows):
+            end = start + len(texts[i])
+            offsets = enc["offset_mapping"][i]
+            pad = width - len(offsets) if left else 0
+            for t, (a, b) in enumerate(offsets):
+                if b > a and b > start and a < end:  # overlaps the text (a byte-level token carries its space)
+                    out[j, pad + t] = 1
+        return out
+
+    def _pool(self, hidden, mask, picked):
+        if self.pooling == "token":
+            return pool_tokens(hidden, picked, self.subtoken)
+        return pool(hidden, mask.to(hidden.dtype), self.pooling)
 
     def _layer(self, result):
         import torch
@@ -246,15 +397,19 @@ def length_batches(lengths: list[int], batch_tokens: int, batch_size: int | None
     return batches
 
 
-def collate(columns: list[list[list[int]]], names: list[str], pad_id: int) -> dict[str, np.ndarray]:
-    """Right-pad token lists into int64 arrays: input ids with the pad id, everything else with 0."""
+def collate(columns: list[list[list[int]]], names: list[str], pad_id: int, left: bool = False) -> dict[str, np.ndarray]:
+    """Pad token lists (on the right, or the left) into int64 arrays: input ids with the pad id,
+    everything else with 0."""
     longest = max(len(r) for r in columns[0])
     arrays = {}
     for name, rows in zip(names, columns):
         fill = pad_id if name == "input_ids" else 0
         a = np.full((len(rows), longest), fill, dtype=np.int64)
         for j, r in enumerate(rows):
-            a[j, :len(r)] = r
+            if left:
+                a[j, longest - len(r):] = r
+            else:
+                a[j, :len(r)] = r
         arrays[name] = a
     return arrays
 
@@ -268,7 +423,11 @@ def pool(hidden, mask, pooling: str):
         return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1)
     if pooling == "max":
         return hidden.masked_fill(mask == 0, float("-inf")).max(1).values
-    last = mask.squeeze(-1).sum(1).long() - 1  # "last"
+    # "last", "eos": the last real token, wherever the padding is (the position of the largest
+    # index that the mask keeps)
+    keep = mask.squeeze(-1) > 0
+    index = torch.arange(keep.shape[1], device=keep.device).expand_as(keep)
+    last = torch.where(keep, index, -1).max(1).values.clamp(min=0)
     return hidden[torch.arange(hidden.shape[0], device=hidden.device), last]
 
 
@@ -311,6 +470,13 @@ def hf(model: str, **options) -> TransformerEncoder:
         raise StimkitError(f"encoder 'hf:{model}': no such model folder")
     elif not HUB_ID.fullmatch(model):
         raise StimkitError(f"encoder 'hf:{model}': not a model folder or hub id (name or org/name)")
+    if exists and (local / "modules.json").is_file():
+        import warnings
+
+        warnings.warn(EncoderWarning(
+            f"hf:{model} is a sentence-transformers model (modules.json): hf: pools its transformer stimkit's way; "
+            f"st:{model} uses the model's own pooling, Dense, Normalize and prompts"),
+            stacklevel=3)
     encoder = TransformerEncoder(model, **options)
     if not exists and encoder._local_config() is None:
         why = _no_hub()
