@@ -41,8 +41,10 @@ def main():
     args = parser.parse_args()
     from stimkit import store
     from stimkit.catalog.tests import default_specs, get
-    from stimkit.encoders import resolve
-    from stimkit.run.runner import Options, prepare
+    from stimkit.encoders.embeddings import encode_missing
+    from stimkit.run import plan as run_plan
+    from stimkit.run.association import prepare
+    from stimkit.run.options import Options
     from stimkit.stats import association, effect_size
     from stimkit.stats.centering import center
     from stimkit.stimuli import generate, wordlists
@@ -56,9 +58,12 @@ def main():
               f"{'cos raw':>7} {'cos mean':>8}")
         moves = []
         for spec in args.encoder or ["glove-6b-50d", "minilm"]:
-            enc = resolve(spec)
             for name in args.test or TESTS:
-                prep = prepare(con, get(con, name), enc, Options())
+                plan = run_plan.make(con, [get(con, name)], [spec], Options())  # the run's own path
+                for enc, stimuli in plan.encodings:
+                    encode_missing(con, enc, stimuli)
+                planned, enc = plan.pairs[0]
+                prep = prepare(con, planned, enc, planned.options)
                 X, Y, A, B = (prep.vectors[r] for r in ("x", "y", "a", "b"))
                 reference = np.concatenate([X, Y, A, B])
                 row = []
