@@ -16,6 +16,8 @@ ALTER TABLE results ADD COLUMN IF NOT EXISTS p_null_reason VARCHAR;
 -- (a word with its sentences) the sampled units.
 ALTER TABLE results ADD COLUMN IF NOT EXISTS ci_method VARCHAR;
 ALTER TABLE results ADD COLUMN IF NOT EXISTS ci_scheme VARCHAR;
+-- Centring before cosines (--center mean|abtt:K --center-ref ...): part of the hypothesis.
+ALTER TABLE results ADD COLUMN IF NOT EXISTS centering VARCHAR;
 
 -- Results taken out of every family (kept, and reversible: `stimkit results unretire`).
 CREATE TABLE IF NOT EXISTS result_retirements (
@@ -35,13 +37,14 @@ WHERE c.version <> u.version;
 
 -- Every result with the hypothesis it tests: the test on its stimuli (set versions), the
 -- encoder, context, alternative, balance, clustering, p-value procedure (exact and sampled
--- permutation p-values estimate the same p, so they are one procedure) and metric.
+-- permutation p-values estimate the same p, so they are one procedure), metric and centring.
 CREATE OR REPLACE VIEW result_hypotheses AS
 SELECT r.*,
        concat_ws(' | ', r.test, r.fingerprint, r.context, r.alternative, coalesce(r.balance, ''),
                  CASE WHEN r.clustered THEN 'clustered' ELSE 'items' END,
                  CASE WHEN r.p_method = 'parametric' THEN 'parametric' ELSE 'permutation' END,
-                 array_to_string(list_sort(r.set_versions), ','), coalesce(r.metric, 'weat')) AS hypothesis,
+                 array_to_string(list_sort(r.set_versions), ','), coalesce(r.metric, 'weat'),
+                 coalesce(r.centering, 'raw')) AS hypothesis,
        r.result_id IN (SELECT result_id FROM stale_results) AS stale,
        r.result_id IN (SELECT result_id FROM result_retirements) AS retired
 FROM results r;

@@ -74,3 +74,39 @@ def test_check_metrics_reports_sign_agreement_and_kendall_tau(store):
 def test_bad_metric_options_are_usage_errors(values, message):
     with pytest.raises(errors.UsageError, match=message):
         Options(**values)
+
+
+def test_a_layer_sweep_runs_the_test_on_every_layer_from_one_encode(store):
+    sweep = store.test(["weat6"], encoders=["minilm,layer=all"], budget=500)
+    assert len(sweep.results) == 7 and not sweep.failures  # embeddings + 6 layers
+    encoded = store.query("SELECT count(DISTINCT fingerprint) AS n FROM embeddings_384")["n"][0]
+    assert encoded == 7
+    for layer in (0, 3, 6):
+        (one,) = store.test(["weat6"], encoders=[f"minilm,layer={layer}"], budget=500).results
+        same = [r for r in sweep.results if r.fingerprint == one.fingerprint]
+        assert len(same) == 1 and same[0].effect_size == one.effect_size
+    # nothing new was encoded for the single layers: the sweep stored them
+    assert store.query("SELECT count(DISTINCT fingerprint) AS n FROM embeddings_384")["n"][0] == 7
+
+
+def test_centring_is_applied_before_cosines_and_is_part_of_the_hypothesis(store):
+    from stimkit.stats import association, effect_size
+    from stimkit.stats.centering import center
+
+    (raw,) = store.test(["weat6"], encoders=["glove-6b-50d"], budget=500).results
+    (centred,) = store.test(["weat6"], encoders=["glove-6b-50d"], budget=500, center="mean").results
+    assert centred.centering == "mean ref=test" and centred.effect_size != raw.effect_size
+    # by hand: the four sets' vectors, their mean removed, then WEAT's d
+    import polars as pl
+    items = store.query("SELECT role, stimulus FROM result_items WHERE result_id = $r ORDER BY role, ordinal",
+                        {"r": raw.result_id})
+    enc = resolve("glove-6b-50d")
+    frame = items.with_columns(span_start=pl.lit(None, pl.Int32), span_end=pl.lit(None, pl.Int32))
+    V = load(store.con, enc, frame)[0].astype(np.float64)
+    C = center(V, V[np.isfinite(V).all(axis=1)])
+    roles = items["role"].to_numpy()
+    X, Y, A, B = (C[roles == r] for r in "XYAB")
+    s = association(np.concatenate([X, Y]), A, B)
+    assert centred.effect_size == pytest.approx(effect_size(s[:len(X)], s[len(X):]), abs=1e-6)
+    store.results()
+    assert store.family.m == 2  # centred and raw are two hypotheses

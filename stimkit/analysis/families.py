@@ -16,7 +16,7 @@ from ..errors import InputError, UsageError
 from ..store import usersql
 
 CORRECTIONS = ("holm", "bonferroni", "bh", "by", "none")
-HYPOTHESIS = "test, encoder fingerprint, context, alternative, balance, clustering, p-value procedure, set versions, metric"
+HYPOTHESIS = "test, encoder fingerprint, context, alternative, balance, clustering, p-value procedure, set versions, metric, centring"
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,11 @@ MARKS = {(True, False): "✓", (False, True): "✗", (True, True): "▲"}  # (c-
 def table4(df: pl.DataFrame, alpha: float, order: list[str], encoders: list[str] | None = None) -> tuple[list[str], list[dict]]:
     """Tests x encoders with d and May et al.'s marks: * p <= alpha, ** still after correction,
     and a dagger where the test cannot reach p <= alpha at all."""
-    present = set(df["encoder"].to_list())
-    encoders = [e for e in (encoders or []) if e in present] + sorted(present - set(encoders or []))
+    # a column per encoder, headed by its display name where one was given (-e "MiniLM=minilm")
+    name = {r["encoder"]: r.get("display") or r["encoder"] for r in df.iter_rows(named=True)}
+    present = set(name.values())
+    wanted = [name.get(e, e) for e in (encoders or [])]
+    encoders = [e for e in dict.fromkeys(wanted) if e in present] + sorted(present - set(wanted))
     cells: dict[str, dict] = {}
     for r in df.iter_rows(named=True):
         if r.get("metric", "weat") != "weat":  # d is WEAT's; other metrics have scales of their own
@@ -37,7 +40,7 @@ def table4(df: pl.DataFrame, alpha: float, order: list[str], encoders: list[str]
         mark = "**" if r["rejected"] else ("*" if r["p_value"] <= alpha else "")
         if r.get("can_reject") is False:
             mark += "†"
-        cells.setdefault(r["test"], {"test": r["test"]})[r["encoder"]] = f"{r['effect_size']:+.2f}{mark}"
+        cells.setdefault(r["test"], {"test": r["test"]})[name[r["encoder"]]] = f"{r['effect_size']:+.2f}{mark}"
     rank = {t: i for i, t in enumerate(order)}
     rows = sorted(cells.values(), key=lambda c: (rank.get(c["test"], len(rank)), c["test"]))
     return ["test", *encoders], rows

@@ -110,6 +110,8 @@ def test_cmd(
     cut_seed: Annotated[int, typer.Option("--cut-seed", help="Which items balance=cut drops (default 0: fixed per test).")] = 0,
     cuts: Annotated[int, typer.Option("--cuts", min=1, help="Also run K independent cuts and store the spread of d and p.")] = 1,
     alpha: AlphaOption = 0.01,
+    center: Annotated[Optional[str], typer.Option("--center", help="Centre the vectors before cosines: mean | abtt:K (also remove the reference's top K directions).")] = None,
+    center_ref: Annotated[str, typer.Option("--center-ref", help="The centring reference: test (the test's own four sets) or a set name or SELECT.")] = "test",
     metric: Annotated[str, typer.Option("--metric", help="Association metrics, comma-separated: weat, gweat, ripa, rnd, semaxis, ect, rnsb, mac, same, direct_bias (one result each).")] = "weat",
     wordlist_dir: WordlistDirOption = None,
     template_dir: TemplateDirOption = None,
@@ -129,7 +131,7 @@ def test_cmd(
 
     opts = Options(budget=budget, method=method, alternative=alternative, seed=seed, clustered=clustered,
                    bootstrap=bootstrap, balance=balance, cut_seed=cut_seed, cuts=cuts, alpha=alpha,
-                   metrics=tuple(parse_metrics(metric)))
+                   metrics=tuple(parse_metrics(metric)), center=center, center_ref=center_ref)
     with open_store(wordlist_dir=wordlist_dir, template_dir=template_dir, override=override) as store:
         bar, callbacks = progress_callbacks(verbose)
         with bar:

@@ -40,11 +40,16 @@ class Prepared:
         return sum(self.unbalanced[r][0].height - self.kept[r].height for r in ("x", "y"))
 
 
-def prepare(con, planned: PlannedTest, enc: Encoder, opts: Options) -> Prepared:
-    """Read the vectors of the planned sets (one read for the four), drop stimuli without a
-    vector, and balance the targets."""
+def prepare(con, planned: PlannedTest, enc: Encoder, opts: Options, reference: pl.DataFrame | None = None) -> Prepared:
+    """Read the vectors of the planned sets (one read for the four), centre them if asked,
+    drop stimuli without a vector, and balance the targets."""
     test, sets = planned.test, planned.sets
     all_vectors, all_notes = load(con, enc, stimuli_of(sets.values()))
+    if opts.center is not None:  # before any cosine: the reference's mean (and top directions) removed
+        from ..stats.centering import center, parse_method
+
+        ref = all_vectors if reference is None else load(con, enc, stimuli_of([reference]))[0]
+        all_vectors = center(all_vectors, ref, *parse_method(opts.center)).astype(np.float32)
     frames, kept, vectors = {}, {}, {}
     start = 0
     for role in ROLES:
@@ -174,7 +179,7 @@ def result(run_id: str, planned: PlannedTest, enc: Encoder, prep: Prepared, opts
         # which sampler drew the partitions: same seed and sampler, same p-value
         options=json.dumps({**asdict(opts), "sampler": sampler.NAME}), stimkit_version=__version__,
         seconds=time.perf_counter() - started, **spread_columns(cuts, opts.alpha),
-        kind=kind, display=getattr(enc, "display", None),
+        kind=kind, display=getattr(enc, "_display", None), centering=opts.centering,
         items=items(result_id, prep, out["association"]), cut_rows=tuple(cuts),
     )
 
@@ -198,11 +203,12 @@ def items(result_id: str, prep: Prepared, association: np.ndarray) -> pl.DataFra
     return pl.concat(parts)
 
 
-def run_one(con, run_id: str, planned: PlannedTest, enc: Encoder, opts: Options, kind: str = "test") -> list[Result]:
+def run_one(con, run_id: str, planned: PlannedTest, enc: Encoder, opts: Options, kind: str = "test",
+            reference: pl.DataFrame | None = None) -> list[Result]:
     """Prepare once, then compute and store a result per metric (WEAT's with its items and
     cuts). The caller owns the transaction."""
     started = time.perf_counter()
-    prep = prepare(con, planned, enc, opts)
+    prep = prepare(con, planned, enc, opts, reference)
     found = []
     for name in opts.metrics:
         res = (result(run_id, planned, enc, prep, opts, started, kind) if name == "weat"
@@ -247,7 +253,8 @@ def metric_result(run_id: str, planned: PlannedTest, enc: Encoder, prep: Prepare
         log10_partitions=log10(pv.partitions) if pv else None, alternative=opts.alternative, seed=opts.seed,
         clustered=opts.clustered, ci_low=None, ci_high=None, ci_level=None, bootstrap=None,
         options=json.dumps({**asdict(opts), "sampler": sampler.NAME}), stimkit_version=__version__,
-        seconds=time.perf_counter() - started, kind=kind, display=getattr(enc, "display", None), metric=name,
+        seconds=time.perf_counter() - started, kind=kind, display=getattr(enc, "_display", None), metric=name,
+        centering=opts.centering,
         p_null_reason=reason, items=None, cut_rows=(),
     )
 

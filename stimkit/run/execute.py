@@ -38,7 +38,7 @@ def execute(con, plan: Plan, command: str, on_result=None, on_failure=None, fail
         run_id = store.start_run(con, command, plan.options.seed)
         for planned, enc in plan.pairs:
             try:
-                found = association.run_one(con, run_id, planned, enc, planned.options)
+                found = association.run_one(con, run_id, planned, enc, planned.options, reference=plan.reference)
             except StimkitError as e:
                 fail(planned.name, getattr(enc, "base_spec", enc.spec), e)
                 continue

@@ -9,6 +9,7 @@ from ..catalog.tests import TestDef
 from ..checks import check_alpha, check_level, limit
 from ..errors import UsageError
 from ..stats import ALTERNATIVES, METHODS
+from ..stats.centering import parse_method
 from ..stats.metrics import metric
 from ..stimuli.balance import BALANCE_POLICIES
 
@@ -45,6 +46,8 @@ class Options:
     cuts: int = 1                 # > 1: also run K independent cuts and store their spread
     alpha: float = 0.01           # for the share of cuts that reject, and the power warning
     metrics: tuple[str, ...] = ("weat",)  # association metrics (stats.metrics): one result each
+    center: str | None = None     # mean | abtt:K: remove the reference's mean (and top K directions) first
+    center_ref: str = "test"      # the reference: the test's own four sets, or a set name or SELECT
 
     def __post_init__(self):
         """Refuse values and combinations that have no meaning, before any work."""
@@ -74,8 +77,17 @@ class Options:
             raise UsageError("metrics must be a list of metric names (e.g. weat, ripa, ect)")
         for name in self.metrics:
             metric(name)  # an unknown name is one line naming the known ones
+        if self.center is not None:
+            parse_method(self.center)  # mean | abtt:K, or one line
+        if self.center is None and self.center_ref != "test":
+            raise UsageError("--center-ref names the reference of --center mean|abtt:K: give --center too")
         if self.cuts > 1 and self.metrics != ("weat",):
             raise UsageError("--cuts measures WEAT's d across cuts: run other metrics without --cuts")
+
+    @property
+    def centering(self) -> str | None:
+        """The centring as recorded on a result (part of its hypothesis): 'mean ref=test'."""
+        return None if self.center is None else f"{self.center} ref={self.center_ref}"
 
     def resolved(self, test: TestDef) -> Options:
         """The options one test runs under: its own alternative unless one was given."""

@@ -9,7 +9,7 @@ or re-fetches: encoding reads `Plan.encodings`, execution reads `Plan.pairs` and
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import comb
 from typing import Callable
 
@@ -17,12 +17,12 @@ import polars as pl
 
 from ..catalog.tests import TestDef, fetch_sets
 from ..catalog.wefat import ROLES as WEFAT_ROLES, WefatDef
-from ..encoders import Encoder, resolve
+from ..encoders import Encoder, layers, resolve
 from ..encoders.embeddings import stimuli_of
 from ..errors import StimkitError
 from ..stats import check_exact
 from ..stimuli.properties import PropertyTable, read_property
-from ..stimuli.sets import SetSpec, fetch, versions
+from ..stimuli.sets import SetSpec, fetch, set_sql, specs_of, versions
 from . import cword
 from .options import Options, WefatOptions
 from .rows import Failure
@@ -63,27 +63,36 @@ class Plan:
     notes: tuple[str, ...] = ()                           # what did not apply or was done for it
     n_tests: int = 0
     n_encoders: int = 0
+    # A layer sweep (layer=all) encodes once for all its layers: layer fingerprint -> the sweep
+    sweeps: dict[str, Encoder] = field(default_factory=dict)
+    reference: pl.DataFrame | None = None                 # --center-ref SET: its stimuli, selected once
+
+    def source(self, enc: Encoder) -> Encoder:
+        """The encoder that encodes what `enc` reads (a layer's sweep, or itself)."""
+        return self.sweeps.get(enc.fingerprint, enc)
 
     @property
     def encodings(self) -> list[tuple[Encoder, pl.DataFrame]]:
-        """Per encoder (c-word variants apart), the stimuli its pairs read: what to encode."""
+        """Per encoder (c-word variants apart; a layer sweep once), the stimuli its pairs read."""
         frames: dict[str, tuple[Encoder, list]] = {}
+        extra = [self.reference] if self.reference is not None else []
         for t, enc in self.pairs:
-            frames.setdefault(enc.fingerprint, (enc, []))[1].extend(t.sets.values())
+            frames.setdefault(self.source(enc).fingerprint, (self.source(enc), list(extra)))[1].extend(t.sets.values())
         for w, enc in self.wefats:
             frames.setdefault(enc.fingerprint, (enc, []))[1].extend(w.frames.values())
         return [(enc, stimuli_of(fs)) for enc, fs in frames.values()]
 
     def without(self, failed: dict[str, str]) -> tuple[Plan, list[Failure]]:
-        """The plan less the encoders (by fingerprint) that failed to encode, and their failures."""
+        """The plan less the encoders (by the fingerprint they encode with) that failed to
+        encode, and their failures."""
         if not failed:
             return self, []
-        gone = [Failure("*", getattr(e, "base_spec", e.spec), failed[e.fingerprint])
-                for e in {e.fingerprint: e for _, e in self.pairs + self.wefats}.values() if e.fingerprint in failed]
-        return Plan(self.options, self.tests, self.encoders,
-                    tuple(p for p in self.pairs if p[1].fingerprint not in failed),
-                    tuple(w for w in self.wefats if w[1].fingerprint not in failed), self.wefat_options,
-                    self.refused, self.notes, self.n_tests, self.n_encoders), gone
+        dead = lambda enc: self.source(enc).fingerprint in failed  # noqa: E731
+        gone = {self.source(e).fingerprint: Failure("*", getattr(e, "base_spec", self.source(e).spec),
+                                                    failed[self.source(e).fingerprint])
+                for _, e in self.pairs + self.wefats if dead(e)}
+        return replace(self, pairs=tuple(p for p in self.pairs if not dead(p[1])),
+                       wefats=tuple(w for w in self.wefats if not dead(w[1]))), list(gone.values())
 
 
 def refuse_early(test: TestDef, sets: dict[str, pl.DataFrame], opts: Options) -> None:
@@ -120,14 +129,21 @@ def make(con, tests: list[TestDef], encoder_specs: list[str], options: Options, 
     sets the tests name that the store lacks and returns notes (None: a missing set is the
     test's failure)."""
     refused, notes = [], []
-    encs = []
+    encs, sweeps = [], {}
     for spec in dict.fromkeys(encoder_specs):
         try:
-            encs.append(resolve(spec))
+            enc = resolve(spec)
         except StimkitError as e:
             refused.append(Failure("*", spec, first_line(e), e))
+            continue
+        each = layers(enc)  # layer=all: the test runs on every layer, from one forward pass
+        encs += each
+        if len(each) > 1:
+            sweeps.update((e.fingerprint, enc) for e in each)
     if encs and generate_missing is not None:
         wanted = [s for t in tests for s in t.set_specs()] + [s for w in wefats for s in w.set_specs()]
+        if options.center is not None and options.center_ref != "test":
+            wanted += specs_of([options.center_ref])
         notes += generate_missing(list(dict.fromkeys(wanted)))
 
     planned = []
@@ -162,7 +178,11 @@ def make(con, tests: list[TestDef], encoder_specs: list[str], options: Options, 
             refused.append(Failure(w.name, "*", first_line(e), e))
             continue
         planned_wefats.append(PlannedWefat(w, frames, values, table))
+    reference = None
+    if options.center is not None and options.center_ref != "test" and planned:
+        reference = fetch(con, set_sql(options.center_ref), "--center-ref", options.center_ref)
     return Plan(options, tuple(planned), tuple(encs), tuple(pairs),
-                tuple((w, enc) for enc in encs for w in planned_wefats), wefat_options or WefatOptions(),
-                tuple(refused), tuple(notes), len(tests) + len(wefats), len(list(dict.fromkeys(encoder_specs))))
+                tuple((w, enc) for enc in encs if enc.fingerprint not in sweeps for w in planned_wefats),
+                wefat_options or WefatOptions(), tuple(refused), tuple(notes), len(tests) + len(wefats),
+                len(list(dict.fromkeys(encoder_specs))), sweeps, reference)
 

@@ -67,6 +67,7 @@ class Result:
     metric: str = "weat"           # the association metric (stats.metrics); weat: effect_size is d
     ci_method: str | None = None   # how ci_low/ci_high were made: nct | gpq-words | bootstrap-bca
     ci_scheme: str | None = None   # what the interval models or resamples, in words
+    centering: str | None = None   # 'mean ref=test', 'abtt:1 ref=SET': vectors centred before cosines
     p_null_reason: str | None = None  # why p_value is NULL: the metric has no permutation null
     display: str | None = None     # the encoder's display name, if one was given
     items: pl.DataFrame | None = column(stored=False)        # result_items: one row per selected stimulus
