@@ -6,7 +6,10 @@ import pytest
 from typer.testing import CliRunner
 
 from stimkit import StimkitError, stats, store
-from stimkit.run import audit, runner
+from stimkit.encoders import embeddings
+from stimkit.run import audit, plan
+from stimkit.run.options import Options
+from stimkit.stats import audit as audit_stats
 from stimkit.catalog import tests as catalog
 from stimkit.stimuli import generate, wordlists
 from stimkit.cli import app
@@ -21,16 +24,25 @@ def glove():
     return resolve("glove-6b-50d")
 
 
-def run_audit(con, test, enc, template_set="may2019", seed=0, budget=2_000):
-    opts = runner.Options(budget=budget, seed=seed)
+def run_audit(con, test, enc, template_set="may2019", seed=0, budget=2_000, alpha=0.01):
+    """One audit in a run of its own: the re-templated test planned, its vectors encoded and
+    the audit stored in one transaction (a refused audit leaves the store as it was)."""
+    opts = Options(budget=budget, seed=seed)
+    t = catalog.get(con, test)
+    planned = plan.make(con, [audit.retemplate(t, template_set)], [enc.spec], opts)
+    if planned.refused:
+        raise planned.refused[0].as_error()
+    (pt,) = planned.tests
     with store.transaction(con):
-        run_id = runner.start_run(con, "audit", seed)
-        return audit.audit_one(con, run_id, catalog.get(con, test), enc, template_set, opts)
+        for e, stimuli in planned.encodings:
+            embeddings.encode_missing(con, e, stimuli)
+        run_id = store.start_run(con, "audit", seed)
+        return audit.audit_one(con, run_id, t, template_set, pt, enc, pt.options, alpha)
 
 
 def test_template_alone_equals_a_direct_computation(catalog_con, glove):
     a = run_audit(catalog_con, "sent-weat6", glove, budget=20_000)  # C(16, 8) = 12,870 <= budget: exact
-    rows = store.frame(catalog_con, "SELECT * FROM audit_templates WHERE audit_id = ?", [a["audit_id"]])
+    rows = store.frame(catalog_con, "SELECT * FROM audit_templates WHERE audit_id = ?", [a.audit_id])
     cell = rows.filter((pl.col("analysis") == "alone") & (pl.col("frame") == "The person's name is X.")).row(0, named=True)
     # by hand: encode the eight sentences per name list, score against the full attribute sets
     enc = lambda texts: glove.encode(texts, [None] * len(texts)).vectors  # noqa: E731
@@ -44,37 +56,37 @@ def test_template_alone_equals_a_direct_computation(catalog_con, glove):
     assert cell["effect_size"] == pytest.approx(stats.effect_size(s[:8], s[8:]), abs=1e-9)
     assert cell["p_value"] == pytest.approx(stats.permutation_p(s, 8).p)  # C(16, 8): exact, no seed involved
     assert cell["template_ids"] == ["may2019/name:9"]
-    assert cell["shift"] == pytest.approx(cell["effect_size"] - a["full_d"])
+    assert cell["shift"] == pytest.approx(cell["effect_size"] - a.full_d)
     # leave-one-out has one row per template, and the flip shares are the means of the flags
-    assert rows.filter(pl.col("analysis") == "left_out").height == a["n_templates"] == 8
+    assert rows.filter(pl.col("analysis") == "left_out").height == a.n_templates == 8
     alone = rows.filter((pl.col("analysis") == "alone") & pl.col("effect_size").is_not_null())
-    assert a["sign_flip_share"] == pytest.approx(alone["sign_flip"].mean())
-    assert a["decision_flip_share"] == pytest.approx(alone["decision_flip"].mean())
-    assert a["k_meta"] == 8 and a["tau2"] >= 0 and 0 <= a["i2"] <= 1
+    assert a.sign_flip_share == pytest.approx(alone["sign_flip"].mean())
+    assert a.decision_flip_share == pytest.approx(alone["decision_flip"].mean())
+    assert a.k_meta == 8 and a.tau2 >= 0 and 0 <= a.i2 <= 1
 
 
 def test_word_influence_equals_leaving_the_word_out(catalog_con, glove):
     a = run_audit(catalog_con, "sent-weat6", glove)
-    words = store.frame(catalog_con, "SELECT * FROM audit_words WHERE audit_id = ?", [a["audit_id"]])
+    words = store.frame(catalog_con, "SELECT * FROM audit_words WHERE audit_id = ?", [a.audit_id])
     assert set(words["role"]) == {"X", "Y", "A", "B"} and words.filter(pl.col("role") == "X").height == 8
     items = store.frame(catalog_con, "SELECT role, word, association FROM result_items WHERE result_id = ? AND role IN ('X','Y')",
-                        [a["audit_id"]])
+                        [a.audit_id])
     sx = items.filter((pl.col("role") == "X") & (pl.col("word") != "Greg"))["association"].to_numpy()
     sy = items.filter(pl.col("role") == "Y")["association"].to_numpy()
     greg = words.filter((pl.col("role") == "X") & (pl.col("word") == "Greg")).row(0, named=True)
     assert greg["n_stimuli"] == 8
     assert greg["d_without"] == pytest.approx(stats.effect_size(sx, sy), abs=1e-9)
-    assert greg["influence"] == pytest.approx(greg["d_without"] - a["full_d"])
+    assert greg["influence"] == pytest.approx(greg["d_without"] - a.full_d)
 
 
 def test_audit_is_reproducible_with_a_seed(catalog_con, glove):
     first = run_audit(catalog_con, "sent-weat9", glove, seed=5)
     second = run_audit(catalog_con, "sent-weat9", glove, seed=5)
     cols = ["frame", "analysis", "effect_size", "p_value"]
-    get = lambda a: store.frame(catalog_con, f"SELECT {', '.join(cols)} FROM audit_templates WHERE audit_id = ? ORDER BY ALL", [a["audit_id"]])  # noqa: E731
+    get = lambda a: store.frame(catalog_con, f"SELECT {', '.join(cols)} FROM audit_templates WHERE audit_id = ? ORDER BY ALL", [a.audit_id])  # noqa: E731
     assert get(first).equals(get(second))
-    assert {k: v for k, v in first.items() if k not in ("audit_id", "run_id")} == \
-           {k: v for k, v in second.items() if k not in ("audit_id", "run_id")}
+    assert {k: v for k, v in store.as_record(first).items() if k not in ("audit_id", "run_id")} == \
+           {k: v for k, v in store.as_record(second).items() if k not in ("audit_id", "run_id")}
 
 
 def test_one_template_set_is_refused_and_store_unchanged(catalog_con, glove):
@@ -97,13 +109,13 @@ def test_frames_join_templates_across_kinds():
 def test_mixed_kind_targets_meet_in_shared_frames(catalog_con, glove):
     a = run_audit(catalog_con, "sent-weat9", glove)  # adjectives against count nouns (and one adjective)
     rows = store.frame(catalog_con, "SELECT * FROM audit_templates WHERE audit_id = ? AND analysis = 'alone' "
-                                    "AND effect_size IS NOT NULL ORDER BY frame", [a["audit_id"]])
+                                    "AND effect_size IS NOT NULL ORDER BY frame", [a.audit_id])
     assert rows["frame"].to_list() == ["That is X.", "They are X.", "This is X."]
-    assert rows["n_x"].to_list() == [6, 6, 6] and a["k_meta"] == 3 and a["pooled_d"] is not None
+    assert rows["n_x"].to_list() == [6, 6, 6] and a.k_meta == 3 and a.pooled_d is not None
 
 
 def test_word_level_tests_are_refused(catalog_con):
-    with pytest.raises(StimkitError, match="has no may2019 sentence sets"):
+    with pytest.raises(StimkitError, match="has no template-rendered sets to re-template"):
         audit.retemplate(catalog.get(catalog_con, "weat1"), "past_tense")
 
 
@@ -143,7 +155,7 @@ def test_compare_of_one_template_set_is_refused_before_any_work(catalog_db, tmp_
     con.close()
     r = CliRunner().invoke(app, ["--db", str(db), "audit", "compare", "-t", "sent-weat6", "-e", "glove-6b-50d",
                                  "-s", "past_tense"])
-    assert r.exit_code == 1 and r.stderr.strip() == "error: compare needs at least two template sets"
+    assert r.exit_code == 2 and r.stderr.strip() == "error: compare needs at least two template sets"
     con = store.connect(db)
     assert snapshot(con) == before  # not even past_tense's sets were generated
     con.close()
@@ -151,7 +163,7 @@ def test_compare_of_one_template_set_is_refused_before_any_work(catalog_db, tmp_
 
 def test_frames_with_too_few_sentences_get_no_numbers():
     rng = np.random.default_rng(0)
-    cell = audit.subset_test(np.array([0.1, 0.2]), np.array([0.0, -0.1, 0.3]), "greater", 1000, rng)
+    cell = audit_stats.subset_test(np.array([0.1, 0.2]), np.array([0.0, -0.1, 0.3]), "greater", 1000, rng)
     assert cell.d is None and cell.note == "fewer than 3 sentences in a target"
-    cell = audit.subset_test(np.array([0.1, 0.2, 0.4, 0.3]), np.array([0.0, -0.1, 0.3]), "greater", 1000, rng)
+    cell = audit_stats.subset_test(np.array([0.1, 0.2, 0.4, 0.3]), np.array([0.0, -0.1, 0.3]), "greater", 1000, rng)
     assert cell.n_x == cell.n_y == 3 and cell.d is not None  # the larger target is cut to 3

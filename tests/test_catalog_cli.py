@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 from stimkit import StimkitError, store
 from stimkit.catalog import tests as catalog, sentbias
 from stimkit.cli import app
+from stimkit.stimuli.balance import balance
 
 from conftest import REFERENCE, published, snapshot
 
@@ -49,21 +50,22 @@ def test_generate_then_sets_and_catalog(tmp_path):
     assert "(73 stimuli)" in r.output and "physical_disease@may2019" in r.output
 
 
-@pytest.mark.parametrize("args, message", [
-    (["catalog", "show", "weat99"], "unknown test 'weat99'"),
-    (["generate", "-w", "nosuchlist"], "unknown word list 'nosuchlist'"),
-    (["generate", "-w", "flowers", "-t", "nosuchset"], "unknown template set 'nosuchset'"),
-    (["generate", "-w", "flowers", "-t", "heilman/nosuchfile"], "has no template file 'nosuchfile'"),
-    (["export", "sentbias", "OUT", "--test", "nosuch"], "unknown test 'nosuch'"),
-    (["import", "sentbias", "EMPTY"], "no .jsonl or .json files"),
+@pytest.mark.parametrize("args, message, code", [
+    # an unknown test is a usage error (exit 2); bad inputs (lists, templates, files) exit 1
+    (["catalog", "show", "weat99"], "unknown test 'weat99'", 2),
+    (["generate", "-w", "nosuchlist"], "unknown word list 'nosuchlist'", 1),
+    (["generate", "-w", "flowers", "-t", "nosuchset"], "unknown template set 'nosuchset'", 1),
+    (["generate", "-w", "flowers", "-t", "heilman/nosuchfile"], "has no template file 'nosuchfile'", 1),
+    (["export", "sentbias", "OUT", "--test", "nosuch"], "unknown test 'nosuch'", 2),
+    (["import", "sentbias", "EMPTY"], "no .jsonl or .json files", 1),
 ])
-def test_bad_input_is_one_line_and_leaves_the_store(catalog_db, tmp_path, args, message):
+def test_bad_input_is_one_line_and_leaves_the_store(catalog_db, tmp_path, args, message, code):
     db = copy_store(catalog_db, tmp_path)
     (tmp_path / "EMPTY").mkdir()
     args = [str(tmp_path / a) if a in ("OUT", "EMPTY") else a for a in args]
     before = state(db)
     r = run(db, *args)
-    assert r.exit_code == 1
+    assert r.exit_code == code
     assert message in r.output
     assert len(r.output.strip().splitlines()) == 1, r.output
     assert state(db) == before
@@ -95,9 +97,9 @@ def frame(words_sizes):
 
 def test_balance_cut_is_seeded_and_keeps_order():
     x, y = frame([("a", 8), ("b", 8), ("c", 8)]), frame([("d", 8), ("e", 8)])
-    b1 = catalog.balance(x, y, "cut", seed=7, test_name="t")
-    b2 = catalog.balance(x, y, "cut", seed=7, test_name="t")
-    b3 = catalog.balance(x, y, "cut", seed=8, test_name="t")
+    b1 = balance(x, y, "cut", seed=7, test_name="t")
+    b2 = balance(x, y, "cut", seed=7, test_name="t")
+    b3 = balance(x, y, "cut", seed=8, test_name="t")
     assert b1.x.height == b1.y.height == 16 and b1.dropped == {"x": 8}
     assert b1.x.equals(b2.x) and not b1.x.equals(b3.x)
     assert b1.y.equals(y)
@@ -107,13 +109,13 @@ def test_balance_cut_is_seeded_and_keeps_order():
 
 def test_balance_drop_words_drops_whole_words():
     x, y = frame([("a", 8), ("b", 8), ("c", 8)]), frame([("d", 8), ("e", 8)])
-    b = catalog.balance(y, x, "drop-words", seed=3, test_name="t")
+    b = balance(y, x, "drop-words", seed=3, test_name="t")
     assert b.y.height == 16 and b.y["word"].n_unique() == 2
     assert b.y.group_by("word").len()["len"].to_list() == [8, 8]
 
 
 def test_balance_none_keeps_unequal_targets():
-    b = catalog.balance(frame([("a", 24)]), frame([("b", 16)]), "none", seed=0, test_name="t")
+    b = balance(frame([("a", 24)]), frame([("b", 16)]), "none", seed=0, test_name="t")
     assert (b.x.height, b.y.height) == (24, 16) and b.dropped == {}
 
 

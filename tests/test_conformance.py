@@ -6,6 +6,7 @@ from collections import Counter
 import pytest
 
 from stimkit.catalog import tests as catalog, sentbias
+from stimkit.stimuli.balance import balance
 
 from conftest import CUT_SETS, REFERENCE, published
 
@@ -44,7 +45,7 @@ def test_cut_sets_are_cut_to_the_published_size(catalog_con):
     for name, key in CUT_SETS:
         test = catalog.get(catalog_con, name)
         sets = catalog.fetch_sets(catalog_con, test)
-        b = catalog.balance(sets["x"], sets["y"], "cut", seed=1, test_name=name)
+        b = balance(sets["x"], sets["y"], "cut", seed=1, test_name=name)
         assert b.x.height == b.y.height == len(published(name)[key]["examples"])
 
 

@@ -11,10 +11,13 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from stimkit.analysis import families as analysis
+from stimkit.analysis import checks, families as analysis
 from stimkit.catalog import tests as catalog
 from stimkit import cli, stats, store
-from stimkit.run import runner
+from stimkit.encoders import embeddings
+from stimkit.errors import UsageError
+from stimkit.run import association, plan
+from stimkit.run.options import Options
 from stimkit.cli import app
 
 from conftest import snapshot
@@ -133,41 +136,62 @@ def test_check_on_an_empty_store_says_zero_comparisons(empty_con, tmp_path):
 
 
 def test_check_reports_a_planted_violation_by_result_id(empty_con):
+    # both significant with opposite signs: a violation (a tested claim), named by result id
+    planted(empty_con, [1e-6, 1e-4])
+    empty_con.execute("UPDATE results SET test = 'weat7', effect_size = 1.1 WHERE test = 't0'")
+    empty_con.execute("UPDATE results SET test = 'weat8', effect_size = -0.2 WHERE test = 't1'")
+    analysis.define_family(empty_con)
+    row = checks.consistency(empty_con, 0.01).filter(pl.col("check_name") == "C7 vs C8").row(0, named=True)
+    assert row["verdict"] == "violation" and row["result_ids"] == ["r1/t0/f", "r1/t1/f"]
+    assert row["reason"] == "both significant with opposite signs"
+
+
+def test_check_reports_decisions_on_either_side_of_alpha_as_a_note(empty_con):
+    # one significant, one not, opposite signs, no stored s(w) to test the difference: the
+    # decision heuristics' findings, reported as a note (not a tested violation)
     planted(empty_con, [1e-6, 0.6])
     empty_con.execute("UPDATE results SET test = 'weat7', effect_size = 1.1 WHERE test = 't0'")
     empty_con.execute("UPDATE results SET test = 'weat8', effect_size = -0.2 WHERE test = 't1'")
     analysis.define_family(empty_con)
-    row = analysis.consistency(empty_con).filter(pl.col("check_name") == "C7 vs C8").row(0, named=True)
-    assert row["verdict"] == "violation" and row["result_ids"] == ["r1/t0/f", "r1/t1/f"]
-    assert "different decision at alpha" in row["reason"] and "opposite signs of d" in row["reason"]
+    row = checks.consistency(empty_con, 0.01).filter(pl.col("check_name") == "C7 vs C8").row(0, named=True)
+    assert row["verdict"] == "note" and row["result_ids"] == ["r1/t0/f", "r1/t1/f"]
+    assert "different decisions at alpha" in row["reason"] and "opposite signs of d" in row["reason"]
 
 
 def test_check_marks_a_missing_partner_not_comparable(empty_con):
     planted(empty_con, [0.001])
     empty_con.execute("UPDATE results SET test = 'weat3'")
     analysis.define_family(empty_con)
-    df = analysis.consistency(empty_con)
+    df = checks.consistency(empty_con, 0.01)
     c345 = df.filter(pl.col("check_name") == "C3/C4/C5").row(0, named=True)
     assert c345["verdict"] == "not comparable" and c345["heuristic"] and "no result for weat4" in c345["reason"]
 
 
 # ------------------------------------------------------------------ cuts and unequal sizes
 
+def run_one(con, test, enc, opts, seed):
+    """One test on one encoder in a run of its own (started with `seed`), its vectors encoded first."""
+    planned = plan.make(con, [test], [enc.spec], opts)
+    for e, stimuli in planned.encodings:
+        embeddings.encode_missing(con, e, stimuli)
+    (pt,) = planned.tests
+    with store.transaction(con):
+        run_id = store.start_run(con, "t", seed)
+        (res,) = association.run_one(con, run_id, pt, enc, pt.options)  # WEAT alone: one result
+        return res
+
+
 def test_the_cut_does_not_move_with_the_seed(catalog_con):
     enc = __import__("stimkit.encoders", fromlist=["resolve"]).resolve("glove-6b-50d")
     test = catalog.get(catalog_con, "weat1")
     rows = []
     for seed in (1, 2):
-        with store.transaction(catalog_con):
-            run_id = runner.start_run(catalog_con, "t", seed)
-            rows.append(runner.run_one(catalog_con, run_id, test, enc, runner.Options(seed=seed, budget=2000)))
-    assert rows[0]["n_balanced_away"] == 1 and rows[0]["cut_seed"] == 0
-    assert abs(rows[0]["effect_size"] - rows[1]["effect_size"]) < 1e-12
-    with store.transaction(catalog_con):
-        run_id = runner.start_run(catalog_con, "t", 1)
-        other = runner.run_one(catalog_con, run_id, test, enc, runner.Options(seed=1, budget=2000, cut_seed=5))
+        rows.append(run_one(catalog_con, test, enc, Options(seed=seed, budget=2000), seed))
+    assert rows[0].n_balanced_away == 1 and rows[0].cut_seed == 0
+    assert abs(rows[0].effect_size - rows[1].effect_size) < 1e-12
+    other = run_one(catalog_con, test, enc, Options(seed=1, budget=2000, cut_seed=5), 1)
     dropped = store.rows(catalog_con, "SELECT result_id, stimulus FROM result_items WHERE dropped = 'balanced' ORDER BY 1")
-    assert len({s for _, s in dropped}) >= 1 and other["cut_seed"] == 5
+    assert len({s for _, s in dropped}) >= 1 and other.cut_seed == 5
 
 
 def brute_force_mean_difference_p(sx, sy):
@@ -219,12 +243,10 @@ def test_cuts_store_their_spread(db):
 def test_p_method_is_the_procedure_that_ran(catalog_con):
     enc = __import__("stimkit.encoders", fromlist=["resolve"]).resolve("glove-6b-50d")
     test = catalog.get(catalog_con, "sent-weat6")
-    with store.transaction(catalog_con):
-        run_id = runner.start_run(catalog_con, "t", 0)
-        sampled = runner.run_one(catalog_con, run_id, test, enc, runner.Options(clustered=True, method="sampled", budget=500))
-    assert sampled["p_method"] == "sampled-clustered" and sampled["min_p"] == 1 / 500
-    with pytest.raises(Exception, match="no parametric form"):
-        runner.Options(clustered=True, method="parametric").validate()
+    sampled = run_one(catalog_con, test, enc, Options(clustered=True, method="sampled", budget=500), 0)
+    assert sampled.p_method == "sampled-clustered" and sampled.min_p == 1 / 500
+    with pytest.raises(UsageError, match="no parametric form"):
+        Options(clustered=True, method="parametric")
 
 
 def test_a_tiny_test_is_flagged_as_unable_to_reject(db):

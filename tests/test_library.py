@@ -86,7 +86,7 @@ def test_cli_and_library_give_identical_rows(catalog_db, tmp_path):
     assert r.exit_code == 0, r.output
     with stimkit.open(via_lib) as s:
         report = s.test(["weat6", "sent-weat9"], encoders=["glove-6b-50d"], seed=3, budget=5000)
-        assert not report.failures and len(report.rows) == 2
+        assert not report.failures and len(report.results) == 2
     with stimkit.open(via_cli, read_only=True) as a, stimkit.open(via_lib, read_only=True) as b:
         assert comparable(a.results()) == comparable(b.results())
         assert a.family.m == b.family.m == 2
@@ -115,19 +115,20 @@ def test_every_writing_command_is_its_store_method(catalog_db, tmp_path):
         lib_wefat = s.wefat("wefat-names", "glove-6b-50d", budget=2000)
         s.audit(["sent-weat6"], ["glove-6b-50d"], budget=2000)
     assert cli_compare == lib_compare.to_dicts() and len(cli_compare) == 2
-    assert {k: cli_wefat["summary"][k] for k in ("r", "p_value", "n")} == {k: lib_wefat[k] for k in ("r", "p_value", "n")}
-    assert [w["association"] for w in cli_wefat["words"]] == [w["association"] for w in lib_wefat["items"]]
+    assert {k: cli_wefat["summary"][k] for k in ("r", "p_value", "n")} == {k: getattr(lib_wefat, k) for k in ("r", "p_value", "n")}
+    assert [w["association"] for w in cli_wefat["words"]] == [w.association for w in lib_wefat.items]
     with stimkit.open(via_cli, read_only=True) as a, stimkit.open(via_lib, read_only=True) as b:
         for method, args in (("audits", ()), ("wefat_results", ()), ("encoders", ()),
-                             ("query", ("SELECT test, effect_size FROM latest_results WHERE test LIKE $t ORDER BY ALL",
+                             # every stored result (audits and comparisons are not in latest_results: kind test only)
+                             ("query", ("SELECT test, effect_size FROM results WHERE test LIKE $t ORDER BY ALL",
                                         {"t": "sent-weat6%"}))):
             left, right = getattr(a, method)(*args), getattr(b, method)(*args)
             left, right = (x[0] if isinstance(x, tuple) else x for x in (left, right))
             keep = [c for c in left.columns if c not in ("audit_id", "result_id", "run_id", "created_at", "seconds", "options")]
             assert left.height > 0 and left.select(keep).to_dicts() == right.select(keep).to_dicts(), method
-        rows = cli_json(via_cli, "query", "SELECT test, effect_size FROM latest_results WHERE test LIKE $t ORDER BY ALL",
+        rows = cli_json(via_cli, "query", "SELECT test, effect_size FROM results WHERE test LIKE $t ORDER BY ALL",
                         "--param", "t=sent-weat6%")
-        assert rows == a.query("SELECT test, effect_size FROM latest_results WHERE test LIKE $t ORDER BY ALL",
+        assert rows == a.query("SELECT test, effect_size FROM results WHERE test LIKE $t ORDER BY ALL",
                                {"t": "sent-weat6%"}).to_dicts()
 
 

@@ -30,9 +30,9 @@ def db(catalog_db, tmp_path_factory):
 
 
 READS = {
-    "results": (["results"], 4),  # 3 tests, and the audit's full test
+    "results": (["results"], 3),  # the 3 tests (the audit's full test is kind audit: not in the default family)
     "check": (["check"], None),
-    "query": (["query", "SELECT test, effect_size, [1.5, 2.0]::FLOAT[2] AS v, '[/] :x:' AS markup FROM latest_results"], 4),
+    "query": (["query", "SELECT test, effect_size, [1.5, 2.0]::FLOAT[2] AS v, '[/] :x:' AS markup FROM latest_results"], 3),
     "sets": (["sets", "flowers"], 2),
     "catalog": (["catalog", "--paper", "may-2019"], 46),
     "encoders": (["encoders"], None),

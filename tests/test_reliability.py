@@ -71,13 +71,13 @@ def zero_vectors(tmp_path) -> Path:
 
 
 CASES = {
-    "stacked SQL in --where": (["results", "--where", "1=1; DELETE FROM result_items"], 1, "--where"),
+    "stacked SQL in --where": (["results", "--where", "1=1; DELETE FROM result_items"], 2, "--where"),
     "stacked SQL in a set query": (["test", "--x", "SELECT * FROM current_stimuli; DROP TABLE results; SELECT 1", *ADHOC],
-                                   1, "must be a single SELECT"),
-    "alpha out of range": (["results", "--alpha", "2"], 1, "--alpha must be between 0 and 1"),
-    "alpha zero in test": (["test", "weat6", "--alpha", "0"], 1, "--alpha must be between 0 and 1"),
-    "negative bootstrap": (["test", "weat6", "--bootstrap", "-5"], 1, "--bootstrap must be 0"),
-    "seed beyond 64 bits": (["test", "weat6", "--seed", str(2 ** 64)], 1, "--seed must be between 0 and 2^63 - 1"),
+                                   2, "must be a single SELECT"),  # a refused statement: usage (2)
+    "alpha out of range": (["results", "--alpha", "2"], 2, "--alpha must be between 0 and 1"),
+    "alpha zero in test": (["test", "weat6", "--alpha", "0"], 2, "--alpha must be between 0 and 1"),
+    "negative bootstrap": (["test", "weat6", "--bootstrap", "-5"], 2, "--bootstrap must be 0"),
+    "seed beyond 64 bits": (["test", "weat6", "--seed", str(2 ** 64)], 2, "--seed must be between 0 and 2^63 - 1"),
     "exact beyond its limit": (["test", "--x", FLOWERS_14, "--y", INSECTS_14, "--a", "pleasant@word",
                                 "--b", "unpleasant@word", "--method", "exact"], 1, "use --method sampled"),
     "n = 1 per side": (["test", "--x", "SELECT * FROM current_stimuli WHERE set_name = 'flowers@word' AND ordinal = 0",
@@ -87,9 +87,9 @@ CASES = {
                           "--b", "unpleasant@word"], 1, "X and Y hold the same items"),
     "markup in an argument": (["test", "[/]"], 2, "no test matches '[/]'"),
     "emoji code in a value": (["results", "--where", "test = ':x:'"], 1, "where test = ':x:'"),
-    "unknown correction": (["results", "--correct", "bonferonni"], 1, "unknown correction 'bonferonni'"),
-    "unknown run": (["results", "--run", "nope"], 1, "--run nope: no such run"),
-    "query that writes": (["query", "DELETE FROM results"], 1, "query can only read"),
+    "unknown correction": (["results", "--correct", "bonferonni"], 2, "unknown correction 'bonferonni'"),
+    "unknown run": (["results", "--run", "nope"], 2, "--run nope: no such run"),
+    "query that writes": (["query", "DELETE FROM results"], 2, "query can only read"),
     "unknown encoder": (["test", "weat6", "-e", "nosuch"], 1, "unknown encoder 'nosuch'"),
     "unknown layout": (["results", "--layout", "nope"], 2, "unknown layout 'nope'"),
     "a hub model offline": (["test", "weat6", "-e", "hf:someorg/nosuchmodel"], 1, "not found locally and no network"),

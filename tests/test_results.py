@@ -7,9 +7,13 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from stimkit.analysis import families as analysis
+from stimkit.analysis import checks, families as analysis
 from stimkit.catalog import tests as catalog
-from stimkit.run import runner
+from stimkit.analysis import tables
+from stimkit.encoders import embeddings
+from stimkit.run import plan
+from stimkit.run.execute import execute
+from stimkit.run.options import Options
 from stimkit.stats import sampler
 from stimkit import stats, store
 from stimkit.cli import app
@@ -96,18 +100,22 @@ def glove():
     return resolve("glove-6b-50d")
 
 
-def run(con, names, enc, opts=runner.Options(), command="t"):
+def run(con, names, enc, opts=Options(), command="t"):
+    """The tests on one encoder in one run: planned, encoded, executed."""
     tests = [catalog.get(con, n) for n in names]
-    with store.transaction(con):
-        run_id = runner.start_run(con, command, opts.seed)
-        rows = [runner.run_one(con, run_id, t, enc, opts) for t in tests]
-    return run_id, rows
+    planned = plan.make(con, tests, [enc.spec], opts)
+    for e, stimuli in planned.encodings:
+        embeddings.encode_missing(con, e, stimuli)
+    report = execute(con, planned, command)
+    assert not report.failures, report.failures
+    assert [r.test for r in report.results] == names
+    return report.run_id, report.results
 
 
 def test_result_and_items_trace_back_to_stimuli(catalog_con, glove):
     run_id, (row,) = run(catalog_con, ["weat6"], glove)
-    assert row["p_method"] == "exact" and row["n_x"] == row["n_y"] == 8
-    items = store.frame(catalog_con, "SELECT * FROM result_items WHERE result_id = ? ORDER BY role, ordinal", [row["result_id"]])
+    assert row.p_method == "exact" and row.n_x == row.n_y == 8
+    items = store.frame(catalog_con, "SELECT * FROM result_items WHERE result_id = ? ORDER BY role, ordinal", [row.result_id])
     assert items.height == 32
     # recompute s(w, A, B) for every target by hand from the stored vectors
     vecs = {}
@@ -117,38 +125,38 @@ def test_result_and_items_trace_back_to_stimuli(catalog_con, glove):
     s = stats.association(np.concatenate([vecs["x"], vecs["y"]]), vecs["a"], vecs["b"])
     got = items.filter(pl.col("role").is_in(["X", "Y"])).sort("role", "ordinal")["association"].to_numpy()
     assert np.allclose(got, s, atol=1e-6)
-    assert row["effect_size"] == pytest.approx(stats.effect_size(s[:8], s[8:]))
+    assert row.effect_size == pytest.approx(stats.effect_size(s[:8], s[8:]))
     assert items.filter(pl.col("role") == "X")["word"].to_list() == ["John", "Paul", "Mike", "Kevin", "Steve", "Greg", "Jeff", "Bill"]
-    stored = store.frame(catalog_con, "SELECT * FROM results WHERE result_id = ?", [row["result_id"]]).row(0, named=True)
+    stored = store.frame(catalog_con, "SELECT * FROM results WHERE result_id = ?", [row.result_id]).row(0, named=True)
     assert stored["set_versions"] and stored["context"] == "word" and stored["ddof"] == 1 and stored["budget"] == 100_000
 
 
 def test_oov_and_balancing_are_recorded(catalog_con, glove):
     _, (row,) = run(catalog_con, ["weat1"], glove)
-    items = store.frame(catalog_con, "SELECT * FROM result_items WHERE result_id = ?", [row["result_id"]])
+    items = store.frame(catalog_con, "SELECT * FROM result_items WHERE result_id = ?", [row.result_id])
     dropped = items.filter(pl.col("dropped").is_not_null())
     assert dropped.filter(pl.col("dropped").str.starts_with("oov"))["stimulus"].to_list() == ["gladiola"]
     assert dropped.filter(pl.col("dropped") == "balanced").height == 1  # one insect cut to match 24 flowers
-    assert row["n_x"] == row["n_y"] == 24 and row["n_dropped_oov"] == 1 and row["n_balanced_away"] == 1
+    assert row.n_x == row.n_y == 24 and row.n_dropped_oov == 1 and row.n_balanced_away == 1
 
 
 def test_same_seed_same_result_whatever_ran_before(catalog_con, glove):
-    _, first = run(catalog_con, ["sent-weat9", "weat3"], glove, runner.Options(seed=3, budget=20_000))
-    _, second = run(catalog_con, ["weat3", "weat1", "sent-weat9"], glove, runner.Options(seed=3, budget=20_000))
-    by_test = {r["test"]: r for r in second}
+    _, first = run(catalog_con, ["sent-weat9", "weat3"], glove, Options(seed=3, budget=20_000))
+    _, second = run(catalog_con, ["weat3", "weat1", "sent-weat9"], glove, Options(seed=3, budget=20_000))
+    by_test = {r.test: r for r in second}
     for r in first:
-        assert r["p_value"] == by_test[r["test"]]["p_value"]
-        assert r["effect_size"] == by_test[r["test"]]["effect_size"]
-    _, other_seed = run(catalog_con, ["sent-weat9"], glove, runner.Options(seed=4, budget=20_000))
-    assert other_seed[0]["p_value"] != by_test["sent-weat9"]["p_value"]  # p near 0.77: another draw moves it
+        assert r.p_value == by_test[r.test].p_value
+        assert r.effect_size == by_test[r.test].effect_size
+    _, other_seed = run(catalog_con, ["sent-weat9"], glove, Options(seed=4, budget=20_000))
+    assert other_seed[0].p_value != by_test["sent-weat9"].p_value  # p near 0.77: another draw moves it
 
 
 def test_clustered_and_bootstrap_options_are_recorded(catalog_con, glove):
-    _, (row,) = run(catalog_con, ["sent-weat6"], glove, runner.Options(clustered=True, bootstrap=200))
-    assert row["p_method"] == "exact-clustered" and row["clustered"]  # 16 words: C(16, 8) partitions
-    assert row["ci_low"] < row["effect_size"] < row["ci_high"]
-    assert json.loads(row["options"])["bootstrap"] == 200
-    assert json.loads(row["options"])["sampler"] == sampler.NAME   # which algorithm drew the partitions
+    _, (row,) = run(catalog_con, ["sent-weat6"], glove, Options(clustered=True, bootstrap=200))
+    assert row.p_method == "exact-clustered" and row.clustered  # 16 words: C(16, 8) partitions
+    assert row.ci_low < row.effect_size < row.ci_high
+    assert json.loads(row.options)["bootstrap"] == 200
+    assert json.loads(row.options)["sampler"] == sampler.NAME   # which algorithm drew the partitions
 
 
 def cli_run(db, *args):
@@ -169,7 +177,7 @@ def test_cli_test_results_and_formats(store_copy):
     assert "4 results from 4 tests x 1 encoder, 0 failures. See" in r.output
     r = cli_run(store_copy, "results", "--format", "sentbias")
     lines = r.stdout.strip().splitlines()
-    assert lines[0].split("\t") == analysis.SENTBIAS_COLUMNS
+    assert lines[0].split("\t") == tables.SENTBIAS_COLUMNS
     assert len(lines) == 5 and lines[1].startswith("glove-6b-50d\t\t")
     doc = json.loads(cli_run(store_copy, "results", "--format", "json").stdout)
     data = doc["rows"]
@@ -196,11 +204,12 @@ def test_check_finds_a_c7_c8_disagreement(family_con):
     con.execute("UPDATE results SET test = 'weat7', effect_size = 1.2, p_value = 1e-5 WHERE test = 't00'")
     con.execute("UPDATE results SET test = 'weat8', effect_size = -0.3, p_value = 0.4 WHERE test = 't01'")
     analysis.define_family(con, "run_id = 'r1'")
-    df = analysis.consistency(con)
+    df = checks.consistency(con, 0.01)
     row = df.filter(pl.col("check_name") == "C7 vs C8").row(0, named=True)
-    assert row["tests"] == "weat7 / weat8" and row["verdict"] == "violation" and not row["heuristic"]
-    assert row["reason"] == ("different decision at alpha; p-values 2+ orders of magnitude apart; "
-                             "opposite signs of d; d differs by 0.5 or more")
+    # one significant, one not: the decision heuristics' findings are a note (a violation is a tested claim)
+    assert row["tests"] == "weat7 / weat8" and row["verdict"] == "note" and not row["heuristic"]
+    assert row["reason"] == ("different decisions at alpha; p-values 2+ orders of magnitude apart; "
+                             "opposite signs of d, not both significant; d differ by 0.5 or more")
     assert row["result_ids"] == ["r1/t00/f", "r1/t01/f"]
 
 
@@ -219,14 +228,14 @@ def test_adhoc_test_with_sql_sets(store_copy):
      "failed: test adhoc, encoder *: test 'adhoc' set X: selects no stimuli", 1),
     (["test", "--x", "flowers@word", "--y", "insects@word"], "needs all four of --x --y --a --b", 2),
     (["test", "weat1", "-e", "nosuch"], "failed: test *, encoder nosuch: unknown encoder 'nosuch'", 1),
-    (["test", "weat1", "--method", "magic"], "unknown p-value method 'magic'", 1),
-    (["test", "weat1", "--clustered", "--method", "parametric"], "--clustered has no parametric form", 1),
-    (["test", "sent-weat1", "--cuts", "3", "--balance", "none"], "--cuts needs a random balance", 1),
+    (["test", "weat1", "--method", "magic"], "unknown p-value method 'magic'", 2),
+    (["test", "weat1", "--clustered", "--method", "parametric"], "--clustered has no parametric form", 2),
+    (["test", "sent-weat1", "--cuts", "3", "--balance", "none"], "--cuts needs a random balance", 2),
     (["test", "nosuchtest*"], "no test matches 'nosuchtest*'", 2),
     (["results", "--where", "test = 'none'"], "no results in the latest result per hypothesis", 1),
-    (["results", "--correct", "bonferonni"], "unknown correction 'bonferonni'", 1),
-    (["results", "--alpha", "2"], "--alpha must be between 0 and 1", 1),
-    (["results", "--run", "nosuchrun"], "--run nosuchrun: no such run", 1),
+    (["results", "--correct", "bonferonni"], "unknown correction 'bonferonni'", 2),
+    (["results", "--alpha", "2"], "--alpha must be between 0 and 1", 2),
+    (["results", "--run", "nosuchrun"], "--run nosuchrun: no such run", 2),
     (["query", "SELEKT 1"], "query failed", 2),
 ])
 def test_bad_input_leaves_no_results(store_copy, args, message, code):

@@ -11,9 +11,11 @@ from typer.testing import CliRunner
 
 from stimkit import StimkitError, encoders, store
 from stimkit.catalog import tests as catalog, sentbias
-from stimkit.run import cword, runner
+from stimkit.analysis import tables
+from stimkit.run import cword
 from stimkit.stimuli import generate, wordlists
-from stimkit.study import tancelis
+from stimkit.stimuli.balance import balance
+from stimkit.study import study
 from stimkit.cli import app
 from stimkit.stimuli.generate import SetSpec
 from stimkit.stimuli.templates import TemplateSet
@@ -25,6 +27,14 @@ TC_FILES = sorted(p.stem for p in TC_REFERENCE.glob("*.jsonl"))
 KEYS = ("targ1", "targ2", "attr1", "attr2")
 # Targets the authors cut at random to equal size (as May et al.'s sent-weat8 Arts, 56 of 76).
 TC_CUT = {("sent-weat+13", "targ2")}
+
+
+def tc_rows():
+    return list(study.load("tan-celis-2019").rows)
+
+
+def tc_families():
+    return {f for _, f, _ in study.load("tan-celis-2019").rows}
 
 
 def reference(name: str) -> dict:
@@ -63,7 +73,7 @@ def test_export_reproduces_every_tan_celis_file(catalog_con, tmp_path):
 def test_cut_target_is_cut_to_the_published_size(catalog_con):
     test = catalog.get(catalog_con, "sent-weat+13")
     sets = catalog.fetch_sets(catalog_con, test)
-    b = catalog.balance(sets["x"], sets["y"], test.balance, seed=0, test_name=test.name)
+    b = balance(sets["x"], sets["y"], test.balance, seed=0, test_name=test.name)
     assert b.x.height == b.y.height == len(reference("sent-weat+13")["targ2"]["examples"]) == 56
 
 
@@ -177,16 +187,17 @@ def test_word_test_and_sentence_only_encoders_refuse_cword():
         cword.in_context(catalog.load_toml()["sent-weat1"], "cword")
 
 
-@pytest.mark.parametrize("args, message", [
-    (["test", "weat1", "--context", "c-word", "-e", "minilm"], "test 'weat1' has context word: only a sentence test runs as c-word (try 'sent-weat1')"),
-    (["test", SMALL, "--context", "c-word", "-e", "use-m3"], "encoder 'use-m3' cannot give c-word vectors"),
+@pytest.mark.parametrize("args, message, code", [
+    # a context the test cannot take is a usage error (2); an encoder without token vectors, an input failure (1)
+    (["test", "weat1", "--context", "c-word", "-e", "minilm"], "test 'weat1' has context word: only a sentence test runs as c-word (try 'sent-weat1')", 2),
+    (["test", SMALL, "--context", "c-word", "-e", "use-m3"], "encoder 'use-m3' cannot give c-word vectors", 1),
 ])
-def test_cli_cword_bad_input_is_one_line(catalog_db, tmp_path, args, message):
+def test_cli_cword_bad_input_is_one_line(catalog_db, tmp_path, args, message, code):
     db = tmp_path / "copy.duckdb"
     shutil.copy(catalog_db, db)
     before = snapshot_of(db)
     result = CliRunner().invoke(app, ["--db", str(db), *args])
-    assert result.exit_code == 1
+    assert result.exit_code == code
     assert message in result.output
     assert len(result.output.strip().splitlines()) == 1, result.output
     assert snapshot_of(db) == before
@@ -213,7 +224,7 @@ def test_a_word_beyond_the_models_reach_is_refused_with_template_and_sentence(ca
     sets = {"long": catalog.fetch_sets(catalog_con, test)}
     with pytest.raises(StimkitError, match=r"test 'long': template toolong/name:3: no token of 'minilm' covers "
                                            r"the inserted word \(characters 3\d\d\d-3\d\d\d\) in 'It is very very"):
-        cword.encoders_for([test], [encoders.resolve("minilm")], sets)
+        cword.variant(encoders.resolve("minilm"), [(test, sets["long"])])
 
 
 # --- Tables 7 and 8 -------------------------------------------------------------------------
@@ -238,7 +249,7 @@ def test_layout_places_each_result_and_marks_sent_against_cword():
         ("weat1", "glove", "word", 1.5, True),
         ("nosuchtest", "glove", "word", 9.0, True),               # not a paper row: left out
     ])
-    t = tancelis.layout(df, tests, ["glove"])
+    t = tables.tan_celis(df, tests, tc_rows(), ["glove"])
     assert t.columns == ["section", "test", "encoding", "glove", "minilm"]
     got = {(r["test"], r["encoding"]): (r["glove"], r["minilm"]) for r in t.iter_rows(named=True)}
     assert got == {
@@ -259,19 +270,20 @@ def test_layout_places_each_result_and_marks_sent_against_cword():
 def test_layout_keeps_the_latest_of_repeated_results():
     df = frame([("weat+12", "glove", "word", 0.1, False), ("weat+12", "glove", "word", -0.15, True)])
     df = df.with_columns(created_at=pl.Series([2, 1]))
-    assert tancelis.layout(df, catalog.load_toml())["glove"].to_list() == ["+0.10"]
+    assert tables.tan_celis(df, catalog.load_toml(), tc_rows())["glove"].to_list() == ["+0.10"]
 
 
 def test_layout_refuses_a_frame_without_its_columns():
     with pytest.raises(StimkitError, match="lacks column\\(s\\) rejected"):
-        tancelis.layout(frame([]).drop("rejected"), catalog.load_toml())
+        tables.tan_celis(frame([]).drop("rejected"), catalog.load_toml(), tc_rows())
 
 
 def test_paper_tests_cover_every_row_once_per_encoding():
-    tests = tancelis.paper_tests()
-    keys = [(t.family, tancelis.encoding(t, t.context)) for t in tests]
+    every = catalog.load_toml()
+    tests = [every[name] for name in study.load("tan-celis-2019").tests]
+    keys = [(t.family, tables.encoding(t, t.context)) for t in tests]
     assert len(keys) == len(set(keys)) == 64
-    assert {f for f, _ in keys} == set(tancelis.FAMILIES)
+    assert {f for f, _ in keys} == tc_families()
     assert sum(e == "sent (u)" for _, e in keys) == 4  # the four double binds
 
 
@@ -282,20 +294,19 @@ def test_the_job_on_glove_fills_every_word_and_sent_cell(catalog_db, tmp_path):
 
     path = tmp_path / "tan-celis.duckdb"
     shutil.copy(catalog_db, path)
-    lines = []
     with stimkit.open(path) as s:
-        job = s.run(["glove-6b-50d"], paper="tan-celis-2019", budget=2_000, log=lines.append)
+        job = s.run("tan-celis-2019", ["glove-6b-50d"], budget=2_000)
         run_id, df = job.run.run_id, job.results
-        assert "glove-6b-50d: no c-word vectors (NA)" in lines
+        assert "glove-6b-50d: no c-word vectors (NA)" in job.run.notes
         assert job.family.m == df.height == 64 and set(df["context"]) == {"word", "sentence"}
         assert set(df["run_id"]) == {run_id}
-        table = tancelis.layout(df, catalog.load_toml())
+        table = tables.tan_celis(df, catalog.load_toml(), tc_rows())
         assert table.height == 64 and table["glove-6b-50d"].str.contains(r"^[+-]\d\.\d\d\*?$").all()
         # the weat+11 cell is that test's d, rounded
         d = df.filter(pl.col("test") == "weat+11")["effect_size"][0]
         assert table.filter((pl.col("test") == "+C11: M/F Names, P/U") & (pl.col("encoding") == "word"))["glove-6b-50d"][0].startswith(f"{d:+.2f}")
         # same inputs and seed, same numbers
-        again = s.run(["glove-6b-50d"], paper="tan-celis-2019", budget=2_000).run.run_id
+        again = s.run("tan-celis-2019", ["glove-6b-50d"], budget=2_000).run.run_id
         numbers = "SELECT test, context, effect_size, p_value FROM results WHERE run_id = ? ORDER BY test, context"
         assert again != run_id
         assert store.rows(s.con, numbers, [again]) == store.rows(s.con, numbers, [run_id])
@@ -303,8 +314,8 @@ def test_the_job_on_glove_fills_every_word_and_sent_cell(catalog_db, tmp_path):
 
 def test_the_span_check_truncates_where_the_encoder_does(catalog_con):
     test = cword.in_context(catalog.get(catalog_con, "sent-weat6"), "c-word")
-    sets = {test.name: catalog.fetch_sets(catalog_con, test)}
-    assert cword.encoders_for([test], [encoders.resolve("minilm")], sets)[0].spec == "minilm,pooling=token,subtoken=first"
+    sets = catalog.fetch_sets(catalog_con, test)
+    assert cword.variant(encoders.resolve("minilm"), [(test, sets)]).spec == "minilm,pooling=token,subtoken=first"
     # 8 tokens: [CLS] the person ' s name is [SEP] -- the name is cut off
     with pytest.raises(StimkitError, match=r"template may2019/name:\d+: .* in \"The person's name is John.\""):
-        cword.encoders_for([test], [encoders.resolve("minilm,max_length=8")], sets)
+        cword.variant(encoders.resolve("minilm,max_length=8"), [(test, sets)])

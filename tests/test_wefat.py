@@ -14,7 +14,12 @@ from typer.testing import CliRunner
 
 from stimkit import StimkitError, encoders, store
 from stimkit.stimuli import properties, wordlists
-from stimkit.run import wefat
+from stimkit.catalog import wefat as wefat_defs
+from stimkit.encoders import embeddings
+from stimkit.run import plan
+from stimkit.run.execute import execute
+from stimkit.run.options import Options, WefatOptions
+from stimkit.stats import wefat
 from stimkit.cli import app
 
 from conftest import REPO, snapshot
@@ -185,14 +190,34 @@ def glove():
     return encoders.resolve("glove-6b-50d")
 
 
+def run_wefats(con, tests, enc, opts=WefatOptions(), command=None):
+    """WEFATs on one encoder in one run: planned, encoded, executed; a refusal or failure raises."""
+    planned = plan.make(con, [], [enc.spec], Options(budget=opts.budget, seed=opts.seed), wefats=list(tests),
+                        wefat_options=opts)
+    if planned.refused:
+        raise planned.refused[0].as_error()
+    for e, stimuli in planned.encodings:
+        embeddings.encode_missing(con, e, stimuli)
+    report = execute(con, planned, command or f"wefat {tests[0].name}")
+    if report.failures:
+        raise report.failures[0].as_error()
+    return report
+
+
+def run_wefat(con, test, enc, opts=WefatOptions()):
+    """One WEFAT on one encoder in a run of its own: the stored WefatResult with its items."""
+    (res,) = run_wefats(con, [test], enc, opts).wefats
+    return res
+
+
 def test_stored_result_matches_the_library_and_traces_back(con, glove):
-    row = wefat.run_wefat(con, wefat.get("wefat-occupations"), glove, wefat.Options(seed=2))
-    assert row["n"] == 50 and row["dropped_words"] == []
+    row = run_wefat(con, wefat_defs.get("wefat-occupations"), glove, WefatOptions(seed=2))
+    assert row.n == 50 and row.dropped_words == []
     stored = store.frame(con, "SELECT * FROM wefat_results")
     items = store.frame(con, "SELECT * FROM wefat_items ORDER BY ordinal")
     assert stored.height == 1 and items.height == 50
-    assert stored["r"][0] == row["r"] and stored["property_version"][0] == properties.load("bls2015_percent_women").version
-    assert store.one(con, "SELECT count(*) FROM property_values WHERE version = ?", [row["property_version"]])[0] == 50
+    assert stored["r"][0] == row.r and stored["property_version"][0] == properties.load("bls2015_percent_women").version
+    assert store.one(con, "SELECT count(*) FROM property_values WHERE version = ?", [row.property_version])[0] == 50
     # recompute from the encoder directly: s(w) per word and r
     words = [w.text for w in wordlists.load_all()["occupations"].words]
     vec = lambda ws: glove.encode(ws, [None] * len(ws)).vectors  # noqa: E731
@@ -200,8 +225,8 @@ def test_stored_result_matches_the_library_and_traces_back(con, glove):
                           vec(["male", "man", "boy", "brother", "he", "him", "his", "son"]))
     np.testing.assert_allclose(items["association"].to_numpy(), s, rtol=1e-5)
     prop = items["property"].to_numpy()
-    assert row["r"] == pytest.approx(sps.pearsonr(s, prop).statistic, rel=1e-5)
-    assert row["r"] > 0.5  # the paper's finding holds on GloVe 6B too: female-leaning words, more women
+    assert row.r == pytest.approx(sps.pearsonr(s, prop).statistic, rel=1e-5)
+    assert row.r > 0.5  # the paper's finding holds on GloVe 6B too: female-leaning words, more women
     current = store.frame(con, "SELECT name, version FROM current_sets WHERE name IN "
                           "('occupations@word', 'female_terms@word', 'male_terms@word')")
     assert sorted(stored["set_versions"][0]) == sorted(current["version"])
@@ -213,9 +238,9 @@ def test_missing_property_drops_the_word_by_name(con, glove, tmp_path):
     path = tmp_path / "women_no_nurse.csv"
     path.write_text("word,value,unit,source\n" + "".join(
         f"{table.words[k]},{v},percent,test\n" for k, v in table.values.items() if k != "nurse"))
-    test = wefat.WefatDef("no-nurse", "occupations", "female_terms", "male_terms", str(path), source="adhoc")
-    row = wefat.run_wefat(con, test, glove)
-    assert row["n"] == 49 and row["dropped_words"] == ["nurse"]
+    test = wefat_defs.WefatDef("no-nurse", "occupations", "female_terms", "male_terms", str(path), source="adhoc")
+    row = run_wefat(con, test, glove)
+    assert row.n == 49 and row.dropped_words == ["nurse"]
     assert store.one(con, "SELECT dropped, association FROM wefat_items WHERE word = 'nurse'") == ("no property", None)
 
 
@@ -227,20 +252,20 @@ def results_tables(con):
 def test_fewer_than_three_words_with_a_property_is_refused_and_stores_nothing(con, glove):
     before = results_tables(con)
     sql = "SELECT 'nurse' AS word, 90.0 AS value UNION ALL SELECT 'engineer', 10.0"
-    test = wefat.WefatDef("two", "occupations", "female_terms", "male_terms", sql, source="adhoc")
+    test = wefat_defs.WefatDef("two", "occupations", "female_terms", "male_terms", sql, source="adhoc")
     with pytest.raises(StimkitError, match="only 2 target word"):
-        wefat.run_wefat(con, test, glove)
+        run_wefat(con, test, glove)
     assert results_tables(con) == before
 
 
 def test_unequal_attribute_sizes_and_least_typical_filter(con, glove):
     b5 = "SELECT * FROM current_stimuli WHERE set_name = 'male_terms@word' AND ordinal < 5"
-    test = wefat.WefatDef("names", "androgynous_names", "female_terms", b5, "census1990_percent_female", source="adhoc")
-    row = wefat.run_wefat(con, test, glove, wefat.Options(drop_least_typical=0.2))
-    assert (row["n_a"], row["n_b"], row["n"]) == (8, 5, 40)
-    assert row["word_p_method"] == "exact" and len(row["dropped_words"]) == 10
-    dropped = {it["word"] for it in row["items"] if it["dropped"] == "least typical"}
-    assert dropped == set(row["dropped_words"])
+    test = wefat_defs.WefatDef("names", "androgynous_names", "female_terms", b5, "census1990_percent_female", source="adhoc")
+    row = run_wefat(con, test, glove, WefatOptions(drop_least_typical=0.2))
+    assert (row.n_a, row.n_b, row.n) == (8, 5, 40)
+    assert row.word_p_method == "exact" and len(row.dropped_words) == 10
+    dropped = {it.word for it in row.items if it.dropped == "least typical"}
+    assert dropped == set(row.dropped_words)
     # the dropped ten are the farthest from the centroid of all fifty
     words = [w.text for w in wordlists.load_all()["androgynous_names"].words]
     far = wefat.least_typical(glove.encode(words, [None] * 50).vectors.astype(float), 0.2)
@@ -248,18 +273,18 @@ def test_unequal_attribute_sizes_and_least_typical_filter(con, glove):
 
 
 def test_sentence_context_through_templates(con, glove):
-    test = wefat.get("wefat-names")
-    row = wefat.run_wefat(con, dataclasses.replace(test, context="sentence"), glove)
-    assert row["context"] == "sentence" and "androgynous_names@may2019" in row["targets_sql"]
-    assert row["word_p_method"] == "exact-clustered"   # whole attribute words move: C(16, 8) splits
+    test = wefat_defs.get("wefat-names")
+    row = run_wefat(con, dataclasses.replace(test, context="sentence"), glove)
+    assert row.context == "sentence" and "androgynous_names@may2019" in row.targets_sql
+    assert row.word_p_method == "exact-clustered"   # whole attribute words move: C(16, 8) splits
     # s(w) is the mean of the per-sentence scores against every attribute sentence
     frame = lambda name: store.frame(con, f"SELECT * FROM current_stimuli WHERE set_name = '{name}' ORDER BY ordinal")  # noqa: E731
     vec = lambda f: glove.encode(f["stimulus"].to_list(), [None] * f.height).vectors.astype(float)  # noqa: E731
     kelly_sentences = frame("androgynous_names@may2019").filter(word="Kelly")
     s = wefat.association(vec(kelly_sentences), vec(frame("female_terms@may2019")), vec(frame("male_terms@may2019")))
-    kelly = next(it for it in row["items"] if it["word"] == "Kelly")
-    assert kelly["n_stimuli"] == kelly_sentences.height == len(kelly["template_ids"]) > 1
-    assert kelly["association"] == pytest.approx(s.mean(), rel=1e-5)
+    kelly = next(it for it in row.items if it.word == "Kelly")
+    assert kelly.n_stimuli == kelly_sentences.height == len(kelly.template_ids) > 1
+    assert kelly.association == pytest.approx(s.mean(), rel=1e-5)
 
 
 cli = CliRunner()
@@ -296,13 +321,12 @@ def test_cli_bad_property_file_is_one_line_and_help_says_sizes_may_differ(con, t
 
 
 def test_run_catalog_runs_both_entries_under_one_run(con, glove):
-    from stimkit.run import runner
-    with store.transaction(con):
-        run_id = runner.start_run(con, "run", 0)
-    rows = wefat.run_catalog(con, [glove], wefat.Options(budget=5000), run_id)
-    assert [r["name"] for r in rows] == ["wefat-occupations", "wefat-names"]
+    report = run_wefats(con, list(wefat_defs.load_catalog().values()), glove, WefatOptions(budget=5000), "run")
+    run_id = report.run_id
+    assert [r.name for r in report.wefats] == ["wefat-occupations", "wefat-names"]
     assert store.rows(con, "SELECT DISTINCT run_id FROM wefat_results") == [(run_id,)]
-    wefat.run_catalog(con, [glove], wefat.Options(budget=5000), run_id + "-again")
+    again = run_wefats(con, list(wefat_defs.load_catalog().values()), glove, WefatOptions(budget=5000), "run")
+    assert again.run_id != run_id
     # a property table version is stored once, however often it is used
     assert store.rows(con, "SELECT name, count(*) FROM property_tables GROUP BY name ORDER BY name") == [
         ("bls2015_percent_women", 1), ("census1990_percent_female", 1)]
@@ -312,17 +336,17 @@ def test_contextual_word_context_reads_the_words_span(con):
     """c-word: a token-pooling encoder embeds the target word inside each of its sentences."""
     enc = encoders.resolve("minilm,pooling=token")
     first = "SELECT * FROM current_stimuli WHERE set_name = '{}@may2019' AND word_ordinal < {}"
-    test = wefat.WefatDef("cword", first.format("occupations", 5), first.format("female_terms", 4),
+    test = wefat_defs.WefatDef("cword", first.format("occupations", 5), first.format("female_terms", 4),
                           first.format("male_terms", 4), "bls2015_percent_women", context="sentence")
-    row = wefat.run_wefat(con, test, enc, wefat.Options(budget=50))
-    assert row["context"] == "token" and row["n"] == 5
-    assert [it["word"] for it in row["items"]] == ["technician", "accountant", "supervisor", "engineer", "worker"]
-    assert row["word_p_method"] == "sampled-clustered"  # C(8, 4) = 70 attribute-word splits > the budget of 50
+    row = run_wefat(con, test, enc, WefatOptions(budget=50))
+    assert row.context == "token" and row.n == 5
+    assert [it.word for it in row.items] == ["technician", "accountant", "supervisor", "engineer", "worker"]
+    assert row.word_p_method == "sampled-clustered"  # C(8, 4) = 70 attribute-word splits > the budget of 50
 
 
 def test_same_seed_same_sampled_word_p_values(con, glove):
-    test = wefat.get("wefat-occupations")
-    first, again, other = (wefat.run_wefat(con, test, glove, wefat.Options(budget=1000, seed=seed)) for seed in (1, 1, 2))
-    p = lambda row: [it["word_p_value"] for it in row["items"]]  # noqa: E731
-    assert first["word_p_method"] == "sampled" and p(first) == p(again) != p(other)
-    assert first["r"] == other["r"]  # the correlation itself does not depend on the seed
+    test = wefat_defs.get("wefat-occupations")
+    first, again, other = (run_wefat(con, test, glove, WefatOptions(budget=1000, seed=seed)) for seed in (1, 1, 2))
+    p = lambda row: [it.word_p_value for it in row.items]  # noqa: E731
+    assert first.word_p_method == "sampled" and p(first) == p(again) != p(other)
+    assert first.r == other.r  # the correlation itself does not depend on the seed
