@@ -41,6 +41,9 @@ MACHINE_FORMATS = ("csv", "tsv", "json", "ndjson", "parquet")
 UNBOUNDED = 100_000
 # A column of text (cells with spaces) may wrap, but not narrower than this (or its longest word).
 MIN_TEXT_WIDTH = 20
+# A name in a column that is never dropped (a command's `keep`) folds over lines this wide or wider
+# before a less important column is dropped to make room for it whole.
+FOLD_WIDTH = 24
 
 
 def make_console(stderr: bool = False, **kwargs) -> Console:
@@ -337,7 +340,7 @@ _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$",
                   "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
                   "\n": " ", "\r": "",
                   # what pdflatex's utf8 input cannot set, and the comparison people type
-                  "<=": r"$\leq$", ">=": r"$\geq$", "≤": r"$\leq$", "≥": r"$\geq$", "†": r"\dag{}",
+                  "<=": r"$\leq$", ">=": r"$\geq$", "≤": r"$\leq$", "≥": r"$\geq$", "†": r"$^{\dagger}$",
                   "✓": r"$\surd$", "✗": r"$\times$", "▲": r"$\triangle$", "²": r"\textsuperscript{2}",
                   "τ": r"$\tau$", "±": r"$\pm$", "−": "-", "<": r"\textless{}", ">": r"\textgreater{}"}
 _LATEX_RE = re.compile("|".join(re.escape(k) for k in sorted(_LATEX_SPECIAL, key=len, reverse=True)))
@@ -413,6 +416,8 @@ def _fit(grid: _Grid, available: int, protected: list[int] = (), drop_first: lis
         is_text = any(any(ch.isspace() for ch in row[i].strip()) for row in grid.rows)
         minimum.append(max(words, min(natural[i], MIN_TEXT_WIDTH)) if is_text else words)
     keep = list(range(len(grid.columns)))
+    for i in protected:  # a name that must stay may fold to FOLD_WIDTH before a column is dropped for it
+        minimum[i] = min(minimum[i], max(FOLD_WIDTH, cell_len(grid.columns[i])))
 
     def needed(cols):
         return sum(minimum[i] for i in cols) + _overhead(len(cols))
