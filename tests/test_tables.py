@@ -203,3 +203,10 @@ def test_usage_errors_and_help():
     for option in ("--y ", "--a ", "--b "):
         line = next(line for line in r.stdout.splitlines() if option in line)
         assert "Ad-hoc test" in line
+
+
+def test_table4_at_80_columns_keeps_every_encoder(monkeypatch, tables_db):
+    text, notes = table_at(monkeypatch, tables_db, 80, "--table")
+    assert "not shown" not in notes and all(len(line) <= 80 for line in text.splitlines())
+    assert "glove-6b-50d" in text and "hf:sentence-transformers/" in text.replace(" ", "").replace("|", "")
+    assert text.count("**") == 8  # every hypothesis rejected, each in its own cell

@@ -216,7 +216,7 @@ def results_cmd(
             grid = pl.DataFrame([{"test": r, **{e: t4.labels.get((r, e)) for e in t4.encoders}} for r in t4.rows],
                                 schema={c: pl.String for c in ["test", *t4.encoders]})
             err.print(f"d by test and encoder; {marks}" + (f"; {t4.note}" if t4.note else ""), highlight=False)
-            emit(grid, fmt)
+            emit(grid, fmt, keep=tuple(grid.columns))  # every encoder's column: names fold, none is dropped
     elif fmt == "sentbias":
         sys.stdout.write(analysis.sentbias_rows(df).write_csv(separator="\t", quote_style="never"))
     else:
