@@ -227,16 +227,16 @@ def test_non_empty_folder_needs_force(report_db, tmp_path):
     assert (out / "notes.txt").read_text() == "mine"
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--test", "no-such-test"], "--test no-such-test: no result"),
-    (["--format", "gif"], "unknown format 'gif'"),
-    (["--correct", "bonferroni"], "unknown correction 'bonferroni'"),
-    (["--where", "no_such_column = 1"], "--where"),
+@pytest.mark.parametrize("args, message, code", [
+    (["--test", "no-such-test"], "--test no-such-test: no result", 1),
+    (["--format", "gif"], "unknown format 'gif'", 2),  # usage errors exit 2
+    (["--correct", "bonferroni"], "--correct 'bonferroni': unknown correction", 2),
+    (["--where", "no_such_column = 1"], "--where", 1),
 ])
-def test_bad_input_is_one_line(report_db, tmp_path, args, message):
+def test_bad_input_is_one_line(report_db, tmp_path, args, message, code):
     path, _ = report_db
     r = invoke("--db", path, "report", "-o", tmp_path / "r", *args)
-    assert r.exit_code == 1 and message in r.output and len(r.output.strip().splitlines()) == 1, r.output
+    assert r.exit_code == code and message in r.output and len(r.output.strip().splitlines()) == 1, r.output
 
 
 def test_strip_takes_the_latest_result_per_encoder(report_db, tmp_path):

@@ -123,6 +123,15 @@ def db_path() -> Path:
     return state["db"] or default_db()
 
 
+def check_correction(value: str) -> str:
+    """--correct checked before any work: a wrong name is a usage error (exit 2)."""
+    from ..analysis.families import CORRECTIONS
+
+    if value not in CORRECTIONS:
+        raise UsageError(f"--correct {value!r}: unknown correction (known: {', '.join(CORRECTIONS)})")
+    return value
+
+
 IRREGULAR = {"stimulus": "stimuli", "hypothesis": "hypotheses", "analysis": "analyses"}
 
 

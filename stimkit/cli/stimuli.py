@@ -33,7 +33,7 @@ def generate_cmd(
     wordlist_dir: Annotated[Optional[Path], typer.Option("--wordlist-dir", help="Folder of your own word-list TOML files, added to the built-in lists.")] = None,
     template_dir: Annotated[Optional[Path], typer.Option("--template-dir", help="Folder of your own template sets, searched before the built-in ones.")] = None,
     override: Annotated[bool, typer.Option("--override", help="Let your word lists / template sets replace built-in ones of the same name (recorded in the set's provenance).")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the summary line, not a line per new or restored set.")] = False,
 ):
     """Render word lists through template sets into versioned stimulus sets (a no-op when nothing changed).
 
@@ -117,7 +117,7 @@ def export_sentbias(
     outdir: Path,
     tests: Annotated[Optional[list[str]], typer.Option("--test", help="Test name (repeatable); default: all.")] = None,
     balance: Annotated[Optional[str], typer.Option("--balance", help="Apply a balancing policy: cut | drop-words.")] = None,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the balancing cut (with --balance cut).")] = 0,
     force: Annotated[bool, typer.Option("--force", help="Write into a folder that is not empty (files of the same name are replaced).")] = False,
 ):
     """Write one JSON file per catalog test in the published SEAT format (unbalanced by default).

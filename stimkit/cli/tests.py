@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from .. import DEFAULT_BUDGET, DEFAULT_PAPER, UsageError
-from .common import (app, count as _count, db_path, emit, emit_document, err, family_line, format_option, handles_errors,
+from .common import (app, check_correction, count as _count, db_path, emit, emit_document, err, family_line, format_option, handles_errors,
                      open_store, print_rows)
 
 AlphaOption = Annotated[float, typer.Option("--alpha", help="Significance level, in (0, 1).")]
@@ -126,15 +126,6 @@ def test_cmd(
                                 options=opts, **callbacks)
     warn_cannot_reject(report, alpha)
     finish(report)
-
-
-def check_correction(value: str) -> str:
-    """--correct checked where it is parsed: a wrong name is a usage error (exit 2)."""
-    from ..analysis.families import CORRECTIONS
-
-    if value not in CORRECTIONS:
-        raise UsageError(f"--correct {value!r}: unknown correction (known: {', '.join(CORRECTIONS)})")
-    return value
 
 
 ColumnsOption = Annotated[Optional[str], typer.Option(

@@ -10,7 +10,7 @@ import jinja2
 import numpy as np
 import polars as pl
 
-from .. import StimkitError
+from .. import StimkitError, UsageError
 from ..analysis import paper_tables as paper
 from ..output import latex_escape, markdown_escape
 from . import figures
@@ -98,7 +98,7 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
     formats = list(formats or FORMATS)
     unknown = [f for f in formats if f not in FORMATS]
     if unknown:
-        raise StimkitError(f"unknown format {unknown[0]!r} (known: {', '.join(FORMATS)})")
+        raise UsageError(f"unknown format {unknown[0]!r} (known: {', '.join(FORMATS)})")
     prepare_dir(out_dir, force)
     fig_formats = [f for f in FIGURE_FORMATS if f in formats]
     (out_dir / "figures").mkdir()
