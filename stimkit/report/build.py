@@ -12,7 +12,6 @@ import polars as pl
 
 from .. import StimkitError, UsageError
 from ..analysis import paper_tables as paper
-from ..output import latex_escape, markdown_escape
 from . import figures
 from .data import ReportData
 
@@ -33,7 +32,6 @@ class Written:
 
 ENV = jinja2.Environment(loader=jinja2.PackageLoader("stimkit.report", "templates"),
                          autoescape=jinja2.select_autoescape(["html"]), keep_trailing_newline=True)
-ENV.filters.update(tex=latex_escape, md=markdown_escape)
 
 
 def prepare_dir(out_dir: Path, force: bool) -> None:
