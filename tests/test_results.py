@@ -225,7 +225,7 @@ def test_adhoc_test_with_sql_sets(store_copy):
     (["test", "nosuchtest*"], "no test matches 'nosuchtest*'", 2),
     (["results", "--where", "test = 'none'"], "no results in the latest result per hypothesis", 1),
     (["results", "--correct", "bonferonni"], "--correct 'bonferonni': unknown correction", 2),  # a usage error
-    (["results", "--alpha", "2"], "--alpha must be between 0 and 1", 1),
+    (["results", "--alpha", "2"], "--alpha must be between 0 and 1", 2),  # a usage error
     (["results", "--run", "nosuchrun"], "--run nosuchrun: no such run", 1),
     (["query", "SELEKT 1"], "query failed", 2),
 ])

@@ -132,6 +132,13 @@ def check_correction(value: str) -> str:
     return value
 
 
+def check_alpha(alpha: float) -> float:
+    """--alpha checked before any work: outside (0, 1) is a usage error (exit 2)."""
+    if not 0 < alpha < 1:
+        raise UsageError(f"--alpha must be between 0 and 1 (exclusive), not {alpha}")
+    return alpha
+
+
 IRREGULAR = {"stimulus": "stimuli", "hypothesis": "hypotheses", "analysis": "analyses"}
 
 

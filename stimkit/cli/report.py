@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import app, check_correction, count, err, handles_errors, open_store, out
+from .common import app, check_alpha, check_correction, count, err, handles_errors, open_store, out
 
 
 @app.command("report")
@@ -24,6 +24,7 @@ def report_cmd(
 ):
     """Write DIR/report.html (figures inline, no network), DIR/figures/* and DIR/tables/* (Table 4 as markdown, LaTeX, CSV)."""
     check_correction(correct)
+    check_alpha(alpha)
     with open_store(read_only=True) as store:
         written = store.report(out_dir, where, correct, alpha, fmt, test, audit, force)
     for note in written.notes:

@@ -8,8 +8,8 @@ from typing import Annotated, Optional
 import typer
 
 from .. import DEFAULT_BUDGET, DEFAULT_PAPER, UsageError
-from .common import (app, check_correction, count as _count, db_path, emit, emit_document, err, family_line, format_option, handles_errors,
-                     open_store, print_rows)
+from .common import (app, check_alpha, check_correction, count as _count, db_path, emit, emit_document, err, family_line,
+                     format_option, handles_errors, open_store, print_rows)
 
 AlphaOption = Annotated[float, typer.Option("--alpha", help="Significance level, in (0, 1).")]
 RunOption = Annotated[Optional[str], typer.Option(
@@ -171,6 +171,7 @@ def results_cmd(
     from ..output import MACHINE_FORMATS, default_format
 
     check_correction(correct)
+    check_alpha(alpha)
     if layout not in (None, "tan-celis"):
         raise UsageError(f"unknown layout {layout!r} (known: tan-celis)")
     fmt = fmt or default_format()
@@ -243,6 +244,7 @@ def check_cmd(
       stimkit check
       stimkit check --where "encoder LIKE 'minilm%'" --format json
     """
+    check_alpha(alpha)
     with open_store(read_only=True) as store:
         df = store.check(where, run, alpha)
         family = store.family
