@@ -210,3 +210,12 @@ def test_table4_at_80_columns_keeps_every_encoder(monkeypatch, tables_db):
     assert "not shown" not in notes and all(len(line) <= 80 for line in text.splitlines())
     assert "glove-6b-50d" in text and "hf:sentence-transformers/" in text.replace(" ", "").replace("|", "")
     assert text.count("**") == 8  # every hypothesis rejected, each in its own cell
+
+
+def test_parquet_is_refused_on_a_terminal(monkeypatch):
+    monkeypatch.setattr(output, "_stdout_is_terminal", lambda: True)
+    with pytest.raises(output.UsageError, match="parquet writes bytes"):
+        output.emit(pl.DataFrame({"a": [1]}), "parquet")
+    buf = io.BytesIO()
+    output.emit(pl.DataFrame({"a": [1.5]}), "parquet", stream=buf)  # a file given: bytes go there
+    assert pl.read_parquet(io.BytesIO(buf.getvalue()))["a"].to_list() == [1.5]
