@@ -71,10 +71,10 @@ def zero_vectors(tmp_path) -> Path:
 
 
 CASES = {
-    "stacked SQL in --where": (["results", "--where", "1=1; DELETE FROM result_items"], 1, "--where"),
+    "stacked SQL in --where": (["results", "--where", "1=1; DELETE FROM result_items"], 2, "--where"),
     "stacked SQL in a set query": (["test", "--x", "SELECT * FROM current_stimuli; DROP TABLE results; SELECT 1", *ADHOC],
                                    1, "must be a single SELECT"),
-    "alpha out of range": (["results", "--alpha", "2"], 1, "--alpha must be between 0 and 1"),
+    "alpha out of range": (["results", "--alpha", "2"], 2, "--alpha must be between 0 and 1"),  # a usage error
     "alpha zero in test": (["test", "weat6", "--alpha", "0"], 1, "--alpha must be between 0 and 1"),
     "negative bootstrap": (["test", "weat6", "--bootstrap", "-5"], 1, "--bootstrap must be 0"),
     "seed beyond 64 bits": (["test", "weat6", "--seed", str(2 ** 64)], 1, "--seed must be between 0 and 2^63 - 1"),
@@ -87,9 +87,9 @@ CASES = {
                           "--b", "unpleasant@word"], 1, "X and Y hold the same items"),
     "markup in an argument": (["test", "[/]"], 2, "no test matches '[/]'"),
     "emoji code in a value": (["results", "--where", "test = ':x:'"], 1, "where test = ':x:'"),
-    "unknown correction": (["results", "--correct", "bonferonni"], 1, "unknown correction 'bonferonni'"),
+    "unknown correction": (["results", "--correct", "bonferonni"], 2, "--correct 'bonferonni': unknown correction"),
     "unknown run": (["results", "--run", "nope"], 1, "--run nope: no such run"),
-    "query that writes": (["query", "DELETE FROM results"], 1, "query can only read"),
+    "query that writes": (["query", "DELETE FROM results"], 2, "query can only read"),  # refused: a usage error
     "unknown encoder": (["test", "weat6", "-e", "nosuch"], 1, "unknown encoder 'nosuch'"),
     "unknown layout": (["results", "--layout", "nope"], 2, "unknown layout 'nope'"),
     "a hub model offline": (["test", "weat6", "-e", "hf:someorg/nosuchmodel"], 1, "not found locally and no network"),

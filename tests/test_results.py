@@ -224,8 +224,8 @@ def test_adhoc_test_with_sql_sets(store_copy):
     (["test", "sent-weat1", "--cuts", "3", "--balance", "none"], "--cuts needs a random balance", 1),
     (["test", "nosuchtest*"], "no test matches 'nosuchtest*'", 2),
     (["results", "--where", "test = 'none'"], "no results in the latest result per hypothesis", 1),
-    (["results", "--correct", "bonferonni"], "unknown correction 'bonferonni'", 1),
-    (["results", "--alpha", "2"], "--alpha must be between 0 and 1", 1),
+    (["results", "--correct", "bonferonni"], "--correct 'bonferonni': unknown correction", 2),  # a usage error
+    (["results", "--alpha", "2"], "--alpha must be between 0 and 1", 2),  # a usage error
     (["results", "--run", "nosuchrun"], "--run nosuchrun: no such run", 1),
     (["query", "SELEKT 1"], "query failed", 2),
 ])

@@ -1,5 +1,5 @@
-"""Tables from results: May et al.'s Table 4, Tan & Celis's Tables 7 and 8, and the original
-SEAT code's results.tsv layout.
+"""Tables from results: Tan & Celis's Tables 7 and 8, and the original SEAT code's results.tsv
+layout (Table 4 and the paper tables: analysis.paper_tables).
 
 Tables 7 and 8 show each test (a row of the paper: C1..C10 from May et al., +C11.. from
 Tan & Celis) as up to five encodings -- word, sent, sent (u), c-word, c-word (u) -- by
@@ -23,27 +23,6 @@ if TYPE_CHECKING:
 SENTBIAS_COLUMNS = ["model", "options", "test", "p_value", "effect_size", "num_targ1", "num_targ2", "num_attr1", "num_attr2"]
 ENCODINGS = ("word", "sent", "sent (u)", "c-word", "c-word (u)")
 MARKS = {(True, False): "✓", (False, True): "✗", (True, True): "▲"}  # (c-word, sent) significant
-
-
-def table4(df: pl.DataFrame, alpha: float, order: list[str], encoders: list[str] | None = None) -> tuple[list[str], list[dict]]:
-    """Tests x encoders with d and May et al.'s marks: * p <= alpha, ** still after correction,
-    and a dagger where the test cannot reach p <= alpha at all."""
-    # a column per encoder, headed by its display name where one was given (-e "MiniLM=minilm")
-    name = {r["encoder"]: r.get("display") or r["encoder"] for r in df.iter_rows(named=True)}
-    present = set(name.values())
-    wanted = [name.get(e, e) for e in (encoders or [])]
-    encoders = [e for e in dict.fromkeys(wanted) if e in present] + sorted(present - set(wanted))
-    cells: dict[str, dict] = {}
-    for r in df.iter_rows(named=True):
-        if r.get("metric", "weat") != "weat":  # d is WEAT's; other metrics have scales of their own
-            continue
-        mark = "**" if r["rejected"] else ("*" if r["p_value"] <= alpha else "")
-        if r.get("can_reject") is False:
-            mark += "†"
-        cells.setdefault(r["test"], {"test": r["test"]})[name[r["encoder"]]] = f"{r['effect_size']:+.2f}{mark}"
-    rank = {t: i for i, t in enumerate(order)}
-    rows = sorted(cells.values(), key=lambda c: (rank.get(c["test"], len(rank)), c["test"]))
-    return ["test", *encoders], rows
 
 
 def encoding(test: TestDef, context: str) -> str:

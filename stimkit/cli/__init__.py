@@ -26,7 +26,28 @@ def register(modules=MODULES):
         importlib.import_module(f"{__name__}.{name}")
     from .common import app
 
+    _literal_docstrings(app)
     return app
+
+
+def _literal_docstrings(typer_app) -> None:
+    """A command's help is its docstring as written: Typer reads it as rich markup, where
+    `{"rows": [the templates]}` loses its brackets; escaped here, once per command. A prose
+    paragraph's lines are joined so the terminal wraps it; indented lines (examples) stay."""
+    import inspect
+
+    from rich.markup import escape
+
+    def flowed(doc: str) -> str:
+        paragraphs = doc.split("\n\n")
+        return "\n\n".join(p if any(line[:1].isspace() for line in p.splitlines()) else " ".join(p.splitlines())
+                           for p in paragraphs)
+
+    for info in typer_app.registered_commands:
+        if info.help is None and info.callback is not None and info.callback.__doc__:
+            info.help = escape(flowed(inspect.getdoc(info.callback)))
+    for group in typer_app.registered_groups:
+        _literal_docstrings(group.typer_instance)
 
 
 def command_of(args: list[str]) -> str | None:

@@ -13,6 +13,16 @@ from ..errors import Interrupted, StimkitError, UsageError
 from ..output import FORMATS, emit, emit_document, err, format_option, out, print_rows  # noqa: F401  (one output layer)
 from ..paths import default_db
 
+def _flags_take_no_value():
+    """Typer 0.29 prints a flag's type (`--debug <bool>`) as if it took a value; a flag shows none."""
+    from typer.core import TyperOption
+
+    shown = TyperOption.display_type_rich
+    TyperOption.display_type_rich = lambda self, ctx: None if self.is_flag else shown(self, ctx)
+
+
+_flags_take_no_value()
+
 app = typer.Typer(help="stimkit: bias-test stimuli, embeddings and association tests in one DuckDB store.",
                   no_args_is_help=True, add_completion=False)
 
@@ -127,7 +137,7 @@ def main_options(
     db: Annotated[Optional[Path], typer.Option("--db", envvar="STIMKIT_DB", help="The DuckDB store (default ./stimkit.duckdb).")] = None,
     catalog_dir: Annotated[Optional[Path], typer.Option("--catalog-dir", envvar="STIMKIT_CATALOG_DIR",
                                                         help="Folder of your own test definitions (TOML, the catalog's format).")] = None,
-    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of unexpected errors.")] = False,
+    debug: Annotated[bool, typer.Option("--debug", help="Show the traceback of an unexpected error (a flag: no value).")] = False,
     version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
                                           help="Print the version and exit.")] = False,
 ):
@@ -148,5 +158,39 @@ def db_path() -> Path:
     return state["db"] or default_db()
 
 
+def check_correction(value: str) -> str:
+    """--correct checked before any work: a wrong name is a usage error (exit 2)."""
+    from ..analysis.families import CORRECTIONS
+
+    if value not in CORRECTIONS:
+        raise UsageError(f"--correct {value!r}: unknown correction (known: {', '.join(CORRECTIONS)})")
+    return value
+
+
+def check_alpha(alpha: float) -> float:
+    """--alpha checked before any work: outside (0, 1) is a usage error (exit 2)."""
+    if not 0 < alpha < 1:
+        raise UsageError(f"--alpha must be between 0 and 1 (exclusive), not {alpha}")
+    return alpha
+
+
+IRREGULAR = {"stimulus": "stimuli", "hypothesis": "hypotheses", "analysis": "analyses"}
+
+
 def count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+    """`1 test`, `2 tests`, `1 stimulus`, `3 stimuli`."""
+    return f"{n} {noun}" if n == 1 else f"{n} {IRREGULAR.get(noun, noun + 's')}"
+
+
+def family_line(family, correct: str | None = None, alpha: float | None = None, verbose: bool = False) -> str:
+    """The family in one short line (m, whole store or one run, the filter); `verbose`: its full definition."""
+    if verbose:
+        scope = family.definition
+    else:
+        scope = "latest result per hypothesis, " + (f"run {family.run}" if family.run else "whole store")
+        if family.where:
+            scope += f", where {family.where}"
+    line = f"family: m = {family.m} ({scope})"
+    if correct is not None:
+        line += f"; {correct} at alpha {alpha}"
+    return line

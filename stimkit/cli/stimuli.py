@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import app, db_path, emit, err, format_option, handles_errors, open_store, out
+from .common import app, count, db_path, emit, err, format_option, handles_errors, open_store, out
 
 catalog_app = typer.Typer(help="The test catalog: list tests, show their set queries.", invoke_without_command=True)
 export_app = typer.Typer(help="Export stimulus sets in other tools' formats.")
@@ -33,7 +33,7 @@ def generate_cmd(
     wordlist_dir: Annotated[Optional[Path], typer.Option("--wordlist-dir", help="Folder of your own word-list TOML files, added to the built-in lists.")] = None,
     template_dir: Annotated[Optional[Path], typer.Option("--template-dir", help="Folder of your own template sets, searched before the built-in ones.")] = None,
     override: Annotated[bool, typer.Option("--override", help="Let your word lists / template sets replace built-in ones of the same name (recorded in the set's provenance).")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the summary line, not a line per new or restored set.")] = False,
 ):
     """Render word lists through template sets into versioned stimulus sets (a no-op when nothing changed).
 
@@ -48,10 +48,10 @@ def generate_cmd(
     if not quiet:
         for r in report:
             if r["status"] != "unchanged":
-                out.print(f"{r['status']:>9}  {r['name']:<55} {r['version']}  {r['n_stimuli']:>5} stimuli",
+                out.print(f"{r['status']:>9}  {r['name']:<55} {r['version']}  {count(r['n_stimuli'], 'stimulus'):>14}",
                           highlight=False, markup=False, emoji=False)
-    out.print(f"{len(report)} sets: {counts['new']} new, {counts['restored']} restored, {counts['unchanged']} unchanged "
-              f"({sum(r['n_stimuli'] for r in report)} stimuli) in {db_path()}",
+    out.print(f"{count(len(report), 'set')}: {counts['new']} new, {counts['restored']} restored, {counts['unchanged']} unchanged "
+              f"({count(sum(r['n_stimuli'] for r in report), 'stimulus')}) in {db_path()}",
               highlight=False, markup=False, emoji=False)
 
 
@@ -108,7 +108,7 @@ def catalog_show(name: str):
               highlight=False)
     for r in catalog.sizes(con, test).iter_rows(named=True):
         n = r["n_stimuli"] if r["error"] is None else ("no store yet:" if con is None else f"error: {r['error']}")
-        out.print(f"\n{r['role']} ({n} stimuli)\n  {r['sql']}", highlight=False)
+        out.print(f"\n{r['role']} ({count(n, 'stimulus') if isinstance(n, int) else n})\n  {r['sql']}", highlight=False)
 
 
 @export_app.command("sentbias")
@@ -117,7 +117,7 @@ def export_sentbias(
     outdir: Path,
     tests: Annotated[Optional[list[str]], typer.Option("--test", help="Test name (repeatable); default: all.")] = None,
     balance: Annotated[Optional[str], typer.Option("--balance", help="Apply a balancing policy: cut | drop-words.")] = None,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the balancing cut (with --balance cut).")] = 0,
     force: Annotated[bool, typer.Option("--force", help="Write into a folder that is not empty (files of the same name are replaced).")] = False,
 ):
     """Write one JSON file per catalog test in the published SEAT format (unbalanced by default).
@@ -144,6 +144,6 @@ def import_sentbias(
         report = store.import_sentbias(directory, prefix, override)
     for r in report:
         out.print(f"{r['test']:<50} sizes X/Y/A/B = {'/'.join(map(str, r['sizes']))}", highlight=False, markup=False, emoji=False)
-    out.print(f"imported {len(report)} tests", highlight=False)
+    out.print(f"imported {count(len(report), 'test')}", highlight=False)
 
 
