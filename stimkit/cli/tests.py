@@ -301,8 +301,11 @@ def check_cmd(
 ):
     """Consistency checks over the family: C7 vs C8, C3/C4/C5, word vs sentence, across encoders.
 
-    Every comparison the family allows is listed with its verdict: consistent, violation,
-    or not comparable (and why). Heuristic checks are marked as such.
+    Every comparison the family allows is listed with its verdict: a violation is a tested
+    claim (the two d differ beyond their joint uncertainty, by a jackknife test on the stored
+    s(w) with shared words deleted together; or both are significant with opposite signs);
+    a note is what decision heuristics see (decisions either side of alpha, p orders apart);
+    consistent; or not comparable (the partner named). --metrics compares the metrics instead.
 
     Examples:
       stimkit check
@@ -330,15 +333,16 @@ def check_cmd(
     from ..output import MACHINE_FORMATS, default_format
 
     fmt = fmt or default_format()
-    n = {v: int((df["verdict"] == v).sum()) for v in ("violation", "not comparable")} if df.height else {}
-    summary = (f"{_count(df.height, 'comparison')}, {_count(n.get('violation', 0), 'violation')}, "
-               f"{n.get('not comparable', 0)} not comparable; {family_line(family, verbose=verbose)}")
+    n = {v: int((df["verdict"] == v).sum()) for v in ("violation", "note", "not comparable")} if df.height else {}
+    summary = (f"{_count(df.height, 'comparison')}, {_count(n.get('violation', 0), 'violation')} (tested), "
+               f"{_count(n.get('note', 0), 'note')}, {n.get('not comparable', 0)} not comparable; "
+               f"{family_line(family, verbose=verbose)}")
     # the ids of the results compared are for programs (and --columns); a person reads the rest
     reading = None if wide or fmt in MACHINE_FORMATS else [c for c in df.columns if c != "result_ids"]
     chosen = choose_columns(df, columns, reading)
     if fmt == "json":
         emit_document({"family": family.as_dict(), "alpha": alpha, "comparisons": df.height,
-                       "violations": n.get("violation", 0)}, df, fmt, chosen)
+                       "violations": n.get("violation", 0), "notes": n.get("note", 0)}, df, fmt, chosen)
     elif df.height:
         emit(df, fmt, chosen, keep=("check_name", "verdict"))
     err.print(summary, highlight=False)

@@ -148,6 +148,8 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
             sections=sections, matrix_svg=inline["significance-matrix"], t4_columns=t4_columns, t4_rows=t4_rows,
             result_columns=results.columns, result_rows=results.to_dicts(), strips=strips, forests=forests,
             cuts_svg=cuts_svg, wefats=wefats, consistency_columns=cons.columns, consistency_rows=cons.to_dicts(),
+            consistency_counts={v: (cons["verdict"] == v).sum() if cons.height else 0
+                                for v in ("violation", "note", "not comparable")},
             provenance=data.provenance)
         written.html = out_dir / "report.html"
         written.html.write_text(html, encoding="utf-8")

@@ -64,7 +64,9 @@ def gather(con, where: str | None = None, correct: str = "holm", alpha: float = 
         data.cuts = cut_spread(con, df["result_id"].to_list())
     if has_rows(con, "wefat_results"):
         data.wefat = wefat(con)
-    data.consistency = analysis.run_sql(con, analysis.named_query("consistency"))
+    from ..analysis import checks
+
+    data.consistency = checks.consistency(con, alpha)
     data.provenance = provenance(con, df)
     return data
 
