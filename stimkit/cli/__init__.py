@@ -78,6 +78,10 @@ def main(args: list[str] | None = None) -> None:
     # Typer 0.29 carries its own Click; its exceptions live here.
     from typer._click import exceptions as click
 
+    import warnings
+
+    # A warning a command gives a person (e.g. encoders.EncoderWarning) is one line on stderr.
+    warnings.formatwarning = lambda message, category, *rest, **kw: f"warning: {message}\n"
     args = sys.argv[1:] if args is None else list(args)
     command_module = COMMAND_MODULES.get(command_of(args))
     app = register([command_module] if command_module else MODULES)
