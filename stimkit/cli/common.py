@@ -28,8 +28,8 @@ def fail(message: str, code: int = 1):
 
 
 def handles_errors(fn):
-    """Every expected error becomes one line on stderr: exit 1, 2 for a usage error, 130
-    for Ctrl-C. Anything else is a bug: one line too, the traceback only with --debug."""
+    """Every expected error becomes one line on stderr, exiting with its class's code
+    (errors.py: input 1, usage 2, store 3, Ctrl-C 130). Anything else is a bug: one line too, the traceback only with --debug."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -45,10 +45,8 @@ def handles_errors(fn):
         except typer.Exit as e:
             succeeded = not e.exit_code
             raise
-        except UsageError as e:
-            fail(str(e), 2)
         except StimkitError as e:
-            fail(str(e), 1)
+            fail(str(e), e.exit_code)
         except (KeyboardInterrupt, duckdb.InterruptException):
             fail("interrupted; nothing half-written was kept", 130)
         except duckdb.Error as e:
