@@ -47,3 +47,14 @@ def read_text(path) -> str:
     except OSError as e:
         raise StimkitError(f"{path}: cannot read: {e.strerror or e}") from None
     return decode(data, path)
+
+
+def inside(path, folder, what: str):
+    """`path` with symlinks resolved, if it stays inside `folder` (itself resolved); else a
+    one-line error: a link to /etc/hostname must not become a template or a word list."""
+    from pathlib import Path
+
+    real, root = Path(path).resolve(), Path(folder).resolve()
+    if not real.is_relative_to(root):
+        raise StimkitError(f"{path}: {what} leads outside {folder} (to {real}); copy the file in instead of linking it")
+    return real
