@@ -100,7 +100,7 @@ class ImportedEncoder(Encoder):
         self.dim = self.matrix.shape[1]
 
     def identity(self) -> dict:
-        return file_identity(self.path, head_bytes=-1)  # the whole file: imports are small
+        return file_identity(self.path)
 
     def encode(self, texts: list[str], spans: list[Span]) -> Encoded:
         out = nan_rows(len(texts), self.dim)

