@@ -52,7 +52,8 @@ def handles_errors(fn):
         except duckdb.Error as e:
             if "KeyboardInterrupt" in str(e):  # Ctrl-C while DuckDB was reading a Python object (an Arrow append)
                 fail("interrupted; nothing half-written was kept", 130)
-            fail(f"store {db_path()}: {str(e).splitlines()[0]}", 1)
+            # An IO error from the store file itself (truncated, unreadable) is the store's: exit 3.
+            fail(f"store {db_path()}: {str(e).splitlines()[0]}", 3 if isinstance(e, duckdb.IOException) else 1)
         except OSError as e:
             fail(f"{e.filename + ': ' if e.filename else ''}{e.strerror or e}", 1)
         except Exception as e:

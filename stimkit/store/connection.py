@@ -151,6 +151,7 @@ def check_marker(con, path) -> None:
                                           "WHERE table_catalog = current_database() ORDER BY 1")]
     except duckdb.Error as e:
         raise StoreError(f"{path}: damaged store: {_first_line(e)}") from None
+    check_size(con, path)
     if not tables:
         return  # a new, empty file: ours to initialise
     if "schema_migrations" not in tables:
@@ -165,6 +166,20 @@ def check_marker(con, path) -> None:
     if strange:
         raise StoreError(f"{path}: not a stimkit store (schema_migrations names {strange[0][1]!r} for "
                          f"migration {strange[0][0]}, stimkit's is {ours[strange[0][0]]!r})")
+
+
+def check_size(con, path) -> None:
+    """A truncated file opens (DuckDB reads blocks lazily) and fails at some later read:
+    refuse it at once, when the file is shorter than the blocks its header counts."""
+    if str(path) == ":memory:" or not Path(path).exists():
+        return
+    try:
+        found = rows(con, "SELECT block_size, total_blocks FROM pragma_database_size() WHERE database_name = current_database()")
+    except duckdb.Error as e:
+        raise StoreError(f"{path}: damaged store: {_first_line(e)}") from None
+    if found and Path(path).stat().st_size < found[0][0] * found[0][1]:
+        raise StoreError(f"{path}: damaged store: the file is {Path(path).stat().st_size} bytes, its header counts "
+                         f"{found[0][1]} blocks of {found[0][0]} (truncated?)")
 
 
 def schema_version(con) -> int:

@@ -9,7 +9,7 @@ import re
 
 import duckdb
 
-from ..errors import InputError, UsageError
+from ..errors import InputError, StoreError, UsageError
 
 # Statement kinds a user may run with `stimkit query` (MULTI: PIVOT expands to several reading steps).
 # EXPLAIN is checked on the statement it explains (EXPLAIN ANALYZE runs it: a COPY TO would write),
@@ -70,7 +70,17 @@ def read(con, sql: str, params=None, what: str = "query"):
     try:
         return con.sql(sql, params=params or None).pl()
     except duckdb.Error as e:
+        if isinstance(e, duckdb.IOException) and (path := _store_path(con)) and path in str(e):
+            raise StoreError(f"{path}: damaged store: {first_line(e)}") from None  # the store's own file, not the user's
         raise InputError(f"{what} failed: {first_line(e)}") from None
+
+
+def _store_path(con) -> str | None:
+    try:
+        found = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchall()
+    except duckdb.Error:
+        return None
+    return found[0][0] if found and found[0][0] else None
 
 
 def first_line(e: BaseException) -> str:
