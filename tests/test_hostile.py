@@ -76,7 +76,8 @@ def check(db_path, tmp, args, code, files=None, message=None, env=None):
     r = cli("--db", db_path, *[str(a).replace("{tmp}", str(tmp)) for a in args], env=env)
     lines = r.output.strip().splitlines()
     assert r.exit_code == code, r.output
-    assert len(lines) == 1 and lines[0].startswith("error: "), r.output
+    # `error: ...`, or the runner's `failed: test ..., encoder ...: ...` for one test that could not run
+    assert len(lines) == 1 and lines[0].startswith(("error: ", "failed: ")), r.output
     assert "internal error" not in r.output, r.output
     if message:
         assert message in r.output, r.output
@@ -324,16 +325,17 @@ RUN_LAYER = pytest.mark.xfail(strict=False, reason="run layer: options")
 TEST = [
     param("test", ["test", "no-such-test"], 2, message="no-such-test", id="unknown-test"),
     param("test", ["test", "weat1", "-e", "no-such-encoder"], 1, message="no-such-encoder", id="unknown-encoder"),
-    param("test", ["test", "weat1", "--method", "magic"], 2, message="magic", id="unknown-method"),
-    param("test", ["test", "weat1", "--alternative", "sideways"], 2, message="sideways", id="unknown-alternative"),
-    param("test", ["test", "weat1", "--balance", "shuffle"], 2, message="shuffle", id="unknown-balance"),
-    param("test", ["test", "weat1", "--context", "paragraph"], 2, message="paragraph", id="unknown-context"),
-    param("test", ["test", "weat1", "--budget", "0"], 2, message="budget", id="budget-zero"),
-    param("test", ["test", "weat1", "--cuts", "0"], 2, message="--cuts", id="cuts-zero"),
+    param("test", ["test", "weat1", "--method", "magic"], 1, message="magic", id="unknown-method"),
+    param("test", ["test", "weat1", "--alternative", "sideways"], 1, message="sideways", id="unknown-alternative"),
+    param("test", ["test", "weat1", "--balance", "shuffle"], 1, message="shuffle", id="unknown-balance"),
+    param("test", ["test", "weat1", "--context", "paragraph"], 1, message="paragraph", id="unknown-context"),
+    param("test", ["test", "weat1", "--budget", "0"], 1, message="budget", id="budget-zero"),
+    param("test", ["test", "weat1", "--cuts", "0"], 2, message="--cuts", id="cuts-zero",
+          marks=pytest.mark.xfail(strict=False, reason="run layer: options (Typer's usage error is a box, not one line)")),
     param("test", ["test", "--x", "flowers@word", "--y", "insects@word", "--a", "pleasant@word"], 2, message="--b",
           id="adhoc-missing-b"),
     param("test", ["test", "--x", "DROP TABLE results", "--y", "insects@word", "--a", "pleasant@word",
-                   "--b", "unpleasant@word"], 2, id="adhoc-sql-drop"),
+                   "--b", "unpleasant@word"], 1, id="adhoc-sql-drop"),
     param("test", ["test", "--x", "no_such@word", "--y", "insects@word", "--a", "pleasant@word",
                    "--b", "unpleasant@word"], 1, id="adhoc-unknown-set"),
     # Not run in-process until the run layer bounds it: today it hangs (test_cuts_huge_is_refused_fast runs it in a subprocess).
@@ -341,20 +343,20 @@ TEST = [
           marks=pytest.mark.xfail(run=False, reason="run layer: options"), id="cuts-huge"),
 ]
 WEFAT = [
-    param("wefat", ["wefat", "no-such-wefat"], 2, message="no-such-wefat", id="unknown"),
+    param("wefat", ["wefat", "no-such-wefat"], 1, message="no-such-wefat", id="unknown"),
     param("wefat", ["wefat", "wefat-occupations", "-e", "no-such-encoder"], 1, message="no-such-encoder", id="unknown-encoder"),
-    param("wefat", ["wefat", "--targets", "flowers", "--a", "pleasant"], 2, id="adhoc-missing-b"),
+    param("wefat", ["wefat", "--targets", "flowers", "--a", "pleasant"], 1, id="adhoc-missing-b"),
     param("wefat", ["wefat", "--targets", "flowers", "--a", "pleasant", "--b", "unpleasant", "--property",
                     "{tmp}/absent.csv"], 1, id="property-file-missing"),
     param("wefat", ["wefat", "--targets", "flowers", "--a", "pleasant", "--b", "unpleasant", "--property",
-                    "DELETE FROM results"], 2, id="property-sql-delete"),
-    param("wefat", ["wefat", "wefat-occupations", "--method", "magic"], 2, message="magic", id="unknown-method"),
-    param("wefat", ["wefat", "wefat-occupations", "--drop-least-typical", "2"], 2, id="drop-over-one"),
+                    "DELETE FROM results"], 1, id="property-sql-delete"),
+    param("wefat", ["wefat", "wefat-occupations", "--method", "magic"], 1, message="magic", id="unknown-method"),
+    param("wefat", ["wefat", "wefat-occupations", "--drop-least-typical", "2"], 1, id="drop-over-one"),
     param("wefat", ["wefat", "wefat-occupations", "--bootstrap", "-1"], 2, message="--bootstrap", marks=RUN_LAYER,
           id="bootstrap-negative"),
 ]
 AUDIT = [
-    param("audit", ["audit", "templates", "-t", "no-such-test", "-e", "glove-6b-50d"], 2, message="no-such-test",
+    param("audit", ["audit", "templates", "-t", "no-such-test", "-e", "glove-6b-50d"], 1, message="no-such-test",
           id="unknown-test"),
     param("audit", ["audit", "templates", "-t", "sent-weat6", "-s", "no_such_set", "-e", "glove-6b-50d"], 1,
           message="no_such_set", id="unknown-template-set"),
@@ -362,10 +364,10 @@ AUDIT = [
           id="unknown-encoder"),
     param("audit", ["audit", "templates", "-t", "sent-weat6", "--alpha", "2", "-e", "glove-6b-50d"], 1, message="alpha",
           id="alpha-over-one"),
-    param("audit", ["audit", "templates", "-t", "weat1", "-e", "glove-6b-50d"], 2, message="weat1", id="word-test"),
+    param("audit", ["audit", "templates", "-t", "weat1", "-e", "glove-6b-50d"], 1, message="weat1", id="word-test"),
     param("audit", ["audit", "show", "--where", "DROP TABLE audits"], 2, id="show-where-drop"),
     param("audit", ["audit", "show", "--where", "no_column = 1"], 1, id="show-where-unknown-column"),
-    param("audit", ["audit", "show", "--where", "1) UNION SELECT * FROM results --"], 2, id="show-where-injection"),
+    param("audit", ["audit", "show", "--where", "1) UNION SELECT * FROM results --"], 1, id="show-where-injection"),
 ]
 RESULTS = [
     param("results", ["results", "--where", "DROP TABLE results"], 2, id="where-drop"),
