@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .. import StimkitError, UsageError, __version__
+from .. import StimkitError, __version__
 from ..output import FORMATS, emit, emit_document, err, format_option, out, print_rows  # noqa: F401  (one output layer)
 from ..paths import default_db
 

@@ -13,7 +13,6 @@ Stanford tokenisation did. Punctuation is not a token.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from pathlib import Path
 
