@@ -71,7 +71,7 @@ def zero_vectors(tmp_path) -> Path:
 
 
 CASES = {
-    "stacked SQL in --where": (["results", "--where", "1=1; DELETE FROM result_items"], 1, "--where"),
+    "stacked SQL in --where": (["results", "--where", "1=1; DELETE FROM result_items"], 2, "--where"),
     "stacked SQL in a set query": (["test", "--x", "SELECT * FROM current_stimuli; DROP TABLE results; SELECT 1", *ADHOC],
                                    1, "must be a single SELECT"),
     "alpha out of range": (["results", "--alpha", "2"], 1, "--alpha must be between 0 and 1"),
@@ -89,7 +89,7 @@ CASES = {
     "emoji code in a value": (["results", "--where", "test = ':x:'"], 1, "where test = ':x:'"),
     "unknown correction": (["results", "--correct", "bonferonni"], 1, "unknown correction 'bonferonni'"),
     "unknown run": (["results", "--run", "nope"], 1, "--run nope: no such run"),
-    "query that writes": (["query", "DELETE FROM results"], 1, "query can only read"),
+    "query that writes": (["query", "DELETE FROM results"], 2, "query can only read"),
     "unknown encoder": (["test", "weat6", "-e", "nosuch"], 1, "unknown encoder 'nosuch'"),
     "unknown layout": (["results", "--layout", "nope"], 2, "unknown layout 'nope'"),
     "a hub model offline": (["test", "weat6", "-e", "hf:someorg/nosuchmodel"], 1, "not found locally and no network"),
@@ -130,7 +130,7 @@ def test_a_corrupted_store_is_one_line(tmp_path, capsys):
     path = tmp_path / "corrupt.duckdb"
     path.write_bytes(b"this is not a duckdb file" * 100)
     code, out, err = run_main(capsys, "--db", path, "sets")
-    assert code == 1 and str(path) in err and len(err.strip().splitlines()) == 1, err
+    assert code == 3 and str(path) in err and len(err.strip().splitlines()) == 1, err
 
 
 def test_a_store_from_a_newer_stimkit_is_refused(db, capsys):
