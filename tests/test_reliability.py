@@ -130,7 +130,7 @@ def test_a_corrupted_store_is_one_line(tmp_path, capsys):
     path = tmp_path / "corrupt.duckdb"
     path.write_bytes(b"this is not a duckdb file" * 100)
     code, out, err = run_main(capsys, "--db", path, "sets")
-    assert code == 1 and str(path) in err and len(err.strip().splitlines()) == 1, err
+    assert code == 3 and str(path) in err and len(err.strip().splitlines()) == 1, err
 
 
 def test_a_store_from_a_newer_stimkit_is_refused(db, capsys):
@@ -140,7 +140,7 @@ def test_a_store_from_a_newer_stimkit_is_refused(db, capsys):
     before = rows_of(db)
     for args in (["sets"], ["generate", "-w", "flowers", "-t", "word"]):
         code, out, err = run_main(capsys, "--db", db, *args)
-        assert code == 1 and "made by a newer stimkit" in err and "upgrade" in err, err
+        assert code == 3 and "made by a newer stimkit" in err and "upgrade" in err, err
     assert rows_of(db) == before
 
 

@@ -223,7 +223,7 @@ def test_non_empty_folder_needs_force(report_db, tmp_path):
     assert [p.name for p in out.iterdir()] == ["notes.txt"]
     r = invoke("--db", path, "report", "-o", out, "--format", "html", "--force")
     assert r.exit_code == 0, r.output
-    assert sorted(p.name for p in out.iterdir()) == ["figures", "notes.txt", "report.html", "tables"]
+    assert sorted(p.name for p in out.iterdir()) == [".stimkit-report.json", "figures", "notes.txt", "report.html", "tables"]
     assert (out / "notes.txt").read_text() == "mine"
 
 

@@ -66,8 +66,8 @@ def handles_errors(fn):
         except Exception as e:
             if interrupted():  # Ctrl-C inside DuckDB or polars, surfacing as their own error
                 fail(INTERRUPTED, Interrupted.exit_code)
-            if isinstance(e, duckdb.Error):
-                fail(f"store {db_path()}: {str(e).splitlines()[0]}", 1)
+            if isinstance(e, duckdb.Error):  # an IO error of the store file itself (truncated, unreadable): exit 3
+                fail(f"store {db_path()}: {str(e).splitlines()[0]}", 3 if isinstance(e, duckdb.IOException) else 1)
             if isinstance(e, OSError):
                 fail(f"{e.filename + ': ' if e.filename else ''}{e.strerror or e}", 1)
             if state.get("debug"):

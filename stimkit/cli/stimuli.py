@@ -34,6 +34,10 @@ def generate_cmd(
     template_dir: Annotated[Optional[Path], typer.Option("--template-dir", help="Folder of your own template sets, searched before the built-in ones.")] = None,
     override: Annotated[bool, typer.Option("--override", help="Let your word lists / template sets replace built-in ones of the same name (recorded in the set's provenance).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the summary line, not a line per new or restored set.")] = False,
+    max_sentence_chars: Annotated[Optional[int], typer.Option("--max-sentence-chars", help="Longest sentence a template may render (default 2000; env STIMKIT_MAX_SENTENCE_CHARS).")] = None,
+    max_per_template: Annotated[Optional[int], typer.Option("--max-per-template", help="Most sentences one template file may yield in a set (default 100000; env STIMKIT_MAX_PER_TEMPLATE).")] = None,
+    max_per_set: Annotated[Optional[int], typer.Option("--max-per-set", help="Most sentences in one set (default 1000000; env STIMKIT_MAX_PER_SET).")] = None,
+    max_render_seconds: Annotated[Optional[float], typer.Option("--max-render-seconds", help="Longest time to render one sentence (default 5; env STIMKIT_MAX_RENDER_SECONDS).")] = None,
 ):
     """Render word lists through template sets into versioned stimulus sets (a no-op when nothing changed).
 
@@ -42,7 +46,18 @@ def generate_cmd(
       stimkit generate -w flowers -t may2019 -t heilman/engineer_attribute
       stimkit generate --wordlist-dir mylists/ -t word
     """
-    with open_store() as store:
+    import dataclasses
+
+    from ..errors import UsageError
+    from ..stimuli.templates import Limits, current_limits, use_limits
+
+    asked = {"sentence_chars": max_sentence_chars, "per_template": max_per_template, "per_set": max_per_set,
+             "render_seconds": max_render_seconds}
+    for key, value in asked.items():
+        if value is not None and not value > 0:
+            raise UsageError(f"{Limits.OPTIONS[key][0]} must be > 0, not {value}")
+    limits = dataclasses.replace(current_limits(), **{k: v for k, v in asked.items() if v is not None})
+    with use_limits(limits), open_store() as store:
         report = store.generate(wordlist, template_set, wordlist_dir, template_dir, override)
     counts = {s: sum(r["status"] == s for r in report) for s in ("new", "restored", "unchanged")}
     if not quiet:

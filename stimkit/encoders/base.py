@@ -93,18 +93,45 @@ class EncoderWarning(UserWarning):
     """Something about an encoder a user should know, that does not stop it (one line)."""
 
 
-def file_identity(path, head_bytes: int = 1 << 20) -> dict:
-    """A cheap content identity for big weight files: size plus a hash of the first MiB (-1: all).
-    Cached per (path, size, mtime): a file that changes is hashed again."""
+def cache_dir() -> Path:
+    return Path(os.environ.get("STIMKIT_CACHE", Path.home() / ".cache" / "stimkit"))
+
+
+def file_identity(path) -> dict:
+    """The file's name, size and the SHA-256 of its whole content: content decides, so an
+    edit that keeps size and modification time still makes another identity.
+
+    Hashing is done once per file state, remembered (in this process and in the cache
+    folder) under (path, size, mtime_ns, ctime_ns, inode, device): any write to the file
+    changes its ctime, which no user tool can set back, so the shortcut cannot be fooled
+    by an edit that restores size and mtime."""
+    path = os.path.abspath(path)
     st = os.stat(path)
-    return dict(_file_identity(os.path.abspath(path), st.st_size, st.st_mtime_ns, head_bytes))
+    key = (path, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+    return {"file": os.path.basename(path), "size": st.st_size, "sha256": _content_hash(key)}
 
 
 @functools.lru_cache(maxsize=256)
-def _file_identity(path: str, size: int, mtime_ns: int, head_bytes: int) -> tuple:
-    with open(path, "rb") as f:
-        head = hashlib.sha256(f.read(head_bytes)).hexdigest()[:16]
-    return (("file", os.path.basename(path)), ("size", size), ("head_sha256", head))
+def _content_hash(key: tuple) -> str:
+    remembered = cache_dir() / "file-hashes" / hashlib.sha256(repr(key).encode()).hexdigest()
+    try:
+        return remembered.read_text().strip()
+    except OSError:
+        pass
+    h = hashlib.sha256()
+    with open(key[0], "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    digest = h.hexdigest()
+    if os.stat(key[0]).st_ctime_ns == key[3]:  # unchanged while we read: worth remembering
+        try:
+            remembered.parent.mkdir(parents=True, exist_ok=True)
+            tmp = remembered.with_suffix(f".{os.getpid()}")
+            tmp.write_text(digest)
+            os.replace(tmp, remembered)
+        except OSError:
+            pass  # a read-only cache folder only costs the hash next time
+    return digest
 
 
 def cache_dir() -> Path:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import shutil
+import hashlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,20 +35,65 @@ ENV = jinja2.Environment(loader=jinja2.PackageLoader("stimkit.report", "template
                          autoescape=jinja2.select_autoescape(["html"]), keep_trailing_newline=True)
 
 
+MANIFEST = ".stimkit-report.json"  # what the last report wrote here: the only files --force may replace
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 def prepare_dir(out_dir: Path, force: bool) -> None:
-    """Refuse a non-empty folder unless forced; forced, remove only what a report writes."""
+    """Refuse a non-empty folder unless forced. Forced, remove only the files the manifest
+    says an earlier report wrote, unchanged since: a file of the user's (or one edited)
+    inside report.html, figures/ or tables/ refuses the whole command before anything is
+    removed. Files elsewhere in the folder are never touched."""
     if out_dir.exists() and not out_dir.is_dir():
         raise StimkitError(f"{out_dir}: exists and is not a folder")
     if out_dir.exists() and any(out_dir.iterdir()):
         if not force:
             raise StimkitError(f"{out_dir}: folder is not empty (pass --force to overwrite the report in it)")
+        written = read_manifest(out_dir)
+        ours = []
+        for name in OWN:
+            p = out_dir / name
+            found = [q for q in sorted(p.rglob("*")) if not q.is_dir()] if p.is_dir() and not p.is_symlink() else \
+                ([p] if p.exists() or p.is_symlink() else [])
+            for q in found:
+                rel = q.relative_to(out_dir).as_posix()
+                if q.is_symlink() or written.get(rel) != _sha256(q):
+                    raise StimkitError(f"{q}: not written by stimkit report (or changed since); --force replaces only "
+                                       f"the report's own files: move it, or choose another folder")
+                ours.append(q)
+        for q in ours:
+            q.unlink()
         for name in OWN:
             p = out_dir / name
             if p.is_dir():
-                shutil.rmtree(p)
-            elif p.exists():
-                p.unlink()
+                for d in sorted((d for d in p.rglob("*") if d.is_dir()), reverse=True):
+                    d.rmdir()
+                p.rmdir()
+        (out_dir / MANIFEST).unlink(missing_ok=True)
     out_dir.mkdir(parents=True, exist_ok=True)
+
+
+def read_manifest(out_dir: Path) -> dict[str, str]:
+    """{relative path: sha256} of what the report wrote; {} if there is none or it is unreadable."""
+    try:
+        files = json.loads((out_dir / MANIFEST).read_text(encoding="utf-8")).get("files", {})
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return files if isinstance(files, dict) else {}
+
+
+def write_manifest(out_dir: Path) -> None:
+    """Record every file now under report.html, figures/ and tables/ with its hash."""
+    files = {}
+    for name in OWN:
+        p = out_dir / name
+        for q in ([p] if p.is_file() else sorted(q for q in p.rglob("*") if q.is_file()) if p.is_dir() else []):
+            files[q.relative_to(out_dir).as_posix()] = _sha256(q)
+    (out_dir / MANIFEST).write_text(json.dumps({"written_by": "stimkit report", "files": files}, indent=1, sort_keys=True),
+                                    encoding="utf-8")
 
 
 def matrix(data: ReportData) -> tuple[np.ndarray, list[list[str]], list[str], str]:
@@ -153,4 +199,5 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
             provenance=data.provenance)
         written.html = out_dir / "report.html"
         written.html.write_text(html, encoding="utf-8")
+    write_manifest(out_dir)
     return written

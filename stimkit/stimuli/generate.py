@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from .. import StimkitError, store
 from .sets import SetSpec  # noqa: F401  (generate.SetSpec: a set to render)
-from .templates import TemplateSet
+from .templates import TemplateSet, current_limits
 from .wordlists import WordList
 
 # Bump when rendering changes in a way the hashed inputs do not show.
@@ -52,15 +52,24 @@ def render(spec: SetSpec, wordlists: dict[str, WordList], template_sets: dict[st
     tset = template_sets[spec.template_set]
     rows: dict[str, list] = {c: [] for c in STIMULUS_COLUMNS}
     files_used = []
+    limits = current_limits()
+    per_file: dict[str, int] = {}
     for word_ordinal, word in enumerate(wl.words):
         file = tset.file_for(word, spec.template_file)
         files_used.append(file)
         produced = 0
         for template in tset.templates(file):
-            rendered = template.render(word)
+            rendered = template.render(word, limits)
             if rendered is None:
                 continue
             produced += 1
+            per_file[file] = per_file.get(file, 0) + 1
+            if per_file[file] > limits.per_template:
+                raise StimkitError(f"set {spec.name!r}: template file {tset.owner(file).path / (file + '.j2')} yields over "
+                                   f"{limits.per_template} sentences (at word {word.text!r}; {limits.how_to_raise('per_template')})")
+            if len(rows["ordinal"]) >= limits.per_set:
+                raise StimkitError(f"set {spec.name!r}: over {limits.per_set} sentences (at word {word.text!r}, "
+                                   f"{template.id}; {limits.how_to_raise('per_set')})")
             text, start, end = rendered
             values = (len(rows["ordinal"]), wl.name, word_ordinal, word.text, word.kind, word.person,
                       template.id, template.text, text, start, end)
