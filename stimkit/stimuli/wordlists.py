@@ -137,7 +137,14 @@ def _resolve_word(entry, defaults: dict, lexicon, where) -> Word:
     if not isinstance(text, str) or not text.strip():
         raise StimkitError(f"{where}: empty word")
     text = _check_text(text.strip(), where, "word")
-    kind = entry.get("kind", defaults.get("kind")) or grammar.infer_kind(text, lexicon)
+    kind = entry.get("kind", defaults.get("kind"))
+    if kind is None and " " in text and grammar.infer_kind(text, lexicon) == "count_noun" \
+            and not text.endswith("American") and not any(text in words for words in lexicon.values()):
+        # "data scientist" is not "a thing" because nothing said otherwise: ask, do not guess
+        raise StimkitError(f"{where}: the multi-word item {text!r} has no kind the lexicon knows: write it as "
+                           f"{{ word = {text!r}, kind = \"count_noun\", person = true }} (kinds: {', '.join(grammar.KINDS)}), "
+                           "or give the list a `kind`")
+    kind = kind or grammar.infer_kind(text, lexicon)
     if not isinstance(kind, str) or kind not in grammar.KINDS:
         raise StimkitError(f"{where}: unknown kind {kind!r} for word {text!r} (known: {', '.join(grammar.KINDS)})")
     person = entry.get("person", defaults.get("person"))
