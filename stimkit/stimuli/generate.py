@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from ..checks import suggest
 from .. import StimkitError, store
 from .sets import SetSpec  # noqa: F401  (generate.SetSpec: a set to render)
 from .templates import TemplateSet, current_limits
@@ -43,7 +44,7 @@ class RenderedSet:
 
 def render(spec: SetSpec, wordlists: dict[str, WordList], template_sets: dict[str, TemplateSet]) -> RenderedSet:
     if spec.wordlist not in wordlists:
-        raise StimkitError(f"set {spec.name!r}: unknown word list {spec.wordlist!r}")
+        raise StimkitError(f"set {spec.name!r}: unknown word list {spec.wordlist!r}{suggest(spec.wordlist, wordlists)}")
     wl = wordlists[spec.wordlist]
     if not wl.words:
         raise StimkitError(f"set {spec.name!r}: word list {wl.name!r} ({wl.path}) has no words")
@@ -154,7 +155,7 @@ def plan(lists: dict, wordlist_names: list[str] | None = None, template_sets: li
     names = wordlist_names or default_names or list(lists)
     unknown = [n for n in names if n not in lists]
     if unknown:
-        raise StimkitError(f"unknown word list {unknown[0]!r} (see wordlists/*.toml)")
+        raise StimkitError(f"unknown word list {unknown[0]!r}" + (suggest(unknown[0], lists) or " (see wordlists/*.toml)"))
     specs = []
     for t in template_sets or ["word", "may2019"]:
         tset, _, file = t.partition("/")

@@ -24,6 +24,7 @@ import jinja2
 import jinja2.meta
 from jinja2.sandbox import SandboxedEnvironment, SecurityError
 
+from ..checks import suggest
 from .. import StimkitError
 from . import grammar
 from .inputs import check_name, inside, read_text
@@ -247,7 +248,8 @@ class TemplateSet:
         self.path = self.root / name
         if not self.path.is_dir():
             known = sorted({p.name for r in roots if r.is_dir() for p in r.iterdir() if p.is_dir()})
-            raise StimkitError(f"unknown template set {name!r} (no folder {self.path}; known: {', '.join(known)})")
+            raise StimkitError(f"unknown template set {name!r}{suggest(name, known)} (no folder {self.path}; "
+                               f"known: {', '.join(known)})")
         if not self.path.resolve().is_relative_to(self.root.resolve()):
             raise StimkitError(f"template set {name!r}: {self.path} leads outside {self.root}")
         self.env = make_environment(roots)
