@@ -422,18 +422,34 @@ def run_cmd(
         finish(job.run)
         return
     warn_cannot_reject(job.run, alpha)
+    from ..analysis import paper_tables as paper
+
     if s.layout == "tan-celis":
-        emit_rows(job.table, job.columns, f"{s.name}: d by test, encoding and encoder; * significant after "
-                                          f"{s.correction} at {alpha}; c-word vs sent: ✓ c-word only, ✗ sent only, ▲ both", fmt)
+        title = (f"{s.name}: d by test, encoding and encoder; * significant after {s.correction} at {alpha}; "
+                 "c-word vs sent: ✓ c-word only, ✗ sent only, ▲ both")
+        if fmt in ("latex", "markdown"):  # a paper's table: booktabs or pipes, with its caption
+            import polars as pl
+            frame = pl.DataFrame(job.table, schema={c: pl.String for c in job.columns})
+            sys.stdout.write(paper.tancelis_table(frame, fmt, paper.caption(job.family, s.correction, alpha, title),
+                                                  paper.display_names(job.results)))
+        else:
+            emit_rows(job.table, job.columns, title, fmt)
     else:
-        emit_rows(job.table, job.columns, f"Effect size d; * p <= {alpha}; ** significant after {s.correction} "
-                                          f"over all {job.family.m} rows", fmt)
+        title = f"Effect size d; * p <= {alpha}; ** significant after {s.correction} over all {job.family.m} rows"
+        if fmt in ("latex", "markdown"):
+            order = [row["test"] for row in job.table]
+            sys.stdout.write(paper.table4_paper(job.results, alpha, fmt, paper.caption(job.family, s.correction, alpha,
+                                                                                       "Effect size d by test and encoder"),
+                                                paper.display_names(job.results), order))
+        else:
+            emit_rows(job.table, job.columns, title, fmt)
     if job.checks is not None:
         violations = job.checks.filter(job.checks["verdict"] == "violation") if job.checks.height else job.checks
-        err.print(f"\n{violations.height} consistency violations in {job.checks.height} comparisons (stimkit check):",
-                  highlight=False)
+        notes = int((job.checks["verdict"] == "note").sum()) if job.checks.height else 0
+        err.print(f"\n{violations.height} tested consistency violations, {notes} notes in {job.checks.height} "
+                  "comparisons (stimkit check):", highlight=False)
         if violations.height:
-            emit(violations.drop("verdict"), "table", stream=sys.stderr)
+            emit(violations.drop("verdict", "result_ids"), "table", stream=sys.stderr)
     if job.run.wefats:
         from .wefat import summary_line
         err.print("\nWEFAT (queries/wefat.toml):", highlight=False)
