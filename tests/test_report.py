@@ -230,7 +230,7 @@ def test_non_empty_folder_needs_force(report_db, tmp_path):
 @pytest.mark.parametrize("args, message, code", [
     (["--test", "no-such-test"], "--test no-such-test: no result", 1),
     (["--format", "gif"], "unknown format 'gif'", 2),  # usage errors exit 2
-    (["--correct", "bonferroni"], "--correct 'bonferroni': unknown correction", 2),
+    (["--correct", "bonferonni"], "--correct 'bonferonni': unknown correction", 2),
     (["--where", "no_such_column = 1"], "--where", 1),
 ])
 def test_bad_input_is_one_line(report_db, tmp_path, args, message, code):

@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from .. import __version__
+from ..checks import check_alpha, check_correction  # noqa: F401  (commands check these before any work)
 from ..errors import Interrupted, StimkitError, UsageError
 from ..output import FORMATS, emit, emit_document, err, format_option, out, print_rows  # noqa: F401  (one output layer)
 from ..paths import default_db
@@ -156,22 +157,6 @@ OverrideOption = Annotated[bool, typer.Option(
 
 def db_path() -> Path:
     return state["db"] or default_db()
-
-
-def check_correction(value: str) -> str:
-    """--correct checked before any work: a wrong name is a usage error (exit 2)."""
-    from ..analysis.families import CORRECTIONS
-
-    if value not in CORRECTIONS:
-        raise UsageError(f"--correct {value!r}: unknown correction (known: {', '.join(CORRECTIONS)})")
-    return value
-
-
-def check_alpha(alpha: float) -> float:
-    """--alpha checked before any work: outside (0, 1) is a usage error (exit 2)."""
-    if not 0 < alpha < 1:
-        raise UsageError(f"--alpha must be between 0 and 1 (exclusive), not {alpha}")
-    return alpha
 
 
 IRREGULAR = {"stimulus": "stimuli", "hypothesis": "hypotheses", "analysis": "analyses"}
