@@ -386,7 +386,7 @@ class Store:
              option_values) -> StudyRun:
         import time
 
-        from .analysis import tables
+        from .analysis import paper_tables, tables
         from .catalog import tests as catalog
         from .catalog import wefat as wefat_defs
         from .run import cword, plan as run_plan
@@ -420,8 +420,11 @@ class Store:
             if study.layout == "tan-celis":
                 frame = tables.tan_celis(job.results, catalog.load(self.con, self.catalog_dir), list(study.rows), order)
                 job.columns, job.table = frame.columns, frame.to_dicts()
-            else:
-                job.columns, job.table = tables.table4(job.results, opts.alpha, [t.name for t in chosen], order)
+            else:  # Table 4: a row per hypothesis, a column per encoder under its display name
+                t4 = paper_tables.table4(job.results, opts.alpha, [t.name for t in chosen], order)
+                name = paper_tables.display_names(job.results)
+                job.columns = ["test", *(name.get(e, e) for e in t4.encoders)]
+                job.table = [{"test": r, **{name.get(e, e): t4.labels.get((r, e)) for e in t4.encoders}} for r in t4.rows]
         job.seconds = time.perf_counter() - started
         return job
 

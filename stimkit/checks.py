@@ -7,6 +7,14 @@ import os
 from .errors import UsageError
 
 ALTERNATIVES = ("greater", "less", "two-sided")
+CORRECTIONS = ("holm", "bonferroni", "bh", "by", "none")  # queries/<name>.sql, and none
+
+
+def check_correction(method: str) -> str:
+    """--correct checked before any work: a wrong name is a usage error (exit 2)."""
+    if method not in CORRECTIONS:
+        raise UsageError(f"--correct {method!r}: unknown correction (known: {', '.join(CORRECTIONS)})")
+    return method
 
 
 def suggest(name: str, known, n: int = 3) -> str:

@@ -1,15 +1,19 @@
 """One output layer: every command that prints data prints a polars frame through `emit`.
 
 Formats (modelled on sqlite-utils and Datasette):
-- machine formats carry full precision and nothing else on stdout: `csv`, `tsv` (a header, then
+- machine formats carry full precision, every column by default, and nothing else on stdout:
+  `csv`, `tsv` (a header, then
   one record per row, CSV quoting), `json` (ONE document: a list of row objects, or with
   `emit_document` an object whose "rows" hold them), `ndjson` (one row object per line).
   NaN and infinities are JSON null (csv/tsv keep `NaN`/`inf`, which CSV readers parse back);
   dates and times are ISO 8601 strings; list, array and struct cells (vectors) are JSON values,
-  written as JSON text inside csv/tsv cells; binary is base64 text.
+  written as JSON text inside csv/tsv cells; binary is base64 text. `parquet` writes bytes (to a
+  file or pipe; refused on a terminal).
 - human formats show floats to 4 significant digits and a float vector as `[384 floats]`:
   `table` (rich; the default when stdout is a terminal, csv otherwise), `markdown` (GitHub
-  pipes), `latex` (a booktabs tabular).
+  pipes), `latex` (a booktabs tabular). Off a terminal a table has ASCII rules, never box drawing.
+  A command may name the columns a person reads first (`columns`), the ones never dropped to
+  fit the width (`keep`: the decision columns) and the ones dropped first (`drop_first`).
 
 Store data is never read as rich markup or emoji: table cells are rich Text objects, and the
 consoles `out`/`err` interpret markup only where a caller asks (print(..., markup=True)).
@@ -28,14 +32,18 @@ from typing import IO
 
 from rich.console import Console
 
-from . import StimkitError
+from .errors import UsageError
 
-FORMATS = ("table", "csv", "tsv", "json", "ndjson", "markdown", "latex")
+FORMATS = ("table", "csv", "tsv", "json", "ndjson", "parquet", "markdown", "latex")
+MACHINE_FORMATS = ("csv", "tsv", "json", "ndjson", "parquet")
 
 # Tables printed to a file or pipe are as wide as their content: nothing hidden, nothing wrapped.
 UNBOUNDED = 100_000
 # A column of text (cells with spaces) may wrap, but not narrower than this (or its longest word).
 MIN_TEXT_WIDTH = 20
+# A name in a column that is never dropped (a command's `keep`) folds over lines this wide or wider
+# before a less important column is dropped to make room for it whole.
+FOLD_WIDTH = 24
 
 
 def make_console(stderr: bool = False, **kwargs) -> Console:
@@ -62,7 +70,7 @@ def check_format(fmt: str | None, extra: tuple[str, ...] = ()) -> str:
         return default_format()
     name = fmt.strip().lower()
     if name not in FORMATS + extra:
-        raise StimkitError(f"unknown format {fmt!r} (known: {', '.join(FORMATS + extra)})")
+        raise UsageError(f"unknown format {fmt!r} (known: {', '.join(FORMATS + extra)})")
     return name
 
 
@@ -75,7 +83,7 @@ def format_option(*extra: str, help: str | None = None):
     def validate(value):
         try:
             return None if value is None else check_format(value, extra)
-        except StimkitError as e:
+        except UsageError as e:
             raise typer.BadParameter(str(e)) from None
 
     names = " | ".join(FORMATS + extra)
@@ -87,17 +95,23 @@ def format_option(*extra: str, help: str | None = None):
 
 def emit(df, fmt: str | None = None, columns: list[str] | None = None, *, title: str | None = None,
          limit: int | None = None, more: int = 0, stream: IO[str] | None = None, width: int | None = None,
-         notes: IO[str] | None = None) -> None:
+         notes: IO[str] | None = None, keep: tuple[str, ...] = (), drop_first: tuple[str, ...] = ()) -> None:
     """Print a polars frame in one of FORMATS (None: `default_format()`).
 
     columns: the columns to show, in order (missing ones are skipped). limit: print the first
     `limit` rows and say on stderr how many more there are; `more` adds rows the caller already
     left out (e.g. a query fetched with LIMIT). stream: where data goes (stdout); width: the
-    table width (the terminal's, or unbounded off a terminal); notes: where notes go (stderr)."""
+    table width (the terminal's, or unbounded off a terminal); notes: where notes go (stderr).
+    keep: columns a narrow table never drops (it folds long names instead); drop_first: the
+    columns a narrow table drops first, in this order."""
     fmt = check_format(fmt)
     df, more = _select(df, columns, limit, more)
     if fmt == "table":
-        _print_table(_grid_from_frame(df), title, stream, width, notes)
+        _print_table(_grid_from_frame(df), title, stream, width, notes, keep, drop_first)
+    elif fmt == "parquet":
+        if title:
+            _note(title, notes)
+        _write_parquet(df, stream)
     else:
         if title:
             _note(title, notes)
@@ -126,9 +140,22 @@ def emit_document(meta: dict, df, fmt: str | None = None, columns: list[str] | N
 
 
 def print_rows(rows: list[dict], columns: list[str], title: str | None = None, *, stream: IO[str] | None = None,
-               width: int | None = None, notes: IO[str] | None = None) -> None:
+               width: int | None = None, notes: IO[str] | None = None, keep: tuple[str, ...] = ()) -> None:
     """A table of plain rows (dicts whose values need not share a type per column)."""
-    _print_table(_grid_from_rows(rows, columns), title, stream, width, notes)
+    _print_table(_grid_from_rows(rows, columns), title, stream, width, notes, keep)
+
+
+def _write_parquet(df, stream) -> None:
+    """Parquet is bytes: to a file or pipe (stdout's binary buffer), never onto a terminal."""
+    import io
+
+    target = stream or sys.stdout
+    if stream is None and _stdout_is_terminal():
+        raise UsageError("--format parquet writes bytes: redirect stdout to a file (> results.parquet)")
+    buf = io.BytesIO()
+    _machine_frame(df).write_parquet(buf)
+    target.flush()
+    getattr(target, "buffer", target).write(buf.getvalue())
 
 
 def render(df, fmt: str) -> str:
@@ -138,8 +165,8 @@ def render(df, fmt: str) -> str:
         return _markdown(_grid_from_frame(df))
     if fmt == "latex":
         return _latex(_grid_from_frame(df))
-    if fmt == "table":
-        raise ValueError("render a table with emit or print_rows")
+    if fmt in ("table", "parquet"):
+        raise ValueError(f"render {fmt} with emit")
     df = _machine_frame(df)
     if fmt == "json":
         return df.write_json() + "\n"
@@ -294,11 +321,15 @@ def _grid_from_rows(rows: list[dict], columns: list[str]) -> _Grid:
     return _Grid(list(columns), cells, numeric, vector)
 
 
-def _markdown(grid: _Grid) -> str:
-    """A GitHub table: `|` escaped, line breaks as <br>."""
-    def cell(text):
-        return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r\n", "<br>").replace("\n", "<br>")
+def markdown_escape(text) -> str:
+    """A GitHub table cell: `|` and `*` escaped (marks like ** stay literal), line breaks as <br>."""
+    return (str(text).replace("\\", "\\\\").replace("|", "\\|").replace("*", "\\*")
+            .replace("\r\n", "<br>").replace("\n", "<br>"))
 
+
+def _markdown(grid: _Grid) -> str:
+    """A GitHub table."""
+    cell = markdown_escape
     lines = ["| " + " | ".join(cell(c) for c in grid.columns) + " |",
              "|" + "|".join("---:" if n else "---" for n in grid.numeric) + "|"]
     lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in grid.rows]
@@ -307,13 +338,18 @@ def _markdown(grid: _Grid) -> str:
 
 _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
                   "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-                  "\n": " ", "\r": ""}
-_LATEX_RE = re.compile("|".join(re.escape(k) for k in _LATEX_SPECIAL))
+                  "\n": " ", "\r": "",
+                  # what pdflatex's utf8 input cannot set, and the comparison people type
+                  "<=": r"$\leq$", ">=": r"$\geq$", "≤": r"$\leq$", "≥": r"$\geq$", "†": r"$^{\dagger}$",
+                  "✓": r"$\surd$", "✗": r"$\times$", "▲": r"$\triangle$", "²": r"\textsuperscript{2}",
+                  "τ": r"$\tau$", "±": r"$\pm$", "−": "-", "<": r"\textless{}", ">": r"\textgreater{}"}
+_LATEX_RE = re.compile("|".join(re.escape(k) for k in sorted(_LATEX_SPECIAL, key=len, reverse=True)))
 
 
-def latex_escape(text: str) -> str:
-    """Text as LaTeX typesets it literally (one pass, so inserted braces are not escaped again)."""
-    return _LATEX_RE.sub(lambda m: _LATEX_SPECIAL[m.group()], text)
+def latex_escape(text) -> str:
+    """Text as LaTeX typesets it literally (one pass, so inserted braces are not escaped again);
+    the one LaTeX escaper of stimkit (tables, report, paper tables)."""
+    return _LATEX_RE.sub(lambda m: _LATEX_SPECIAL[m.group()], str(text))
 
 
 def _latex(grid: _Grid) -> str:
@@ -330,7 +366,7 @@ def _latex(grid: _Grid) -> str:
 # ---------------------------------------------------------------- table
 
 def _print_table(grid: _Grid, title: str | None, stream: IO[str] | None, width: int | None,
-                 notes: IO[str] | None) -> None:
+                 notes: IO[str] | None, keep_names: tuple[str, ...] = (), drop_first: tuple[str, ...] = ()) -> None:
     from rich import box
     from rich.table import Table
     from rich.text import Text
@@ -340,12 +376,15 @@ def _print_table(grid: _Grid, title: str | None, stream: IO[str] | None, width: 
     else:
         console = make_console(file=stream, width=width or (UNBOUNDED if stream else out.width))
     available = console.width
-    keep, widths = _fit(grid, available)
+    keep, widths = _fit(grid, available, [grid.columns.index(c) for c in keep_names if c in grid.columns],
+                        [grid.columns.index(c) for c in drop_first if c in grid.columns])
     hidden = [c for i, c in enumerate(grid.columns) if i not in keep]
     if hidden:
         _note(f"{len(hidden)} column{'' if len(hidden) == 1 else 's'} not shown to fit {available} characters "
               f"(a wider terminal or another --format shows them): {', '.join(hidden)}", notes)
-    table = Table(title=Text(title) if title else None, box=box.HEAVY_HEAD, header_style="bold")
+    # box-drawing characters only for a person at a terminal; a file or pipe gets ASCII rules
+    rules = box.HEAVY_HEAD if console.is_terminal else box.ASCII
+    table = Table(title=Text(title) if title else None, box=rules, header_style="bold")
     for i in keep:
         table.add_column(Text(grid.columns[i]), width=widths[i], overflow="fold",
                          justify="right" if grid.numeric[i] else "left")
@@ -359,13 +398,14 @@ def _overhead(n_columns: int) -> int:
     return 3 * n_columns + 1
 
 
-def _fit(grid: _Grid, available: int) -> tuple[list[int], dict[int, int]]:
+def _fit(grid: _Grid, available: int, protected: list[int] = (), drop_first: list[int] = ()) -> tuple[list[int], dict[int, int]]:
     """Which columns to show and how wide, so that no name is cut.
 
     A column of names (no spaces) is never narrower than its longest name; a column of text
     wraps at spaces, but not narrower than its longest word. If even that does not fit, the
     least useful columns go first: all empty, then one value throughout, then float vectors,
-    then from the right. The first column always stays."""
+    then from the right. The first column and the `protected` ones always stay (`drop_first` go
+    before all others); if they still do not fit, their longest cells fold over several lines."""
     from rich.cells import cell_len
 
     natural, minimum = [], []
@@ -376,6 +416,8 @@ def _fit(grid: _Grid, available: int) -> tuple[list[int], dict[int, int]]:
         is_text = any(any(ch.isspace() for ch in row[i].strip()) for row in grid.rows)
         minimum.append(max(words, min(natural[i], MIN_TEXT_WIDTH)) if is_text else words)
     keep = list(range(len(grid.columns)))
+    for i in protected:  # a name that must stay may fold to FOLD_WIDTH before a column is dropped for it
+        minimum[i] = min(minimum[i], max(FOLD_WIDTH, cell_len(grid.columns[i])))
 
     def needed(cols):
         return sum(minimum[i] for i in cols) + _overhead(len(cols))
@@ -384,12 +426,19 @@ def _fit(grid: _Grid, available: int) -> tuple[list[int], dict[int, int]]:
     empty = [i for i in keep if all(c == "" for c in cells[i])]
     constant = [i for i in keep if len(grid.rows) > 1 and len(set(cells[i])) == 1 and i not in empty]
     vectors = [i for i in keep if grid.vector[i] and i not in empty + constant]
-    order = empty + constant + vectors + [i for i in reversed(keep) if i not in empty + constant + vectors]
+    first = [i for i in drop_first if i not in protected]
+    order = first + [i for i in empty + constant + vectors if i not in first]
+    order += [i for i in reversed(keep) if i not in order]
     for i in order:
         if needed(keep) <= available or len(keep) == 1:
             break
-        if i != 0:
+        if i != 0 and i not in protected:
             keep.remove(i)
+    while needed(keep) > available:  # what must stay folds: the widest cell gives way, not a column
+        widest = max(keep, key=lambda i: minimum[i])
+        if minimum[widest] <= 8:
+            break
+        minimum[widest] -= 1
     widths = {i: natural[i] for i in keep}
     excess = sum(widths.values()) + _overhead(len(keep)) - available
     while excess > 0:  # narrow the widest column that may still wrap, one character at a time

@@ -219,7 +219,7 @@ def test_print_rows_mixed_values():
 
 def test_check_format_names_the_known_formats(monkeypatch):
     assert output.check_format("JSON") == "json" and output.check_format("sentbias", ("sentbias",)) == "sentbias"
-    with pytest.raises(StimkitError, match=r"^unknown format 'xml' \(known: table, csv, tsv, json, ndjson, markdown, latex\)$"):
+    with pytest.raises(StimkitError, match=r"^unknown format 'xml' \(known: table, csv, tsv, json, ndjson, parquet, markdown, latex\)$"):
         output.check_format("xml")
     with pytest.raises(StimkitError, match="unknown format"):
         output.emit(pl.DataFrame({"a": [1]}), "xml")
@@ -239,7 +239,7 @@ def test_format_option_is_validated_by_the_command_line(monkeypatch):
     runner = CliRunner()
     r = runner.invoke(demo, ["-f", "xml"])
     message = re.sub(r"[\s│]+", " ", r.output)  # typer draws a box around usage errors
-    assert r.exit_code == 2 and "known: table, csv, tsv, json, ndjson, markdown, latex, sentbias" in message
+    assert r.exit_code == 2 and "known: table, csv, tsv, json, ndjson, parquet, markdown, latex, sentbias" in message
     assert json.loads(runner.invoke(demo, ["--format", "json"]).stdout) == [{"a": 1}, {"a": 2}]
     monkeypatch.setenv("STIMKIT_FORMAT", "ndjson")
     assert runner.invoke(demo, []).stdout == '{"a":1}\n{"a":2}\n'

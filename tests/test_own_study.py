@@ -234,3 +234,19 @@ def test_a_family_that_mixes_set_versions_says_so(example, tmp_path):
         s.test(["care-tech-gender"], encoders=["glove-6b-50d,pooling=token"], budget=500)
         s.results(include_stale=True)
         assert s.family.mixed == ("care-tech-gender",) and "different set versions" in s.family.mixed_note
+
+
+def test_a_multi_word_item_of_unknown_kind_is_an_error_naming_it(tmp_path):
+    lists = tmp_path / "lists"
+    lists.mkdir()
+    (lists / "jobs.toml").write_text('[jobs]\nwords = ["nurse", "data scientist"]\n')
+    r = invoke(app, ["--db", str(tmp_path / "s.duckdb"), "generate", "--wordlist-dir", str(lists)])
+    assert r.exit_code == 1 and len(r.stderr.strip().splitlines()) == 1
+    assert "jobs.toml:2" in r.stderr and "'data scientist'" in r.stderr and 'kind = "count_noun"' in r.stderr
+    assert not (tmp_path / "s.duckdb").exists()
+    (lists / "jobs.toml").write_text('[jobs]\nwords = ["nurse", { word = "data scientist", kind = "count_noun", person = true }]\n')
+    r = invoke(app, ["--db", str(tmp_path / "s.duckdb"), "generate", "--wordlist-dir", str(lists), "-t", "may2019"])
+    assert r.exit_code == 0, r.output
+    with stimkit.open(tmp_path / "s.duckdb") as s:
+        texts = s.query("SELECT stimulus FROM current_stimuli WHERE word = 'data scientist'")["stimulus"].to_list()
+    assert "A data scientist is a person." in texts and "A data scientist is a thing." not in texts

@@ -73,7 +73,7 @@ def zero_vectors(tmp_path) -> Path:
 CASES = {
     "stacked SQL in --where": (["results", "--where", "1=1; DELETE FROM result_items"], 2, "--where"),
     "stacked SQL in a set query": (["test", "--x", "SELECT * FROM current_stimuli; DROP TABLE results; SELECT 1", *ADHOC],
-                                   2, "must be a single SELECT"),  # a refused statement: usage (2)
+                                   1, "must be a single SELECT"),  # one test of the run fails: exit 1
     "alpha out of range": (["results", "--alpha", "2"], 2, "--alpha must be between 0 and 1"),
     "alpha zero in test": (["test", "weat6", "--alpha", "0"], 2, "--alpha must be between 0 and 1"),
     "negative bootstrap": (["test", "weat6", "--bootstrap", "-5"], 2, "--bootstrap must be 0"),
@@ -87,7 +87,7 @@ CASES = {
                           "--b", "unpleasant@word"], 1, "X and Y hold the same items"),
     "markup in an argument": (["test", "[/]"], 2, "no test matches '[/]'"),
     "emoji code in a value": (["results", "--where", "test = ':x:'"], 1, "where test = ':x:'"),
-    "unknown correction": (["results", "--correct", "bonferonni"], 2, "unknown correction 'bonferonni'"),
+    "unknown correction": (["results", "--correct", "bonferonni"], 2, "--correct 'bonferonni': unknown correction"),
     "unknown run": (["results", "--run", "nope"], 2, "--run nope: no such run"),
     "query that writes": (["query", "DELETE FROM results"], 2, "query can only read"),
     "unknown encoder": (["test", "weat6", "-e", "nosuch"], 1, "unknown encoder 'nosuch'"),
@@ -130,7 +130,7 @@ def test_a_corrupted_store_is_one_line(tmp_path, capsys):
     path = tmp_path / "corrupt.duckdb"
     path.write_bytes(b"this is not a duckdb file" * 100)
     code, out, err = run_main(capsys, "--db", path, "sets")
-    assert code == 1 and str(path) in err and len(err.strip().splitlines()) == 1, err
+    assert code == 3 and str(path) in err and len(err.strip().splitlines()) == 1, err
 
 
 def test_a_store_from_a_newer_stimkit_is_refused(db, capsys):
@@ -140,7 +140,7 @@ def test_a_store_from_a_newer_stimkit_is_refused(db, capsys):
     before = rows_of(db)
     for args in (["sets"], ["generate", "-w", "flowers", "-t", "word"]):
         code, out, err = run_main(capsys, "--db", db, *args)
-        assert code == 1 and "made by a newer stimkit" in err and "upgrade" in err, err
+        assert code == 3 and "made by a newer stimkit" in err and "upgrade" in err, err
     assert rows_of(db) == before
 
 

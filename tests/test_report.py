@@ -120,12 +120,15 @@ def test_latex_numbers_equal_the_store(built):
 def test_each_point_names_its_stimulus(built):
     out, path, run_id = built
     con = store.connect(path, read_only=True)
-    stimuli = store.frame(con, """SELECT i.role, i.stimulus, i.association FROM result_items i JOIN results r USING (result_id)
+    stimuli = store.frame(con, """SELECT i.role, i.stimulus, i.association, s.category FROM result_items i
+        JOIN results r USING (result_id) JOIN stimulus_sets s ON s.version = i.set_version
         WHERE r.run_id = ? AND r.test = 'sent-weat6' AND i.role IN ('X', 'Y') AND i.dropped IS NULL""", [run_id])
     con.close()
     root = ET.fromstring(re.search(r'<svg[^>]*id="fig-strip-sent_weat6".*?</svg>', (out / "report.html").read_text(), re.S).group(0))
     titles = sorted(t.text for t in root.iter(f"{SVG}title"))
-    assert titles == sorted(f"{r['role']}: {r['stimulus']}  s(w) = {r['association']:+.4f}" for r in stimuli.iter_rows(named=True))
+    assert set(stimuli["category"]) - {"X", "Y"}  # the word lists' own names, e.g. male names
+    assert titles == sorted(f"{r['category']} ({r['role']}): {r['stimulus']}  s(w) = {r['association']:+.4f}"
+                            for r in stimuli.iter_rows(named=True))
 
 
 def test_forest_draws_the_audit(report_db):
@@ -220,14 +223,14 @@ def test_non_empty_folder_needs_force(report_db, tmp_path):
     assert [p.name for p in out.iterdir()] == ["notes.txt"]
     r = invoke("--db", path, "report", "-o", out, "--format", "html", "--force")
     assert r.exit_code == 0, r.output
-    assert sorted(p.name for p in out.iterdir()) == ["figures", "notes.txt", "report.html", "tables"]
+    assert sorted(p.name for p in out.iterdir()) == [".stimkit-report.json", "figures", "notes.txt", "report.html", "tables"]
     assert (out / "notes.txt").read_text() == "mine"
 
 
 @pytest.mark.parametrize("args, message, code", [
     (["--test", "no-such-test"], "--test no-such-test: no result", 1),
-    (["--format", "gif"], "unknown format 'gif'", 1),
-    (["--correct", "bogus"], "unknown correction 'bogus'", 2),   # an option error: usage (2)
+    (["--format", "gif"], "unknown format 'gif'", 2),  # usage errors exit 2
+    (["--correct", "bonferonni"], "--correct 'bonferonni': unknown correction", 2),
     (["--where", "no_such_column = 1"], "--where", 1),
 ])
 def test_bad_input_is_one_line(report_db, tmp_path, args, message, code):

@@ -132,3 +132,58 @@ def test_report_in_chromium(built, browser, tmp_path):  # noqa: F811
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(shot)
     print(f"screenshot: {target}")
+
+
+LONG_ENCODER = "hf:sentence-transformers/paraphrase-multilingual-mpnet-base-v2-x"[:60]
+LONG_TEST = "angry-black-woman-stereotype-sentences-b"  # 40 characters
+LABEL_BOXES = """Array.from(document.querySelectorAll("figure svg")).flatMap(s => {
+  const f = s.getBoundingClientRect();
+  return Array.from(s.querySelectorAll("g[id^='text_']")).map(g => { const r = g.getBoundingClientRect();
+    return {figure: s.id, label: g.id, inside: r.width === 0 || (r.left >= f.left - 1 && r.right <= f.right + 1
+            && r.top >= f.top - 1 && r.bottom <= f.bottom + 1), box: [r.left, r.top, r.right, r.bottom], fig: [f.left, f.top, f.right, f.bottom]}; });
+})"""
+
+
+@pytest.fixture(scope="module")
+def long_names_report(report_db, tmp_path_factory):  # noqa: F811
+    """The report store again, every result (and its items) copied under a 60-character hf: encoder,
+    and weat6's under a 40-character test name too."""
+    from stimkit import store
+    from test_report import invoke
+
+    src, _ = report_db
+    path = tmp_path_factory.mktemp("long") / "store.duckdb"
+    shutil.copy(src, path)
+    con = store.connect(path)
+    con.execute(f"""INSERT INTO result_items SELECT * REPLACE (result_id || '/long' AS result_id) FROM result_items
+                    WHERE result_id IN (SELECT result_id FROM latest_results)""")
+    con.execute(f"""INSERT INTO results SELECT * EXCLUDE (hypothesis) REPLACE (result_id || '/long' AS result_id, '{LONG_ENCODER}' AS encoder,
+                    'fp-long' AS fingerprint, effect_size / 2 AS effect_size) FROM latest_results""")
+    con.execute(f"""INSERT INTO result_items SELECT * REPLACE (result_id || '/t40' AS result_id) FROM result_items
+                    WHERE result_id IN (SELECT result_id FROM latest_results WHERE test = 'weat6')""")
+    con.execute(f"""INSERT INTO results SELECT * EXCLUDE (hypothesis) REPLACE (result_id || '/t40' AS result_id, '{LONG_TEST}' AS test)
+                    FROM latest_results WHERE test = 'weat6'""")
+    con.close()
+    out = tmp_path_factory.mktemp("long-out") / "report"
+    r = invoke("--db", path, "report", "-o", out, "--test", "sent-weat6", "--test", LONG_TEST)
+    assert r.exit_code == 0, r.output
+    assert "Warning" not in r.output
+    return out
+
+
+def test_every_label_lies_inside_its_figure(long_names_report, browser, tmp_path):
+    url = (long_names_report / "report.html").resolve().as_uri()
+    browser.call("Page.enable")
+    browser.call("Page.navigate", url=url)
+    browser.wait_for("Page.loadEventFired")
+    browser.settle()
+    boxes = browser.call("Runtime.evaluate", expression=LABEL_BOXES, returnByValue=True)["result"]["value"]
+    figures_seen = {b["figure"] for b in boxes}
+    assert {"fig-significance-matrix", "fig-strip-" + LONG_TEST.replace("-", "_")} <= figures_seen
+    assert len(boxes) > 30 and [b for b in boxes if not b["inside"]] == []
+    # the first screen (the significance matrix) for a person to look at
+    shot = base64.b64decode(browser.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)["data"])
+    target = Path(os.environ.get("STIMKIT_SCREENSHOT_DIR", tmp_path)) / "report-long-names.png"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(shot)
+    print(f"screenshot: {target}")

@@ -230,10 +230,10 @@ def test_adhoc_test_with_sql_sets(store_copy):
     (["test", "weat1", "-e", "nosuch"], "failed: test *, encoder nosuch: unknown encoder 'nosuch'", 1),
     (["test", "weat1", "--method", "magic"], "unknown p-value method 'magic'", 2),
     (["test", "weat1", "--clustered", "--method", "parametric"], "--clustered has no parametric form", 2),
-    (["test", "sent-weat1", "--cuts", "3", "--balance", "none"], "--cuts needs a random balance", 2),
+    (["test", "sent-weat1", "--cuts", "3", "--balance", "none"], "--cuts needs a random balance", 1),  # a test the run refuses: its failure line, exit 1
     (["test", "nosuchtest*"], "no test matches 'nosuchtest*'", 2),
     (["results", "--where", "test = 'none'"], "no results in the latest result per hypothesis", 1),
-    (["results", "--correct", "bonferonni"], "unknown correction 'bonferonni'", 2),
+    (["results", "--correct", "bonferonni"], "--correct 'bonferonni': unknown correction", 2),
     (["results", "--alpha", "2"], "--alpha must be between 0 and 1", 2),
     (["results", "--run", "nosuchrun"], "--run nosuchrun: no such run", 2),
     (["query", "SELEKT 1"], "query failed", 2),

@@ -1,4 +1,5 @@
-"""Queries over the results: correction families, named SQL files, Table 4, export formats."""
+"""Correction families over the results (which results count, each hypothesis once), the
+corrections (SQL in queries/), and named queries."""
 
 from __future__ import annotations
 
@@ -10,12 +11,11 @@ import polars as pl
 import duckdb
 
 from .. import store
-from ..checks import check_alpha
+from ..checks import CORRECTIONS, check_alpha, check_correction  # noqa: F401  (re-exported)
 from ..paths import data_dir
 from ..errors import InputError, UsageError
 from ..store import usersql
 
-CORRECTIONS = ("holm", "bonferroni", "bh", "by", "none")
 HYPOTHESIS = "test, encoder fingerprint, context, alternative, balance, clustering, p-value procedure, set versions, metric, centring"
 
 
@@ -46,12 +46,6 @@ class Family:
         n = self.stale
         return (f"{n} result{'s' if n != 1 else ''} on superseded set versions left out (--include-stale shows them)"
                 if n else None)
-
-
-def check_correction(method: str) -> str:
-    if method not in CORRECTIONS:
-        raise UsageError(f"unknown correction {method!r} (known: {', '.join(CORRECTIONS)})")
-    return method
 
 
 def latest_run(con) -> str | None:

@@ -1,5 +1,5 @@
-"""Tables from results: May et al.'s Table 4, Tan & Celis's Tables 7 and 8, and the original
-SEAT code's results.tsv layout.
+"""Tables from results: Tan & Celis's Tables 7 and 8, and the original SEAT code's results.tsv
+layout (Table 4 and the paper tables: analysis.paper_tables).
 
 Tables 7 and 8 show each test (a row of the paper: C1..C10 from May et al., +C11.. from
 Tan & Celis) as up to five encodings -- word, sent, sent (u), c-word, c-word (u) -- by
@@ -25,27 +25,6 @@ ENCODINGS = ("word", "sent", "sent (u)", "c-word", "c-word (u)")
 MARKS = {(True, False): "✓", (False, True): "✗", (True, True): "▲"}  # (c-word, sent) significant
 
 
-def table4(df: pl.DataFrame, alpha: float, order: list[str], encoders: list[str] | None = None) -> tuple[list[str], list[dict]]:
-    """Tests x encoders with d and May et al.'s marks: * p <= alpha, ** still after correction,
-    and a dagger where the test cannot reach p <= alpha at all."""
-    # a column per encoder, headed by its display name where one was given (-e "MiniLM=minilm")
-    name = {r["encoder"]: r.get("display") or r["encoder"] for r in df.iter_rows(named=True)}
-    present = set(name.values())
-    wanted = [name.get(e, e) for e in (encoders or [])]
-    encoders = [e for e in dict.fromkeys(wanted) if e in present] + sorted(present - set(wanted))
-    cells: dict[str, dict] = {}
-    for r in df.iter_rows(named=True):
-        if r.get("metric", "weat") != "weat":  # d is WEAT's; other metrics have scales of their own
-            continue
-        mark = "**" if r["rejected"] else ("*" if r["p_value"] <= alpha else "")
-        if r.get("can_reject") is False:
-            mark += "†"
-        cells.setdefault(r["test"], {"test": r["test"]})[name[r["encoder"]]] = f"{r['effect_size']:+.2f}{mark}"
-    rank = {t: i for i, t in enumerate(order)}
-    rows = sorted(cells.values(), key=lambda c: (rank.get(c["test"], len(rank)), c["test"]))
-    return ["test", *encoders], rows
-
-
 def encoding(test: TestDef, context: str) -> str:
     """A result's column in the paper: its context, "(u)" for unbleached sentences."""
     if context == "word":
@@ -54,7 +33,7 @@ def encoding(test: TestDef, context: str) -> str:
     return f"{base} (u)" if test.unbleached else base
 
 
-def tan_celis(df: pl.DataFrame, tests: dict[str, TestDef], rows: list[tuple[str, str, str]],
+def tan_celis(df: pl.DataFrame, tests: dict[str, TestDef], paper_rows: list[tuple[str, str, str]],
               encoder_order: list[str] | None = None) -> pl.DataFrame:
     """Tables 7/8 (Tan & Celis 2019) from a corrected results frame (columns test, encoder, context, effect_size,
     rejected; the latest result wins where a test ran twice): one row per test and encoding,
@@ -64,7 +43,7 @@ def tan_celis(df: pl.DataFrame, tests: dict[str, TestDef], rows: list[tuple[str,
         raise UsageError(f"results frame lacks column(s) {', '.join(sorted(missing))}")
     if "created_at" in df.columns:
         df = df.sort("created_at")
-    families = {family for _, family, _ in rows}
+    families = {family for _, family, _ in paper_rows}
     cells: dict[tuple[str, str, str], tuple[float, bool]] = {}
     for r in df.iter_rows(named=True):
         if r.get("metric", "weat") != "weat":
@@ -77,7 +56,7 @@ def tan_celis(df: pl.DataFrame, tests: dict[str, TestDef], rows: list[tuple[str,
     encs = [e for e in (encoder_order or []) if e in present] + [e for e in present if e not in (encoder_order or [])]
     with_cword = {e for (_, enc_name, e) in cells if enc_name.startswith("c-word")}
     rows = []
-    for section, family, label in rows:
+    for section, family, label in paper_rows:
         for enc_name in ENCODINGS:
             if not any((family, enc_name, e) in cells for e in encs):
                 continue

@@ -26,7 +26,28 @@ def register(modules=MODULES):
         importlib.import_module(f"{__name__}.{name}")
     from .common import app
 
+    _literal_docstrings(app)
     return app
+
+
+def _literal_docstrings(typer_app) -> None:
+    """A command's help is its docstring as written: Typer reads it as rich markup, where
+    `{"rows": [the templates]}` loses its brackets; escaped here, once per command. A prose
+    paragraph's lines are joined so the terminal wraps it; indented lines (examples) stay."""
+    import inspect
+
+    from rich.markup import escape
+
+    def flowed(doc: str) -> str:
+        paragraphs = doc.split("\n\n")
+        return "\n\n".join(p if any(line[:1].isspace() for line in p.splitlines()) else " ".join(p.splitlines())
+                           for p in paragraphs)
+
+    for info in typer_app.registered_commands:
+        if info.help is None and info.callback is not None and info.callback.__doc__:
+            info.help = escape(flowed(inspect.getdoc(info.callback)))
+    for group in typer_app.registered_groups:
+        _literal_docstrings(group.typer_instance)
 
 
 def command_of(args: list[str]) -> str | None:
@@ -57,6 +78,10 @@ def main(args: list[str] | None = None) -> None:
     # Typer 0.29 carries its own Click; its exceptions live here.
     from typer._click import exceptions as click
 
+    import warnings
+
+    # A warning a command gives a person (e.g. encoders.EncoderWarning) is one line on stderr.
+    warnings.formatwarning = lambda message, category, *rest, **kw: f"warning: {message}\n"
     args = sys.argv[1:] if args is None else list(args)
     command_module = COMMAND_MODULES.get(command_of(args))
     app = register([command_module] if command_module else MODULES)

@@ -9,9 +9,20 @@ from typing import Annotated, Optional
 import typer
 
 from .. import __version__
+from ..checks import check_alpha, check_correction  # noqa: F401  (commands check these before any work)
 from ..errors import Interrupted, StimkitError, UsageError
 from ..output import FORMATS, emit, emit_document, err, format_option, out, print_rows  # noqa: F401  (one output layer)
 from ..paths import default_db
+
+def _flags_take_no_value():
+    """Typer 0.29 prints a flag's type (`--debug <bool>`) as if it took a value; a flag shows none."""
+    from typer.core import TyperOption
+
+    shown = TyperOption.display_type_rich
+    TyperOption.display_type_rich = lambda self, ctx: None if self.is_flag else shown(self, ctx)
+
+
+_flags_take_no_value()
 
 app = typer.Typer(help="stimkit: bias-test stimuli, embeddings and association tests in one DuckDB store.",
                   no_args_is_help=True, add_completion=False)
@@ -56,8 +67,8 @@ def handles_errors(fn):
         except Exception as e:
             if interrupted():  # Ctrl-C inside DuckDB or polars, surfacing as their own error
                 fail(INTERRUPTED, Interrupted.exit_code)
-            if isinstance(e, duckdb.Error):
-                fail(f"store {db_path()}: {str(e).splitlines()[0]}", 1)
+            if isinstance(e, duckdb.Error):  # an IO error of the store file itself (truncated, unreadable): exit 3
+                fail(f"store {db_path()}: {str(e).splitlines()[0]}", 3 if isinstance(e, duckdb.IOException) else 1)
             if isinstance(e, OSError):
                 fail(f"{e.filename + ': ' if e.filename else ''}{e.strerror or e}", 1)
             if state.get("debug"):
@@ -127,7 +138,7 @@ def main_options(
     db: Annotated[Optional[Path], typer.Option("--db", envvar="STIMKIT_DB", help="The DuckDB store (default ./stimkit.duckdb).")] = None,
     catalog_dir: Annotated[Optional[Path], typer.Option("--catalog-dir", envvar="STIMKIT_CATALOG_DIR",
                                                         help="Folder of your own test definitions (TOML, the catalog's format).")] = None,
-    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of unexpected errors.")] = False,
+    debug: Annotated[bool, typer.Option("--debug", help="Show the traceback of an unexpected error (a flag: no value).")] = False,
     version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
                                           help="Print the version and exit.")] = False,
 ):
@@ -148,5 +159,23 @@ def db_path() -> Path:
     return state["db"] or default_db()
 
 
+IRREGULAR = {"stimulus": "stimuli", "hypothesis": "hypotheses", "analysis": "analyses"}
+
+
 def count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+    """`1 test`, `2 tests`, `1 stimulus`, `3 stimuli`."""
+    return f"{n} {noun}" if n == 1 else f"{n} {IRREGULAR.get(noun, noun + 's')}"
+
+
+def family_line(family, correct: str | None = None, alpha: float | None = None, verbose: bool = False) -> str:
+    """The family in one short line (m, whole store or one run, the filter); `verbose`: its full definition."""
+    if verbose:
+        scope = family.definition
+    else:
+        scope = "latest result per hypothesis, " + (f"run {family.run}" if family.run else "whole store")
+        if family.where:
+            scope += f", where {family.where}"
+    line = f"family: m = {family.m} ({scope})"
+    if correct is not None:
+        line += f"; {correct} at alpha {alpha}"
+    return line

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import app, err, handles_errors, open_store, out
+from .common import app, check_alpha, check_correction, count, err, handles_errors, open_store, out
 
 
 @app.command("report")
@@ -15,8 +15,8 @@ from .common import app, err, handles_errors, open_store, out
 def report_cmd(
     out_dir: Annotated[Path, typer.Option("--out", "-o", help="Output folder (refused if not empty, unless --force).")] = Path("report"),
     where: Annotated[Optional[str], typer.Option("--where", help="SQL condition on `results` choosing the family (default: as `stimkit results`).")] = None,
-    correct: Annotated[str, typer.Option("--correct", help="holm | bh | by | none.")] = "holm",
-    alpha: Annotated[float, typer.Option("--alpha")] = 0.01,
+    correct: Annotated[str, typer.Option("--correct", help="Multiple-testing correction: holm | bh | by | none.")] = "holm",
+    alpha: Annotated[float, typer.Option("--alpha", help="Significance level, in (0, 1).")] = 0.01,
     fmt: Annotated[Optional[list[str]], typer.Option("--format", help="html | svg | png | pdf (repeatable; default: all).")] = None,
     test: Annotated[Optional[list[str]], typer.Option("--test", "-t", help="Add a strip plot of s(w) for this test (repeatable).")] = None,
     audit: Annotated[bool, typer.Option("--audit", help="Add template-audit forest plots (of the --test tests, or all).")] = False,
@@ -24,9 +24,11 @@ def report_cmd(
     study: Annotated[Optional[str], typer.Option("--study", help="Report a study's latest run (a built-in study or a study file), with its correction and alpha.")] = None,
 ):
     """Write DIR/report.html (figures inline, no network), DIR/figures/* and DIR/tables/* (Table 4 as markdown, LaTeX, CSV)."""
+    check_correction(correct)
+    check_alpha(alpha)
     with open_store(read_only=True) as store:
         written = store.report(out_dir, where, correct, alpha, fmt, test, audit, force, study)
     for note in written.notes:
         err.print(note, highlight=False, markup=False)
-    err.print(f"{len(written.figures)} figure files, {len(written.tables)} tables in {out_dir}", highlight=False)
+    err.print(f"{count(len(written.figures), 'figure file')}, {count(len(written.tables), 'table')} in {out_dir}", highlight=False)
     out.print(str(written.html or out_dir / "figures"), highlight=False)

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import app, db_path, emit, err, format_option, handles_errors, open_store, out
+from .common import app, count, db_path, emit, err, format_option, handles_errors, open_store, out
 
 catalog_app = typer.Typer(help="The test catalog: list tests, show their set queries.", invoke_without_command=True)
 export_app = typer.Typer(help="Export stimulus sets in other tools' formats.")
@@ -33,7 +33,11 @@ def generate_cmd(
     wordlist_dir: Annotated[Optional[Path], typer.Option("--wordlist-dir", help="Folder of your own word-list TOML files, added to the built-in lists.")] = None,
     template_dir: Annotated[Optional[Path], typer.Option("--template-dir", help="Folder of your own template sets, searched before the built-in ones.")] = None,
     override: Annotated[bool, typer.Option("--override", help="Let your word lists / template sets replace built-in ones of the same name (recorded in the set's provenance).")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the summary line, not a line per new or restored set.")] = False,
+    max_sentence_chars: Annotated[Optional[int], typer.Option("--max-sentence-chars", help="Longest sentence a template may render (default 2000; env STIMKIT_MAX_SENTENCE_CHARS).")] = None,
+    max_per_template: Annotated[Optional[int], typer.Option("--max-per-template", help="Most sentences one template file may yield in a set (default 100000; env STIMKIT_MAX_PER_TEMPLATE).")] = None,
+    max_per_set: Annotated[Optional[int], typer.Option("--max-per-set", help="Most sentences in one set (default 1000000; env STIMKIT_MAX_PER_SET).")] = None,
+    max_render_seconds: Annotated[Optional[float], typer.Option("--max-render-seconds", help="Longest time to render one sentence (default 5; env STIMKIT_MAX_RENDER_SECONDS).")] = None,
 ):
     """Render word lists through template sets into versioned stimulus sets (a no-op when nothing changed).
 
@@ -42,16 +46,27 @@ def generate_cmd(
       stimkit generate -w flowers -t may2019 -t heilman/engineer_attribute
       stimkit generate --wordlist-dir mylists/ -t word
     """
-    with open_store() as store:
+    import dataclasses
+
+    from ..errors import UsageError
+    from ..stimuli.templates import Limits, current_limits, use_limits
+
+    asked = {"sentence_chars": max_sentence_chars, "per_template": max_per_template, "per_set": max_per_set,
+             "render_seconds": max_render_seconds}
+    for key, value in asked.items():
+        if value is not None and not value > 0:
+            raise UsageError(f"{Limits.OPTIONS[key][0]} must be > 0, not {value}")
+    limits = dataclasses.replace(current_limits(), **{k: v for k, v in asked.items() if v is not None})
+    with use_limits(limits), open_store() as store:
         report = store.generate(wordlist, template_set, wordlist_dir, template_dir, override)
     counts = {s: sum(r["status"] == s for r in report) for s in ("new", "restored", "unchanged")}
     if not quiet:
         for r in report:
             if r["status"] != "unchanged":
-                out.print(f"{r['status']:>9}  {r['name']:<55} {r['version']}  {r['n_stimuli']:>5} stimuli",
+                out.print(f"{r['status']:>9}  {r['name']:<55} {r['version']}  {count(r['n_stimuli'], 'stimulus'):>14}",
                           highlight=False, markup=False, emoji=False)
-    out.print(f"{len(report)} sets: {counts['new']} new, {counts['restored']} restored, {counts['unchanged']} unchanged "
-              f"({sum(r['n_stimuli'] for r in report)} stimuli) in {db_path()}",
+    out.print(f"{count(len(report), 'set')}: {counts['new']} new, {counts['restored']} restored, {counts['unchanged']} unchanged "
+              f"({count(sum(r['n_stimuli'] for r in report), 'stimulus')}) in {db_path()}",
               highlight=False, markup=False, emoji=False)
 
 
@@ -108,7 +123,7 @@ def catalog_show(name: str):
               highlight=False)
     for r in catalog.sizes(con, test).iter_rows(named=True):
         n = r["n_stimuli"] if r["error"] is None else ("no store yet:" if con is None else f"error: {r['error']}")
-        out.print(f"\n{r['role']} ({n} stimuli)\n  {r['sql']}", highlight=False)
+        out.print(f"\n{r['role']} ({count(n, 'stimulus') if isinstance(n, int) else n})\n  {r['sql']}", highlight=False)
 
 
 @export_app.command("sentbias")
@@ -117,7 +132,7 @@ def export_sentbias(
     outdir: Path,
     tests: Annotated[Optional[list[str]], typer.Option("--test", help="Test name (repeatable); default: all.")] = None,
     balance: Annotated[Optional[str], typer.Option("--balance", help="Apply a balancing policy: cut | drop-words.")] = None,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the balancing cut (with --balance cut).")] = 0,
     force: Annotated[bool, typer.Option("--force", help="Write into a folder that is not empty (files of the same name are replaced).")] = False,
 ):
     """Write one JSON file per catalog test in the published SEAT format (unbalanced by default).
@@ -144,6 +159,6 @@ def import_sentbias(
         report = store.import_sentbias(directory, prefix, override)
     for r in report:
         out.print(f"{r['test']:<50} sizes X/Y/A/B = {'/'.join(map(str, r['sizes']))}", highlight=False, markup=False, emoji=False)
-    out.print(f"imported {len(report)} tests", highlight=False)
+    out.print(f"imported {count(len(report), 'test')}", highlight=False)
 
 

@@ -9,8 +9,9 @@ from typing import Annotated, Optional
 import typer
 
 from .. import DEFAULT_BUDGET, DEFAULT_PAPER, UsageError
-from .common import (OverrideOption, TemplateDirOption, WordlistDirOption, app, count as _count, db_path, emit,
-                     emit_document, err, format_option, handles_errors, open_store, print_rows)
+from .common import (OverrideOption, TemplateDirOption, WordlistDirOption, app, check_alpha, check_correction,
+                     count as _count, db_path, emit, emit_document, err, family_line, format_option, handles_errors,
+                     open_store, print_rows)
 
 AlphaOption = Annotated[float, typer.Option("--alpha", help="Significance level, in (0, 1).")]
 RunOption = Annotated[Optional[str], typer.Option(
@@ -108,7 +109,7 @@ def test_cmd(
     bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates for a CI of d (0: none).")] = 0,
     balance: Annotated[Optional[str], typer.Option("--balance", help="cut | drop-words | none (default: the test's).")] = None,
     cut_seed: Annotated[int, typer.Option("--cut-seed", help="Which items balance=cut drops (default 0: fixed per test).")] = 0,
-    cuts: Annotated[int, typer.Option("--cuts", min=1, help="Also run K independent cuts and store the spread of d and p.")] = 1,
+    cuts: Annotated[int, typer.Option("--cuts", help="Also run K independent cuts and store the spread of d and p.")] = 1,
     alpha: AlphaOption = 0.01,
     center: Annotated[Optional[str], typer.Option("--center", help="Centre the vectors before cosines: mean | abtt:K (also remove the reference's top K directions).")] = None,
     center_ref: Annotated[str, typer.Option("--center-ref", help="The centring reference: test (the test's own four sets) or a set name or SELECT.")] = "test",
@@ -142,8 +143,11 @@ def test_cmd(
     finish(report)
 
 
-RESULT_COLUMNS = ["test", "encoder", "context", "n_x", "n_y", "n_a", "n_b",
-                  "effect_size", "p_value", "p_method", "p_adjusted", "rejected", "can_reject"]
+ColumnsOption = Annotated[Optional[str], typer.Option(
+    "--columns", "-c", help="Columns to print, comma-separated, in this order (any column of the results, "
+                            "or d, ci, n); default: the reading set on a terminal, every column in csv/tsv/json/ndjson/parquet.")]
+WideOption = Annotated[bool, typer.Option("--wide", "--all-columns", help="Every column, also in a table.")]
+VerboseFamily = Annotated[bool, typer.Option("--verbose", "-v", help="The family's full definition on stderr.")]
 
 
 results_app = typer.Typer(help="Results with a correction over a family; retire / unretire results.",
@@ -157,13 +161,16 @@ def results_cmd(
     ctx: typer.Context,
     where: WhereOption = None,
     run: RunOption = None,
-    correct: Annotated[str, typer.Option("--correct", help="holm | bonferroni | bh | by | none.")] = "holm",
+    correct: Annotated[str, typer.Option("--correct", help="Multiple-testing correction: holm | bonferroni | bh | by | none.")] = "holm",
     alpha: AlphaOption = 0.01,
     include_stale: Annotated[bool, typer.Option("--include-stale", help="Also results on superseded set versions.")] = False,
     kind: Annotated[str, typer.Option("--kind", help="test (the tests you ran) | audit | compare | all.")] = "test",
     fmt: Annotated[Optional[str], format_option("sentbias")] = None,
+    columns: ColumnsOption = None,
+    wide: WideOption = False,
     table: Annotated[bool, typer.Option("--table", help="Tests x encoders with d and significance marks (Table 4 of May et al.).")] = False,
     layout: Annotated[Optional[str], typer.Option("--layout", help="tan-celis: Tables 7/8 of Tan & Celis 2019 (tests x word/sent/c-word x encoders).")] = None,
+    verbose: VerboseFamily = False,
 ):
     """Results with a multiple-testing correction over a family of hypotheses, each counted once.
 
@@ -173,40 +180,79 @@ def results_cmd(
     m; audits' per-template results (--kind audit) and retired results are not in it, and
     results on superseded set versions are left out (--include-stale shows them).
 
+    A table shows test, encoder, context, d, its CI, p, adjusted p, the decision and the four
+    sample sizes; to fit a narrow terminal it drops n, the CI and the context first and folds
+    long names, never the decision columns. latex and markdown are tables for a paper
+    (rounded, d with its marks, a caption with the family).
+
     Examples:
       stimkit results --correct holm --alpha 0.01
+      stimkit results --columns test,encoder,d,p_adjusted --wide
       stimkit results --where "test LIKE 'sent-%'" --correct by --format json
-      stimkit results --table --format markdown
+      stimkit results --table --format latex > table4.tex
       stimkit results --format sentbias > results.tsv
     """
-    from ..analysis import tables
+    from ..analysis import paper_tables as paper, tables
+    from ..output import MACHINE_FORMATS, default_format
 
     if ctx.invoked_subcommand is not None:
         return
+    check_correction(correct)
+    check_alpha(alpha)
     if layout not in (None, "tan-celis"):
         raise UsageError(f"unknown layout {layout!r} (known: tan-celis)")
+    fmt = fmt or default_format()
     with open_store(read_only=True) as store:
         df = store.results(where, run, correct, alpha, include_stale, kind)
         family = store.family
-        err.print(f"family: {family.definition}; m = {family.m}; {correct} at alpha {alpha}", highlight=False)
-        for note in (family.stale_note, family.mixed_note):
-            if note:
-                err.print(note, highlight=False)
+        tests_order = None
         if layout:
             from ..catalog import tests as catalog
             from ..study import study
-            emit(tables.tan_celis(df, catalog.load(store.con), list(study.load("tan-celis-2019").rows)), fmt)
+            tests_def = catalog.load(store.con)
+            rows = list(study.load("tan-celis-2019").rows)
         elif table:
             from ..catalog import tests as catalog
-            columns, rows = tables.table4(df, alpha, list(catalog.load_toml()))
-            emit_rows(rows, columns, f"d by test and encoder; * p <= {alpha}, ** also after {correct} correction "
-                                     f"over m = {family.m}; † cannot reach p <= {alpha}", fmt)
-        elif fmt == "sentbias":
-            sys.stdout.write(tables.sentbias_rows(df).write_csv(separator="\t", quote_style="never"))
-        elif fmt == "json":
-            emit_document({"family": family.as_dict(), "correction": {"method": correct, "alpha": alpha}}, df, fmt)
+            tests_order = list(catalog.load_toml())
+    err.print(family_line(family, correct, alpha, verbose), highlight=False)
+    for note in (family.stale_note, family.mixed_note):
+        if note:
+            err.print(note, highlight=False)
+    marks = f"* p <= {alpha}; ** also after {correct} correction; † cannot reach p <= {alpha}"
+    if layout:
+        frame = tables.tan_celis(df, tests_def, rows)
+        if fmt in ("latex", "markdown"):
+            sys.stdout.write(paper.tancelis_table(
+                frame, fmt, paper.caption(family, correct, alpha, "Effect size d (Tan and Celis 2019, Tables 7-8); c-word vs "
+                                                                  "sent: ✓ significant for c-word only, ✗ sent only, ▲ both"),
+                paper.display_names(df)))
         else:
-            emit(df, fmt, RESULT_COLUMNS if fmt in (None, "table") else None)
+            emit(frame, fmt)
+    elif table:
+        if fmt in ("latex", "markdown"):
+            sys.stdout.write(paper.table4_paper(df, alpha, fmt, paper.caption(family, correct, alpha, "Effect size d by test "
+                                                                              "and encoder (May et al. 2019, Table 4)"),
+                                                paper.display_names(df), tests_order))
+        else:
+            t4 = paper.table4(df, alpha, tests_order)
+            import polars as pl
+            grid = pl.DataFrame([{"test": r, **{e: t4.labels.get((r, e)) for e in t4.encoders}} for r in t4.rows],
+                                schema={c: pl.String for c in ["test", *t4.encoders]})
+            err.print(f"d by test and encoder; {marks}" + (f"; {t4.note}" if t4.note else ""), highlight=False)
+            emit(grid, fmt, keep=tuple(grid.columns))  # every encoder's column: names fold, none is dropped
+    elif fmt == "sentbias":
+        sys.stdout.write(tables.sentbias_rows(df).write_csv(separator="\t", quote_style="never"))
+    else:
+        view = paper.results_view(df) if fmt not in MACHINE_FORMATS or columns else df
+        chosen = paper.choose_columns(view, columns, None if wide or fmt in MACHINE_FORMATS else
+                                      list(paper.PAPER_COLUMNS if fmt in ("latex", "markdown") else paper.read_columns(view)))
+        if fmt in ("latex", "markdown"):
+            sys.stdout.write(paper.paper_table(df, chosen or list(view.columns), fmt, paper.caption(family, correct, alpha),
+                                               paper.display_names(df), alpha=alpha))
+        elif fmt == "json":
+            emit_document({"family": family.as_dict(), "correction": {"method": correct, "alpha": alpha}}, view, fmt, chosen)
+        else:
+            emit(view, fmt, chosen, keep=paper.KEEP_COLUMNS, drop_first=paper.DROP_FIRST)
 
 
 @results_app.command("retire")
@@ -249,16 +295,23 @@ def check_cmd(
     metrics: Annotated[bool, typer.Option("--metrics", help="How the association metrics agree: sign and decision per test and encoder, Kendall's tau per pair of metrics.")] = False,
     include_stale: Annotated[bool, typer.Option("--include-stale", help="Also results on superseded set versions.")] = False,
     fmt: Annotated[Optional[str], format_option()] = None,
+    columns: ColumnsOption = None,
+    wide: WideOption = False,
+    verbose: VerboseFamily = False,
 ):
     """Consistency checks over the family: C7 vs C8, C3/C4/C5, word vs sentence, across encoders.
 
-    Every comparison the family allows is listed with its verdict: consistent, violation,
-    or not comparable (and why). Heuristic checks are marked as such.
+    Every comparison the family allows is listed with its verdict: a violation is a tested
+    claim (the two d differ beyond their joint uncertainty, by a jackknife test on the stored
+    s(w) with shared words deleted together; or both are significant with opposite signs);
+    a note is what decision heuristics see (decisions either side of alpha, p orders apart);
+    consistent; or not comparable (the partner named). --metrics compares the metrics instead.
 
     Examples:
       stimkit check
       stimkit check --where "encoder LIKE 'minilm%'" --format json
     """
+    check_alpha(alpha)
     if metrics:
         with open_store(read_only=True) as store:
             agreement, tau = store.check_metrics(where, run, alpha, include_stale)
@@ -276,14 +329,22 @@ def check_cmd(
     with open_store(read_only=True) as store:
         df = store.check(where, run, alpha, include_stale)
         family = store.family
-    n = {v: int((df["verdict"] == v).sum()) for v in ("violation", "not comparable")} if df.height else {}
-    summary = (f"{_count(df.height, 'comparison')}, {_count(n.get('violation', 0), 'violation')}, "
-               f"{n.get('not comparable', 0)} not comparable; family: {family.definition}; m = {family.m}")
+    from ..analysis.paper_tables import choose_columns
+    from ..output import MACHINE_FORMATS, default_format
+
+    fmt = fmt or default_format()
+    n = {v: int((df["verdict"] == v).sum()) for v in ("violation", "note", "not comparable")} if df.height else {}
+    summary = (f"{_count(df.height, 'comparison')}, {_count(n.get('violation', 0), 'violation')} (tested), "
+               f"{_count(n.get('note', 0), 'note')}, {n.get('not comparable', 0)} not comparable; "
+               f"{family_line(family, verbose=verbose)}")
+    # the ids of the results compared are for programs (and --columns); a person reads the rest
+    reading = None if wide or fmt in MACHINE_FORMATS else [c for c in df.columns if c != "result_ids"]
+    chosen = choose_columns(df, columns, reading)
     if fmt == "json":
         emit_document({"family": family.as_dict(), "alpha": alpha, "comparisons": df.height,
-                       "violations": n.get("violation", 0)}, df, fmt)
+                       "violations": n.get("violation", 0), "notes": n.get("note", 0)}, df, fmt, chosen)
     elif df.height:
-        emit(df, fmt)
+        emit(df, fmt, chosen, keep=("check_name", "verdict"))
     err.print(summary, highlight=False)
 
 
@@ -361,18 +422,34 @@ def run_cmd(
         finish(job.run)
         return
     warn_cannot_reject(job.run, alpha)
+    from ..analysis import paper_tables as paper
+
     if s.layout == "tan-celis":
-        emit_rows(job.table, job.columns, f"{s.name}: d by test, encoding and encoder; * significant after "
-                                          f"{s.correction} at {alpha}; c-word vs sent: ✓ c-word only, ✗ sent only, ▲ both", fmt)
+        title = (f"{s.name}: d by test, encoding and encoder; * significant after {s.correction} at {alpha}; "
+                 "c-word vs sent: ✓ c-word only, ✗ sent only, ▲ both")
+        if fmt in ("latex", "markdown"):  # a paper's table: booktabs or pipes, with its caption
+            import polars as pl
+            frame = pl.DataFrame(job.table, schema={c: pl.String for c in job.columns})
+            sys.stdout.write(paper.tancelis_table(frame, fmt, paper.caption(job.family, s.correction, alpha, title),
+                                                  paper.display_names(job.results)))
+        else:
+            emit_rows(job.table, job.columns, title, fmt)
     else:
-        emit_rows(job.table, job.columns, f"Effect size d; * p <= {alpha}; ** significant after {s.correction} "
-                                          f"over all {job.family.m} rows", fmt)
+        title = f"Effect size d; * p <= {alpha}; ** significant after {s.correction} over all {job.family.m} rows"
+        if fmt in ("latex", "markdown"):
+            order = [row["test"] for row in job.table]
+            sys.stdout.write(paper.table4_paper(job.results, alpha, fmt, paper.caption(job.family, s.correction, alpha,
+                                                                                       "Effect size d by test and encoder"),
+                                                paper.display_names(job.results), order))
+        else:
+            emit_rows(job.table, job.columns, title, fmt)
     if job.checks is not None:
         violations = job.checks.filter(job.checks["verdict"] == "violation") if job.checks.height else job.checks
-        err.print(f"\n{violations.height} consistency violations in {job.checks.height} comparisons (stimkit check):",
-                  highlight=False)
+        notes = int((job.checks["verdict"] == "note").sum()) if job.checks.height else 0
+        err.print(f"\n{violations.height} tested consistency violations, {notes} notes in {job.checks.height} "
+                  "comparisons (stimkit check):", highlight=False)
         if violations.height:
-            emit(violations.drop("verdict"), "table", stream=sys.stderr)
+            emit(violations.drop("verdict", "result_ids"), "table", stream=sys.stderr)
     if job.run.wefats:
         from .wefat import summary_line
         err.print("\nWEFAT (queries/wefat.toml):", highlight=False)

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import re
 
+from ..checks import suggest
 from .. import StimkitError
 from .base import Encoded, Encoder, EncoderWarning
 
@@ -140,7 +141,8 @@ def _build(spec: str) -> Encoder:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise StimkitError(f"encoder {spec!r}: {first}") from None
     raise StimkitError(
-        f"unknown encoder {spec!r} (known: {', '.join(EMBEDDED)}, or hf:<model>, st:<model>, vectors:<file>, import:<file>)"
+        f"unknown encoder {spec!r}{suggest(spec.split(',')[0], EMBEDDED)} (known: {', '.join(EMBEDDED)}, or hf:<model>, "
+        "st:<model>, vectors:<file>, import:<file>)"
     )
 
 

@@ -93,57 +93,52 @@ class EncoderWarning(UserWarning):
     """Something about an encoder a user should know, that does not stop it (one line)."""
 
 
-def file_identity(path, head_bytes: int = 1 << 20) -> dict:
-    """A cheap content identity for big weight files: size plus a hash of the first MiB (-1: all).
-    Cached per (path, size, mtime): a file that changes is hashed again."""
-    st = os.stat(path)
-    return dict(_file_identity(os.path.abspath(path), st.st_size, st.st_mtime_ns, head_bytes))
-
-
-@functools.lru_cache(maxsize=256)
-def _file_identity(path: str, size: int, mtime_ns: int, head_bytes: int) -> tuple:
-    with open(path, "rb") as f:
-        head = hashlib.sha256(f.read(head_bytes)).hexdigest()[:16]
-    return (("file", os.path.basename(path)), ("size", size), ("head_sha256", head))
-
-
 def cache_dir() -> Path:
     return Path(os.environ.get("STIMKIT_CACHE", Path.home() / ".cache" / "stimkit"))
 
 
+def file_identity(path) -> dict:
+    """The file's name, size and the SHA-256 of its whole content: content decides, so an
+    edit that keeps size and modification time still makes another identity."""
+    path = os.path.abspath(path)
+    return {"file": os.path.basename(path), "size": os.stat(path).st_size, "sha256": content_hash(path)}
+
+
 def content_hash(path) -> str:
-    """The sha256 of a file's whole content, computed once per (path, size, mtime_ns) and kept in
-    the cache folder, so a model's fingerprint costs a stat per file after the first time. A
-    file in the Hugging Face hub cache is a link to a blob named by its hash: that name is used."""
+    """The SHA-256 of a file's whole content. A file in the Hugging Face hub cache is a link to
+    a blob named by its hash: that name is used. Otherwise the hash is computed once per file
+    state and remembered (in this process and in the cache folder) under (path, size,
+    mtime_ns, ctime_ns, inode, device): any write to the file changes its ctime, which no user
+    tool can set back, so the shortcut cannot be fooled by an edit that restores size and mtime."""
     real = os.path.realpath(path)
     blob = os.path.basename(real)
     if os.sep + "blobs" + os.sep in real and len(blob) in (40, 64) and all(c in "0123456789abcdef" for c in blob):
         return blob  # content-addressed already (sha256 of LFS files, git sha1 of small ones)
     st = os.stat(real)
-    return _content_hash(real, st.st_size, st.st_mtime_ns)
+    return _content_hash((real, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev))
 
 
 @functools.lru_cache(maxsize=1024)
-def _content_hash(real: str, size: int, mtime_ns: int) -> str:
-    key = hashlib.sha256(f"{real}|{size}|{mtime_ns}".encode()).hexdigest()[:32]
-    kept = cache_dir() / "hashes" / key
+def _content_hash(key: tuple) -> str:
+    remembered = cache_dir() / "file-hashes" / hashlib.sha256(repr(key).encode()).hexdigest()
     try:
-        return kept.read_text().strip()
+        return remembered.read_text().strip()
     except OSError:
         pass
-    digest = hashlib.sha256()
-    with open(real, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 22), b""):
-            digest.update(chunk)
-    value = digest.hexdigest()
-    try:  # written whole then renamed: a reader never sees half a hash
-        kept.parent.mkdir(parents=True, exist_ok=True)
-        tmp = kept.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(value)
-        os.replace(tmp, kept)
-    except OSError:  # a read-only cache only costs the hash again next time
-        pass
-    return value
+    h = hashlib.sha256()
+    with open(key[0], "rb") as f:
+        for block in iter(lambda: f.read(1 << 22), b""):
+            h.update(block)
+    digest = h.hexdigest()
+    if os.stat(key[0]).st_ctime_ns == key[3]:  # unchanged while we read: worth remembering
+        try:  # written whole then renamed: a reader never sees half a hash
+            remembered.parent.mkdir(parents=True, exist_ok=True)
+            tmp = remembered.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(digest)
+            os.replace(tmp, remembered)
+        except OSError:
+            pass  # a read-only cache folder only costs the hash next time
+    return digest
 
 
 def positive_int(value, key: str, where: str) -> int:

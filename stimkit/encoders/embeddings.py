@@ -135,13 +135,8 @@ def batch_table(enc: Encoder, batch: pl.DataFrame, encoded) -> pa.Table:
 def append(con, dim: int, table: pa.Table, keep_stored: bool = False) -> None:
     """One Arrow append of any number of rows, in one transaction. keep_stored: rows already
     stored are left as they are (a layer sweep re-encodes a text some layers already have)."""
-    con.register("_batch", table)
-    try:
-        with store.transaction(con):
-            con.execute(f"INSERT {'OR IGNORE ' if keep_stored else ''}INTO {vector_table(dim)} (fingerprint, text, span_start, span_end, vector, oov, note) "
-                        "SELECT fingerprint, text, span_start, span_end, vector, oov, note FROM _batch")
-    finally:
-        con.unregister("_batch")
+    with store.transaction(con):
+        store.insert(con, vector_table(dim), table, keep_stored)
 
 
 class Writer:

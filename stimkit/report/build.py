@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import shutil
+import hashlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -10,8 +11,8 @@ import jinja2
 import numpy as np
 import polars as pl
 
-from .. import StimkitError
-from ..analysis import families as analysis
+from .. import StimkitError, UsageError
+from ..analysis import paper_tables as paper
 from . import figures
 from .data import ReportData
 
@@ -30,48 +31,79 @@ class Written:
     notes: list[str] = field(default_factory=list)   # what was asked for but is not in the store
 
 
-def _tex(value) -> str:
-    text = str(value)
-    for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("$", r"\$"), ("#", r"\#"),
-                 ("_", r"\_"), ("{", r"\{"), ("}", r"\}"), ("~", r"\textasciitilde{}"), ("^", r"\textasciicircum{}"), ("<=", r"$\leq$"), (">=", r"$\geq$")):
-        text = text.replace(a, b)
-    return text
-
-
-def _md(value) -> str:
-    return str(value).replace("|", r"\|").replace("*", r"\*")
-
-
 ENV = jinja2.Environment(loader=jinja2.PackageLoader("stimkit.report", "templates"),
                          autoescape=jinja2.select_autoescape(["html"]), keep_trailing_newline=True)
-ENV.filters.update(tex=_tex, md=_md)
+
+
+MANIFEST = ".stimkit-report.json"  # what the last report wrote here: the only files --force may replace
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def prepare_dir(out_dir: Path, force: bool) -> None:
-    """Refuse a non-empty folder unless forced; forced, remove only what a report writes."""
+    """Refuse a non-empty folder unless forced. Forced, remove only the files the manifest
+    says an earlier report wrote, unchanged since: a file of the user's (or one edited)
+    inside report.html, figures/ or tables/ refuses the whole command before anything is
+    removed. Files elsewhere in the folder are never touched."""
     if out_dir.exists() and not out_dir.is_dir():
         raise StimkitError(f"{out_dir}: exists and is not a folder")
     if out_dir.exists() and any(out_dir.iterdir()):
         if not force:
             raise StimkitError(f"{out_dir}: folder is not empty (pass --force to overwrite the report in it)")
+        written = read_manifest(out_dir)
+        ours = []
+        for name in OWN:
+            p = out_dir / name
+            found = [q for q in sorted(p.rglob("*")) if not q.is_dir()] if p.is_dir() and not p.is_symlink() else \
+                ([p] if p.exists() or p.is_symlink() else [])
+            for q in found:
+                rel = q.relative_to(out_dir).as_posix()
+                if q.is_symlink() or written.get(rel) != _sha256(q):
+                    raise StimkitError(f"{q}: not written by stimkit report (or changed since); --force replaces only "
+                                       f"the report's own files: move it, or choose another folder")
+                ours.append(q)
+        for q in ours:
+            q.unlink()
         for name in OWN:
             p = out_dir / name
             if p.is_dir():
-                shutil.rmtree(p)
-            elif p.exists():
-                p.unlink()
+                for d in sorted((d for d in p.rglob("*") if d.is_dir()), reverse=True):
+                    d.rmdir()
+                p.rmdir()
+        (out_dir / MANIFEST).unlink(missing_ok=True)
     out_dir.mkdir(parents=True, exist_ok=True)
 
 
-def matrix(data: ReportData) -> tuple[np.ndarray, list[list[str]]]:
-    """d per test and encoder, and each cell's label from analysis.table4 (d with * and ** marks)."""
-    d = np.full((len(data.tests), len(data.encoders)), np.nan)
-    row, col = {t: i for i, t in enumerate(data.tests)}, {e: j for j, e in enumerate(data.encoders)}
-    for r in data.results.iter_rows(named=True):
-        d[row[r["test"]], col[r["encoder"]]] = r["effect_size"]
-    _, rows = analysis.table4(data.results, data.alpha, data.tests, data.encoders)
-    labels = [[next((r.get(e, "") for r in rows if r["test"] == t), "") for e in data.encoders] for t in data.tests]
-    return d, labels
+def read_manifest(out_dir: Path) -> dict[str, str]:
+    """{relative path: sha256} of what the report wrote; {} if there is none or it is unreadable."""
+    try:
+        files = json.loads((out_dir / MANIFEST).read_text(encoding="utf-8")).get("files", {})
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return files if isinstance(files, dict) else {}
+
+
+def write_manifest(out_dir: Path) -> None:
+    """Record every file now under report.html, figures/ and tables/ with its hash."""
+    files = {}
+    for name in OWN:
+        p = out_dir / name
+        for q in ([p] if p.is_file() else sorted(q for q in p.rglob("*") if q.is_file()) if p.is_dir() else []):
+            files[q.relative_to(out_dir).as_posix()] = _sha256(q)
+    (out_dir / MANIFEST).write_text(json.dumps({"written_by": "stimkit report", "files": files}, indent=1, sort_keys=True),
+                                    encoding="utf-8")
+
+
+def matrix(data: ReportData) -> tuple[np.ndarray, list[list[str]], list[str], str]:
+    """d per hypothesis row and encoder, each cell's label (d with * and ** marks), the row
+    labels (a test with results in two contexts or alternatives has a row for each) and a note
+    saying so."""
+    t4 = paper.table4(data.results, data.alpha, data.tests, data.encoders)
+    d = np.array([[t4.d.get((r, e), np.nan) for e in t4.encoders] for r in t4.rows], dtype=float).reshape(len(t4.rows), len(t4.encoders))
+    labels = [[t4.labels.get((r, e), "") for e in t4.encoders] for r in t4.rows]
+    return d, labels, t4.rows, t4.note
 
 
 def correction_text(data: ReportData) -> str:
@@ -79,17 +111,29 @@ def correction_text(data: ReportData) -> str:
             else f"* p <= {data.alpha}, no correction")
 
 
+def caption(data: ReportData) -> str:
+    name = paper.CORRECTION_NAMES.get(data.correction, data.correction)
+    marks = (f"* p <= {data.alpha}; ** also significant after {name} correction" if data.correction != "none"
+             else f"* p <= {data.alpha}, no correction")
+    return (f"Effect size d by test and encoder (May et al. 2019, Table 4); {marks}; † cannot reach p <= {data.alpha}. "
+            f"Family: m = {data.results.height} hypotheses ({data.family}).")
+
+
 def write_tables(data: ReportData, folder: Path, written: Written) -> tuple[list[str], list[dict], pl.DataFrame]:
-    """Table 4 as markdown and LaTeX (booktabs), every result's exact numbers as CSV."""
+    """Table 4 as markdown and LaTeX (booktabs) under the encoders' display names, every result's
+    exact numbers as CSV."""
     folder.mkdir()
-    columns, rows = analysis.table4(data.results, data.alpha, data.tests, data.encoders)
-    caption = f"Effect size d by test and encoder; {correction_text(data)} over {data.results.height} results."
-    for name in ("table4.md", "table4.tex"):
-        (folder / name).write_text(ENV.get_template(f"{name}.j2").render(columns=columns, rows=rows, caption=caption))
+    names = paper.display_names(data.results)
+    for name, fmt in (("table4.md", "markdown"), ("table4.tex", "latex")):
+        (folder / name).write_text(paper.table4_paper(data.results, data.alpha, fmt, caption(data), names,
+                                                      data.tests, data.encoders))
         written.tables.append(folder / name)
     results = data.results.select([c for c in RESULT_COLUMNS if c in data.results.columns])
     results.write_csv(folder / "results.csv")
     written.tables.append(folder / "results.csv")
+    t4 = paper.table4(data.results, data.alpha, data.tests, data.encoders)
+    columns = ["test", *(names.get(e, e) for e in t4.encoders)]
+    rows = [{"test": r, **{names.get(e, e): t4.labels.get((r, e), "") for e in t4.encoders}} for r in t4.rows]
     return columns, rows, results
 
 
@@ -98,7 +142,7 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
     formats = list(formats or FORMATS)
     unknown = [f for f in formats if f not in FORMATS]
     if unknown:
-        raise StimkitError(f"unknown format {unknown[0]!r} (known: {', '.join(FORMATS)})")
+        raise UsageError(f"unknown format {unknown[0]!r} (known: {', '.join(FORMATS)})")
     prepare_dir(out_dir, force)
     fig_formats = [f for f in FIGURE_FORMATS if f in formats]
     (out_dir / "figures").mkdir()
@@ -112,14 +156,18 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
 
     m = data.results.height
     family = f"family: {data.family}"
-    d, labels = matrix(data)
-    emit_figure(figures.significance_matrix(d, labels, data.tests, data.encoders,
-                                            f"d by test and encoder\n{correction_text(data)} (m = {m})"), "significance-matrix")
+    d, labels, rows, note = matrix(data)
+    names = paper.display_names(data.results)
+    emit_figure(figures.significance_matrix(d, labels, rows, [names.get(e, e) for e in data.encoders],
+                                            f"d by test and encoder\n{correction_text(data)} (m = {m}, a cell each)"),
+                "significance-matrix")
     strips = []
     for test, items in data.strips.items():
         fig, tips = figures.strip(items, test)
         name = f"strip-{figures.slug(test)}"
-        strips.append({"svg": emit_figure(fig, name, tips), "caption": f"s(w) of {test}'s target stimuli, X above Y, per encoder."})
+        strips.append({"svg": emit_figure(fig, name, tips),
+                       "caption": f"s(w) of {test}'s target stimuli, X ({figures.category_name(items, 'X')}) above "
+                                  f"Y ({figures.category_name(items, 'Y')}), per encoder."})
     forests = []
     for a, templates in data.audits:
         name = f"forest-{figures.slug(a['test'])}-{figures.slug(a['encoder'])}-{figures.slug(a['template_set'])}"
@@ -142,11 +190,14 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
                                              ("cuts", "Cut spread", cuts_svg), ("wefat", "WEFAT", wefats)) if on]
         sections += [("consistency", "Consistency checks"), ("provenance", "Provenance")]
         html = ENV.get_template("report.html.j2").render(
-            family=family, m=m, alpha=data.alpha, correction=data.correction, correction_text=correction_text(data),
+            family=family, m=m, matrix_note=note, alpha=data.alpha, correction=data.correction, correction_text=correction_text(data),
             sections=sections, matrix_svg=inline["significance-matrix"], t4_columns=t4_columns, t4_rows=t4_rows,
             result_columns=results.columns, result_rows=results.to_dicts(), strips=strips, forests=forests,
             cuts_svg=cuts_svg, wefats=wefats, consistency_columns=cons.columns, consistency_rows=cons.to_dicts(),
+            consistency_counts={v: (cons["verdict"] == v).sum() if cons.height else 0
+                                for v in ("violation", "note", "not comparable")},
             provenance=data.provenance)
         written.html = out_dir / "report.html"
         written.html.write_text(html, encoding="utf-8")
+    write_manifest(out_dir)
     return written

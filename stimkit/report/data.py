@@ -64,16 +64,19 @@ def gather(con, where: str | None = None, correct: str = "holm", alpha: float = 
         data.cuts = cut_spread(con, df["result_id"].to_list())
     if has_rows(con, "wefat_results"):
         data.wefat = wefat(con)
-    data.consistency = analysis.run_sql(con, analysis.named_query("consistency"))
+    from ..analysis import checks
+
+    data.consistency = checks.consistency(con, alpha)
     data.provenance = provenance(con, df)
     return data
 
 
 def strip_items(con, result_ids: list[str]) -> pl.DataFrame:
-    """s(w) of every target stimulus that took part, with the stimulus behind it."""
+    """s(w) of every target stimulus that took part, with the stimulus behind it and its word
+    list's category (stimulus_sets.category), which the strip plot names its rows by."""
     return store.frame(con, """
-        SELECT r.encoder, i.role, i.word, i.stimulus, i.association
-        FROM result_items i JOIN results r USING (result_id)
+        SELECT r.encoder, i.role, i.word, i.stimulus, i.association, s.category
+        FROM result_items i JOIN results r USING (result_id) LEFT JOIN stimulus_sets s ON s.version = i.set_version
         WHERE i.result_id IN (SELECT unnest(?)) AND i.role IN ('X', 'Y') AND i.dropped IS NULL
           AND i.association IS NOT NULL
         ORDER BY r.encoder, i.role, i.ordinal""", [result_ids])

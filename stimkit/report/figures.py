@@ -5,6 +5,7 @@ Figures are built on `matplotlib.figure.Figure` (no pyplot: no global state, no 
 from __future__ import annotations
 
 import io
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -31,15 +32,58 @@ ET.register_namespace("", SVG_NS)
 ET.register_namespace("xlink", "http://www.w3.org/1999/xlink")
 
 
+# Inches per character and per line of the tick-label font (6.5 pt): sizes a figure from its labels.
+CHAR_IN, LINE_IN = 0.058, 0.115
+_BREAKS = re.compile(r"(?<=[-/,:_ .=])")
+
+
+def wrap(text: str, width: int) -> str:
+    """A label over lines of at most `width` characters, broken after - / , : _ . = or a space
+    (a name's own separators), and inside a part only where a part alone is longer."""
+    lines, line = [], ""
+    for part in _BREAKS.split(str(text)):
+        while len(part) > width:
+            if line:
+                lines.append(line)
+                line = ""
+            lines.append(part[:width])
+            part = part[width:]
+        if len(line) + len(part.rstrip()) > width and line:
+            lines.append(line)
+            line = ""
+        line += part
+    lines.append(line)
+    return "\n".join(x.rstrip() for x in lines if x.strip())
+
+
+def _lines(labels: list[str]) -> tuple[int, int]:
+    """The longest line and the most lines among wrapped labels."""
+    split = [label.split("\n") for label in labels] or [[""]]
+    return max(len(x) for parts in split for x in parts), max(len(parts) for parts in split)
+
+
 def new_figure(width: float, height: float) -> Figure:
     with rc_context(STYLE):
         return Figure(figsize=(width, height), layout="constrained")
 
 
 def significance_matrix(d: np.ndarray, labels: list[list[str]], tests: list[str], encoders: list[str], title: str) -> Figure:
-    """Tests x encoders, coloured by d on a diverging scale, each cell labelled with d and its marks."""
+    """Tests x encoders, coloured by d on a diverging scale, each cell labelled with d and its marks.
+
+    Names are wrapped (encoders over their column, tests at the left) and the figure is sized
+    from the wrapped labels, so that nothing is clipped whatever their length."""
+    enc_labels = [wrap(e, 16) for e in encoders]
+    test_labels = [wrap(t, 30) for t in tests]
+    enc_chars, enc_lines = _lines(enc_labels)
+    test_chars, test_lines = _lines(test_labels)
+    title = "\n".join(wrap(line, 90) for line in title.split("\n"))
+    cell_w = max(0.55, enc_chars * CHAR_IN + 0.1)
+    row_h = max(0.17, test_lines * LINE_IN + 0.05)
+    width = max(COLUMN_IN, test_chars * CHAR_IN + 0.35 + cell_w * len(encoders) + 0.2,
+                min(len(title.split("\n")[0]), 90) * CHAR_IN * 1.2)
+    height = 0.35 + 0.15 * title.count("\n") + enc_lines * LINE_IN + 0.15 + row_h * len(tests) + 0.75
     with rc_context(STYLE):
-        fig = new_figure(max(COLUMN_IN, 1.6 + 0.75 * len(encoders)), 1.6 + 0.17 * len(tests))
+        fig = new_figure(width, height)
         ax = fig.add_subplot()
         limit = max(1.0, float(np.nanmax(np.abs(d)))) if np.isfinite(d).any() else 1.0
         # pcolormesh, not imshow: cells stay vector shapes in SVG and PDF (imshow embeds a bitmap)
@@ -49,9 +93,9 @@ def significance_matrix(d: np.ndarray, labels: list[list[str]], tests: list[str]
                 if text:
                     dark = np.isfinite(d[i, j]) and abs(d[i, j]) > 0.6 * limit
                     ax.text(j + 0.5, i + 0.5, text, ha="center", va="center", fontsize=5.5, color="white" if dark else "black")
-        ax.set_xticks(np.arange(len(encoders)) + 0.5, encoders, rotation=30, ha="left")
+        ax.set_xticks(np.arange(len(encoders)) + 0.5, enc_labels, rotation=0, ha="center", va="bottom")
         ax.xaxis.tick_top()  # encoder names above the first rows, where a long matrix is read from
-        ax.set_yticks(np.arange(len(tests)) + 0.5, tests)
+        ax.set_yticks(np.arange(len(tests)) + 0.5, test_labels)
         ax.invert_yaxis()
         ax.tick_params(length=0)
         ax.spines[:].set_visible(False)
@@ -61,12 +105,20 @@ def significance_matrix(d: np.ndarray, labels: list[list[str]], tests: list[str]
         return fig
 
 
-def strip(items: pl.DataFrame, test: str, target_names: tuple[str, str] = ("X", "Y")) -> tuple[Figure, dict[str, str]]:
-    """s(w) of X and Y stimuli per encoder; returns the figure and a tooltip per point id."""
+def strip(items: pl.DataFrame, test: str, target_names: tuple[str, str] | None = None) -> tuple[Figure, dict[str, str]]:
+    """s(w) of X and Y stimuli per encoder; returns the figure and a tooltip per point id.
+
+    Rows are named by the word lists' categories (an item frame's `category` column, or
+    `target_names`), X and Y where neither says."""
     encoders = items["encoder"].unique(maintain_order=True).to_list()
+    names = target_names or tuple(category_name(items, role) for role in ("X", "Y"))
+    y_labels = [wrap(n, 18) for n in names[::-1]]
     tips: dict[str, str] = {}
+    title = wrap(f"{test}: association of each target stimulus (bar: mean)", 50)
+    chars, lines = _lines(y_labels)
     with rc_context(STYLE):
-        fig = new_figure(COLUMN_IN, 0.6 + 0.9 * len(encoders))
+        fig = new_figure(max(COLUMN_IN, 2.4 + chars * CHAR_IN), 0.5 + 0.15 * title.count("\n")
+                         + (0.75 + 0.1 * max(lines - 2, 0)) * len(encoders) + 0.35)
         axes = fig.subplots(len(encoders), 1, sharex=True, squeeze=False)[:, 0]
         for ax, enc in zip(axes, encoders):
             rows = items.filter(pl.col("encoder") == enc)
@@ -77,16 +129,25 @@ def strip(items: pl.DataFrame, test: str, target_names: tuple[str, str] = ("X", 
                 for k, (x, y, stim) in enumerate(zip(s, level + jitter, part["stimulus"].to_list())):
                     gid = f"pt-{slug(test)}-{slug(enc)}-{role}-{k}"
                     ax.plot([x], [y], "o", ms=3, alpha=0.7, color=colour, mec="none", gid=gid)
-                    tips[gid] = f"{role}: {stim}  s(w) = {x:+.4f}"
+                    tips[gid] = f"{names[0] if role == 'X' else names[1]} ({role}): {stim}  s(w) = {x:+.4f}"
                 if len(s):
                     ax.vlines(float(np.mean(s)), level - 0.35, level + 0.35, color=colour, lw=1.5)
             ax.axvline(0, color=GREY, lw=0.5, ls=":")
-            ax.set_yticks([0, 1], list(target_names)[::-1])
+            ax.set_yticks([0, 1], y_labels)
             ax.set_ylim(-0.6, 1.6)
-            ax.set_title(enc, loc="left", fontsize=7)
-        axes[-1].set_xlabel("s(w, A, B): mean cosine to A minus mean cosine to B")
-        fig.suptitle(f"{test}: association of each target stimulus (bar: mean)", fontsize=8, x=0.02, ha="left")
+            ax.set_title(wrap(enc, 32), loc="left", fontsize=7)  # over the axes, about 2 inches wide
+        axes[-1].set_xlabel(wrap("s(w, A, B): mean cosine to A minus mean cosine to B", 32))
+        fig.suptitle(title, fontsize=8, x=0.02, ha="left")
         return fig, tips
+
+
+def category_name(items: pl.DataFrame, role: str) -> str:
+    """The category of a role's word list (stimulus_sets.category), or the role's letter."""
+    if "category" in items.columns:
+        found = items.filter((pl.col("role") == role) & pl.col("category").is_not_null())["category"].unique(maintain_order=True)
+        if found.len():
+            return " / ".join(found.to_list())
+    return role
 
 
 def forest(a: dict, templates: pl.DataFrame) -> Figure:
@@ -95,7 +156,9 @@ def forest(a: dict, templates: pl.DataFrame) -> Figure:
     left = {r["frame"]: r["effect_size"] for r in templates.filter(pl.col("analysis") == "left_out").iter_rows(named=True)}
     frames = alone["frame"].to_list()
     with rc_context(STYLE):
-        fig = new_figure(COLUMN_IN * 1.3, 1.8 + 0.2 * (len(frames) + 2))
+        frame_labels = [wrap(f, 40) for f in frames]
+        chars, lines = _lines(frame_labels)
+        fig = new_figure(max(COLUMN_IN * 1.3, 2.8 + chars * CHAR_IN), 2.1 + max(0.2, lines * LINE_IN + 0.05) * (len(frames) + 2))
         ax = fig.add_subplot()
         y = np.arange(len(frames))[::-1] + 2
         d = alone["effect_size"].to_numpy()
@@ -110,13 +173,13 @@ def forest(a: dict, templates: pl.DataFrame) -> Figure:
                 ax.hlines(0, a["pi_low"], a["pi_high"], color=ACCENT, lw=0.8, ls="--", label="prediction interval")
         ax.axvline(a["full_d"], color=GREY, lw=0.8, label=f"full test d = {a['full_d']:+.2f}")
         ax.axvline(0, color=GREY, lw=0.5, ls=":")
-        ax.set_yticks([0, *y], ["pooled", *frames])
+        ax.set_yticks([0, *y], ["pooled", *frame_labels])
         ax.set_xlabel("effect size d (unitless)")
         tau2 = "n/a" if a.get("tau2") is None else f"{a['tau2']:.3f}"
         flips = "n/a" if a.get("decision_flip_share") is None else f"{a['decision_flip_share']:.0%}"
         signs = "n/a" if a.get("sign_flip_share") is None else f"{a['sign_flip_share']:.0%}"
-        ax.set_title(f"{a['test']} / {a['encoder']} / templates {a['template_set']}\n"
-                     f"tau² = {tau2}, decision flips {flips}, sign flips {signs}", loc="left")
+        ax.set_title(wrap(f"{a['test']} / {a['encoder']} / templates {a['template_set']}", 40) + "\n"
+                     + wrap(f"tau² = {tau2}, decision flips {flips}, sign flips {signs}", 40), loc="left")
         fig.legend(loc="outside lower center", ncols=2, frameon=False)
         return fig
 
@@ -124,8 +187,10 @@ def forest(a: dict, templates: pl.DataFrame) -> Figure:
 def cut_spread(cuts: pl.DataFrame) -> Figure:
     """d across cuts per test and encoder, with the uncut test's d."""
     keys = cuts.select("test", "encoder").unique(maintain_order=True).rows()
+    names = [wrap(f"{t} / {e}", 40) for t, e in keys]
+    chars, lines = _lines(names)
     with rc_context(STYLE):
-        fig = new_figure(COLUMN_IN * 1.4, 0.8 + 0.22 * len(keys))
+        fig = new_figure(max(COLUMN_IN * 1.4, 2.6 + chars * CHAR_IN), 0.9 + max(0.22, lines * LINE_IN + 0.06) * len(keys))
         ax = fig.add_subplot()
         for i, (t, e) in enumerate(keys):
             part = cuts.filter((pl.col("test") == t) & (pl.col("encoder") == e))
@@ -134,9 +199,9 @@ def cut_spread(cuts: pl.DataFrame) -> Figure:
             ax.plot(d[rej], np.full(rej.sum(), i), "o", ms=3, color=X_COLOUR, alpha=0.7)
             ax.plot(d[~rej], np.full((~rej).sum(), i), "o", ms=3, mfc="none", color=Y_COLOUR, alpha=0.9)
             ax.plot([part["d_full"][0]], [i], "|", ms=8, color=GREY)
-        ax.set_yticks(range(len(keys)), [f"{t} / {e}" for t, e in keys])
+        ax.set_yticks(range(len(keys)), names)
         ax.invert_yaxis()
-        ax.set_xlabel("effect size d across cuts (unitless); filled: rejected, |: full test")
+        ax.set_xlabel(wrap("effect size d across cuts (unitless); filled: rejected, |: full test", 40))
         ax.set_title("Cut spread", loc="left")
         return fig
 
@@ -148,6 +213,7 @@ def wefat_scatter(r: dict, items: pl.DataFrame) -> Figure:
         ax = fig.add_subplot()
         x, s = items["property"].to_numpy(), items["association"].to_numpy()
         ax.plot(x, s, "o", ms=3, color=X_COLOUR)
+        ax.margins(x=0.2, y=0.1)  # room for the words written right of their points
         for xi, si, w in zip(x, s, items["word"].to_list()):
             ax.annotate(w, (xi, si), xytext=(2, 2), textcoords="offset points", fontsize=5)
         if len(x) and r.get("slope") is not None:
@@ -155,7 +221,8 @@ def wefat_scatter(r: dict, items: pl.DataFrame) -> Figure:
             ax.plot(grid, r["intercept"] + r["slope"] * grid, color=Y_COLOUR, lw=1)
         ax.set_xlabel("property")
         ax.set_ylabel("s(w, A, B)")
-        ax.set_title(f"{r['name']} / {r['encoder']}: r = {r['r']:+.3f}, p = {r['p_value']:.3g}, n = {r['n']}", loc="left")
+        ax.set_title(wrap(f"{r['name']} / {r['encoder']}", 45) + f"\nr = {r['r']:+.3f}, p = {r['p_value']:.3g}, n = {r['n']}",
+                     loc="left")
         return fig
 
 
@@ -164,9 +231,17 @@ def slug(text: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in text)
 
 
+def settle(fig: Figure) -> None:
+    """Lay the figure out once before it is written: constrained layout shrinks the axes, the
+    axes then choose new ticks (one can land on the edge), and the written pass makes room for them."""
+    with rc_context(STYLE):
+        fig.draw_without_rendering()
+
+
 def save(fig: Figure, folder: Path, name: str, formats: list[str]) -> list[Path]:
     """Write the figure as each of svg, png (300 dpi), pdf; metadata dates left out so files are reproducible."""
     paths = []
+    settle(fig)
     with rc_context(STYLE):
         for fmt in formats:
             path = folder / f"{name}.{fmt}"
@@ -179,6 +254,7 @@ def save(fig: Figure, folder: Path, name: str, formats: list[str]) -> list[Path]
 def inline_svg(fig: Figure, figure_id: str, tips: dict[str, str] | None = None) -> str:
     """The figure as an <svg> element for the page: no XML prolog, an id, and a <title> per tooltip id."""
     buf = io.StringIO()
+    settle(fig)
     with rc_context(STYLE):
         fig.savefig(buf, format="svg", metadata={"Date": None})
     root = ET.fromstring(buf.getvalue())

@@ -140,7 +140,10 @@ def make(con, tests: list[TestDef], encoder_specs: list[str], options: Options, 
         encs += each
         if len(each) > 1:
             sweeps.update((e.fingerprint, enc) for e in each)
-    if encs and generate_missing is not None:
+    if not encs:  # no encoder to run on: the encoders' refusals say it all
+        return Plan(options, (), (), (), refused=tuple(refused), n_tests=len(tests) + len(wefats),
+                    n_encoders=len(list(dict.fromkeys(encoder_specs))))
+    if generate_missing is not None:
         wanted = [s for t in tests for s in t.set_specs()] + [s for w in wefats for s in w.set_specs()]
         if options.center is not None and options.center_ref != "test":
             wanted += specs_of([options.center_ref])

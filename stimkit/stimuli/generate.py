@@ -14,9 +14,10 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from ..checks import suggest
 from .. import StimkitError, store
 from .sets import SetSpec  # noqa: F401  (generate.SetSpec: a set to render)
-from .templates import TemplateSet
+from .templates import TemplateSet, current_limits
 from .wordlists import WordList
 
 # Bump when rendering changes in a way the hashed inputs do not show.
@@ -43,7 +44,7 @@ class RenderedSet:
 
 def render(spec: SetSpec, wordlists: dict[str, WordList], template_sets: dict[str, TemplateSet]) -> RenderedSet:
     if spec.wordlist not in wordlists:
-        raise StimkitError(f"set {spec.name!r}: unknown word list {spec.wordlist!r}")
+        raise StimkitError(f"set {spec.name!r}: unknown word list {spec.wordlist!r}{suggest(spec.wordlist, wordlists)}")
     wl = wordlists[spec.wordlist]
     if not wl.words:
         raise StimkitError(f"set {spec.name!r}: word list {wl.name!r} ({wl.path}) has no words")
@@ -52,15 +53,24 @@ def render(spec: SetSpec, wordlists: dict[str, WordList], template_sets: dict[st
     tset = template_sets[spec.template_set]
     rows: dict[str, list] = {c: [] for c in STIMULUS_COLUMNS}
     files_used = []
+    limits = current_limits()
+    per_file: dict[str, int] = {}
     for word_ordinal, word in enumerate(wl.words):
         file = tset.file_for(word, spec.template_file)
         files_used.append(file)
         produced = 0
         for template in tset.templates(file):
-            rendered = template.render(word)
+            rendered = template.render(word, limits)
             if rendered is None:
                 continue
             produced += 1
+            per_file[file] = per_file.get(file, 0) + 1
+            if per_file[file] > limits.per_template:
+                raise StimkitError(f"set {spec.name!r}: template file {tset.owner(file).path / (file + '.j2')} yields over "
+                                   f"{limits.per_template} sentences (at word {word.text!r}; {limits.how_to_raise('per_template')})")
+            if len(rows["ordinal"]) >= limits.per_set:
+                raise StimkitError(f"set {spec.name!r}: over {limits.per_set} sentences (at word {word.text!r}, "
+                                   f"{template.id}; {limits.how_to_raise('per_set')})")
             text, start, end = rendered
             values = (len(rows["ordinal"]), wl.name, word_ordinal, word.text, word.kind, word.person,
                       template.id, template.text, text, start, end)
@@ -145,7 +155,7 @@ def plan(lists: dict, wordlist_names: list[str] | None = None, template_sets: li
     names = wordlist_names or default_names or list(lists)
     unknown = [n for n in names if n not in lists]
     if unknown:
-        raise StimkitError(f"unknown word list {unknown[0]!r} (see wordlists/*.toml)")
+        raise StimkitError(f"unknown word list {unknown[0]!r}" + (suggest(unknown[0], lists) or " (see wordlists/*.toml)"))
     specs = []
     for t in template_sets or ["word", "may2019"]:
         tset, _, file = t.partition("/")

@@ -57,3 +57,14 @@ def read_toml(path) -> dict:
         return tomllib.loads(read_text(path))
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"{path}: not valid TOML: {e}") from None
+
+
+def inside(path, folder, what: str):
+    """`path` with symlinks resolved, if it stays inside `folder` (itself resolved); else a
+    one-line error: a link to /etc/hostname must not become a template or a word list."""
+    from pathlib import Path
+
+    real, root = Path(path).resolve(), Path(folder).resolve()
+    if not real.is_relative_to(root):
+        raise StimkitError(f"{path}: {what} leads outside {folder} (to {real}); copy the file in instead of linking it")
+    return real

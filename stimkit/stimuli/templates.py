@@ -9,18 +9,25 @@ file declares itself word-less with the comment `{# word-less #}`.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
 import re
-from dataclasses import dataclass
+import signal
+import threading
+import time
+from dataclasses import dataclass, fields
 from functools import cached_property
 from pathlib import Path
 
 import jinja2
+import jinja2.meta
 from jinja2.sandbox import SandboxedEnvironment, SecurityError
 
+from ..checks import suggest
 from .. import StimkitError
 from . import grammar
-from .inputs import check_name, read_text
+from .inputs import check_name, inside, read_text
 from ..paths import data_dir
 from .wordlists import PRONOUNS, Word
 
@@ -29,6 +36,86 @@ _PRELUDE = re.compile(r"^\s*\{%-?\s*(import|from|set)\b")
 _WORDLESS = re.compile(r"\{#-?\s*word-less\s*-?#\}")
 # Beyond these, `*` and `**` in a template are refused: a typo must not fill the memory.
 MAX_REPEAT, MAX_EXPONENT = 10_000, 64
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on the work one `generate` may do; each names its option and variable to raise it.
+    They refuse, never change, what is rendered, so they are not part of a set's version."""
+
+    sentence_chars: int = 2_000      # characters in one rendered sentence
+    per_template: int = 100_000      # sentences one template file yields in one set
+    per_set: int = 1_000_000         # sentences in one set
+    render_seconds: float = 5.0      # time to render one sentence
+
+    OPTIONS = {"sentence_chars": ("--max-sentence-chars", "STIMKIT_MAX_SENTENCE_CHARS"),
+               "per_template": ("--max-per-template", "STIMKIT_MAX_PER_TEMPLATE"),
+               "per_set": ("--max-per-set", "STIMKIT_MAX_PER_SET"),
+               "render_seconds": ("--max-render-seconds", "STIMKIT_MAX_RENDER_SECONDS")}
+
+    @classmethod
+    def from_env(cls) -> "Limits":
+        values = {}
+        for f in fields(cls):
+            raw = os.environ.get(cls.OPTIONS[f.name][1])
+            if raw is not None:
+                values[f.name] = _positive(raw, f.type, cls.OPTIONS[f.name][1])
+        return cls(**values)
+
+    def how_to_raise(self, name: str) -> str:
+        option, variable = self.OPTIONS[name]
+        return f"raise it with `generate {option}` or {variable}"
+
+
+def _positive(raw, kind, name: str):
+    try:
+        value = (float if kind in (float, "float") else int)(str(raw).strip())
+    except ValueError:
+        value = 0
+    if not value > 0:
+        raise StimkitError(f"{name} must be a number > 0, not {raw!r}")
+    return value
+
+
+_override: list[Limits] = []
+
+
+@contextlib.contextmanager
+def use_limits(limits: Limits):
+    """Limits for the renders inside the block (the CLI's options), instead of the environment's."""
+    _override.append(limits)
+    try:
+        yield limits
+    finally:
+        _override.pop()
+
+
+def current_limits() -> Limits:
+    return _override[-1] if _override else Limits.from_env()
+
+
+class _TooSlow(BaseException):
+    """Raised from SIGALRM inside Jinja's loops; a BaseException so no template code catches it."""
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float):
+    """Interrupt the block after `seconds` (main thread: a timer signal, which also stops a loop
+    that prints nothing); elsewhere only the output checks in `render` bound the time."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def expired(signum, frame):
+        raise _TooSlow()
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _first_line(e: BaseException) -> str:
@@ -44,18 +131,39 @@ class Template:
     text: str
     compiled: jinja2.Template
     wordless: bool = False
+    depends: tuple[Path, ...] = ()  # every file it includes or imports, directly or not
 
-    def render(self, word: Word) -> tuple[str, int | None, int | None] | None:
-        """(stimulus, span_start, span_end), or None when the line renders to nothing."""
+    def render(self, word: Word, limits: Limits | None = None) -> tuple[str, int | None, int | None] | None:
+        """(stimulus, span_start, span_end), or None when the line renders to nothing; a
+        sentence over the limits' length or time is a one-line error naming line and word."""
+        limits = limits or current_limits()
+        start, chunks, size = time.monotonic(), [], 0
         try:
-            out = self.compiled.render(context_for(word))
+            with _deadline(limits.render_seconds):
+                for chunk in self.compiled.generate(context_for(word)):
+                    chunks.append(chunk)
+                    size += len(chunk)
+                    if size > 4 * limits.sentence_chars + 64:  # markers and spaces aside, it is over already
+                        break
+                    if time.monotonic() - start > limits.render_seconds:
+                        raise _TooSlow()
+            out = "".join(chunks)
+        except _TooSlow:
+            raise StimkitError(f"{self.id}: rendering word {word.text!r} took over {limits.render_seconds:g} s "
+                               f"({limits.how_to_raise('render_seconds')})") from None
         except jinja2.UndefinedError as e:
             raise StimkitError(f"{self.id}: {_first_line(e)} (rendering word {word.text!r})") from None
         except jinja2.TemplateError as e:
             raise StimkitError(f"{self.id}: template error: {_first_line(e)} (rendering word {word.text!r})") from None
         except Exception as e:  # noqa: BLE001 -- a template is code: 1/0, "a" + 1, deep recursion all name the line
             raise StimkitError(f"{self.id}: {type(e).__name__}: {_first_line(e)} (rendering word {word.text!r})") from None
-        text, start, end = grammar.find_span(out.strip())
+        if len(out) > 4 * limits.sentence_chars + 64:
+            text = out
+        else:
+            text, start, end = grammar.find_span(out.strip())
+        if len(text) > limits.sentence_chars:
+            raise StimkitError(f"{self.id}: the sentence for word {word.text!r} is over {limits.sentence_chars} characters "
+                               f"({limits.how_to_raise('sentence_chars')})")
         if not text.strip():
             return None
         if start is None and not self.wordless:
@@ -92,9 +200,20 @@ class _Sandbox(SandboxedEnvironment):
         return super().call_binop(context, operator, left, right)
 
 
+class _Loader(jinja2.FileSystemLoader):
+    """Jinja's file loader, but a file reached through a symlink must stay inside a root."""
+
+    def get_source(self, environment, template):
+        source, filename, uptodate = super().get_source(environment, template)
+        real = Path(filename).resolve()
+        if not any(real.is_relative_to(Path(r).resolve()) for r in self.searchpath):
+            raise SecurityError(f"{template!r} leads outside the template folders (to {real})")
+        return source, filename, uptodate
+
+
 def make_environment(roots: list[Path]) -> SandboxedEnvironment:
     env = _Sandbox(
-        loader=jinja2.FileSystemLoader([str(r) for r in roots]),
+        loader=_Loader([str(r) for r in roots]),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         keep_trailing_newline=False,
@@ -129,7 +248,8 @@ class TemplateSet:
         self.path = self.root / name
         if not self.path.is_dir():
             known = sorted({p.name for r in roots if r.is_dir() for p in r.iterdir() if p.is_dir()})
-            raise StimkitError(f"unknown template set {name!r} (no folder {self.path}; known: {', '.join(known)})")
+            raise StimkitError(f"unknown template set {name!r}{suggest(name, known)} (no folder {self.path}; "
+                               f"known: {', '.join(known)})")
         if not self.path.resolve().is_relative_to(self.root.resolve()):
             raise StimkitError(f"template set {name!r}: {self.path} leads outside {self.root}")
         self.env = make_environment(roots)
@@ -138,6 +258,7 @@ class TemplateSet:
         base_file = self.path / "_base"
         self.base = None
         if base_file.exists():
+            inside(base_file, self.path, "`_base` file")
             try:
                 self.base = TemplateSet(read_text(base_file).strip(), roots, _chain + (name,))
             except StimkitError as e:
@@ -183,8 +304,31 @@ class TemplateSet:
             f"(add {self.path / (word.kind + '.j2')} or default.j2)"
         )
 
+    def _depends(self, source: str, where: str, seen: dict[str, Path]) -> None:
+        """Add to `seen` every template `source` includes, imports or extends, and theirs.
+        A name computed at render time is refused: the set's version could not cover its file."""
+        try:
+            names = list(jinja2.meta.find_referenced_templates(self.env.parse(source)))
+        except jinja2.TemplateSyntaxError as e:
+            raise StimkitError(f"{where}: template syntax error: {e.message}") from None
+        for name in names:
+            if name is None:
+                raise StimkitError(f"{where}: include/import of a name computed at render time: write the file's "
+                                   "name as a constant string (a set's version must cover every file it renders)")
+            if name in seen:
+                continue
+            try:
+                source_, filename, _ = self.env.loader.get_source(self.env, name)
+            except jinja2.TemplateNotFound:
+                raise StimkitError(f"{where}: template imports missing file {name!r}") from None
+            except SecurityError as e:
+                raise StimkitError(f"{where}: {e}") from None
+            seen[name] = Path(filename)
+            self._depends(source_, f"{filename}", seen)
+
     def _parse(self, file: str) -> list[Template]:
         path = self.path / f"{file}.j2"
+        inside(path, self.root, "template file")
         source = read_text(path)
         declared = {n for n, line in enumerate(source.split("\n"), start=1) if _WORDLESS.search(line)}
         # Blank out comments, keeping their newlines so line numbers stay true.
@@ -212,17 +356,28 @@ class TemplateSet:
                 raise StimkitError(f"{path}:{number}: template imports missing file {e.name!r}") from None
             except (jinja2.TemplateError, RecursionError) as e:
                 raise StimkitError(f"{path}:{number}: template error: {_first_line(e)}") from None
+            depends: dict[str, Path] = {}
+            self._depends("\n".join(padded), f"{path}:{number}", depends)
             templates.append(Template(f"{self.name}/{file}:{number}", file, number, line.strip(), compiled,
-                                      file_wordless or number in declared))
+                                      file_wordless or number in declared, tuple(sorted(set(depends.values())))))
         if not templates:
             raise StimkitError(f"{path}: no templates (one Jinja template per line)")
         return templates
 
     def digest(self, files: list[str]) -> str:
-        """Content hash of the files used plus the set's helpers."""
+        """Content hash of the files used, the set's helpers, and every other file their
+        templates include or import (another set's helper, a file not named `_*`)."""
         h = hashlib.sha256()
-        for p in [self.owner(f).path / f"{f}.j2" for f in sorted(set(files))] + self.helper_files():
+        hashed = [self.owner(f).path / f"{f}.j2" for f in sorted(set(files))] + self.helper_files()
+        for p in hashed:
+            if not any(p.resolve().is_relative_to(r.resolve()) for r in self.roots):
+                inside(p, p.parent, "template file")  # the one-line error naming where it leads
             h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
+        covered = {p.resolve() for p in hashed}
+        extra = sorted({d for f in set(files) for t in self.templates(f) for d in t.depends if d.resolve() not in covered})
+        for p in extra:  # only files the helpers do not cover: a set that includes none keeps its version
+            h.update(b"include\0" + str(p.relative_to(next(r for r in self.roots if p.is_relative_to(r)))).encode()
+                     + b"\0" + p.read_bytes() + b"\0")
         return h.hexdigest()
 
 

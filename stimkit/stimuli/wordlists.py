@@ -29,12 +29,15 @@ from pathlib import Path
 
 from .. import StimkitError
 from . import grammar
-from .inputs import check_name, read_text
+from .inputs import check_name, inside, read_text
 from ..paths import data_dir
 
 LIST_KEYS = {"category", "description", "source", "words", "kind", "person", "gender", "split", "lowercase", "drop"}
 WORD_KEYS = {"word", "kind", "person", "gender", "singular", "plural"}
 GENDERS = {"male", "female"}
+# Unicode categories refused in words: controls, invisible format characters (zero-width
+# space and joiners, direction marks, soft hyphen), line and paragraph separators, unassigned.
+BAD_CATEGORIES = {"Cc", "Cf", "Zl", "Zp", "Cn", "Cs"}
 PRONOUNS = {
     "male": {"he": "he", "him": "him", "his": "his"},
     "female": {"he": "she", "him": "her", "his": "her"},
@@ -115,7 +118,7 @@ def load_lexicon(directory: Path | None = None) -> dict[str, frozenset[str]]:
     for kind, words in raw.items():
         if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
             raise StimkitError(f"{path}: `{kind}` must be a list of words")
-    return {k: frozenset(v) for k, v in raw.items()}
+    return {k: frozenset(unicodedata.normalize("NFC", w) for w in v) for k, v in raw.items()}
 
 
 def _check_keys(table: dict, allowed: set[str], where: str) -> None:
@@ -133,9 +136,15 @@ def _resolve_word(entry, defaults: dict, lexicon, where) -> Word:
     text = entry.get("word")
     if not isinstance(text, str) or not text.strip():
         raise StimkitError(f"{where}: empty word")
-    text = text.strip()
-    _check_text(text, where, "word")
-    kind = entry.get("kind", defaults.get("kind")) or grammar.infer_kind(text, lexicon)
+    text = _check_text(text.strip(), where, "word")
+    kind = entry.get("kind", defaults.get("kind"))
+    if kind is None and " " in text and grammar.infer_kind(text, lexicon) == "count_noun" \
+            and not text.endswith("American") and not any(text in words for words in lexicon.values()):
+        # "data scientist" is not "a thing" because nothing said otherwise: ask, do not guess
+        raise StimkitError(f"{where}: the multi-word item {text!r} has no kind the lexicon knows: write it as "
+                           f"{{ word = {text!r}, kind = \"count_noun\", person = true }} (kinds: {', '.join(grammar.KINDS)}), "
+                           "or give the list a `kind`")
+    kind = kind or grammar.infer_kind(text, lexicon)
     if not isinstance(kind, str) or kind not in grammar.KINDS:
         raise StimkitError(f"{where}: unknown kind {kind!r} for word {text!r} (known: {', '.join(grammar.KINDS)})")
     person = entry.get("person", defaults.get("person"))
@@ -151,7 +160,7 @@ def _resolve_word(entry, defaults: dict, lexicon, where) -> Word:
         for form in (singular, plural):
             if not isinstance(form, str) or not form.strip():
                 raise StimkitError(f"{where}: word {text!r}: singular and plural must be non-empty strings, not {form!r}")
-            _check_text(form, where, "form")
+        singular, plural = _check_text(singular, where, "form"), _check_text(plural, where, "form")
     elif text in lexicon.get("plural_count_noun", ()):
         singular, plural = grammar.singular(text), text
     else:
@@ -159,11 +168,15 @@ def _resolve_word(entry, defaults: dict, lexicon, where) -> Word:
     return Word(text, kind, person, singular, plural, gender)
 
 
-def _check_text(text: str, where: str, what: str) -> None:
-    # Control characters break sentences; the private markers would corrupt the word's span.
-    bad = next((c for c in text if unicodedata.category(c) == "Cc" or c in (grammar.OPEN, grammar.CLOSE)), None)
+def _check_text(text: str, where: str, what: str) -> str:
+    """`text` in Unicode NFC, or a one-line error: control and invisible format characters
+    (a zero-width space, a direction mark) make two words that look the same differ; the
+    private markers would corrupt the word's span."""
+    bad = next((c for c in text if unicodedata.category(c) in BAD_CATEGORIES or c in (grammar.OPEN, grammar.CLOSE)), None)
     if bad is not None:
-        raise StimkitError(f"{where}: {what} {text!r} holds the character U+{ord(bad):04X}")
+        name = unicodedata.name(bad, "control character").lower()
+        raise StimkitError(f"{where}: {what} {text!r} holds the character U+{ord(bad):04X} ({name})")
+    return unicodedata.normalize("NFC", text)
 
 
 def _derive(entries: list, body: dict, where: str) -> list:
@@ -239,11 +252,14 @@ def load_all(directory: Path | None = None) -> dict[str, WordList]:
     directory = Path(directory or data_dir("wordlists"))
     if not directory.is_dir():
         raise StimkitError(f"{directory}: no such word-list folder")
+    for path in directory.glob("*.toml"):
+        inside(path, directory, "word-list file")
     lexicon = load_lexicon(directory) if (directory / "_lexicon.toml").exists() else load_lexicon()
     found: dict[str, WordList] = {}
-    for path in sorted(directory.glob("*.toml")):
-        if path.name.startswith("_"):
-            continue
+    files = [p for p in sorted(directory.glob("*.toml")) if not p.name.startswith("_")]
+    if not files:
+        raise StimkitError(f"{directory}: no word-list files (*.toml) in this folder")
+    for path in files:
         for wl in parse_file(path, lexicon):
             if wl.name in found:
                 raise StimkitError(f"{path}: list {wl.name!r} is defined twice (also in {found[wl.name].path})")

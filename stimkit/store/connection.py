@@ -10,7 +10,7 @@ from pathlib import Path
 
 import duckdb
 
-from .. import StimkitError
+from ..errors import StoreError
 from ..paths import data_dir, default_db
 
 _MIGRATION = re.compile(r"^(\d+)_.*\.sql$")
@@ -51,20 +51,20 @@ def connect(path: str | Path | None = None, read_only: bool = False, wait: float
             break
         except duckdb.IOException as e:
             if "lock" not in str(e).lower() or time.monotonic() > deadline:
-                raise StimkitError(f"{path}: cannot open store: {str(e).splitlines()[0]}") from None
+                raise StoreError(f"{path}: cannot open store: {_first_line(e)}") from None
             if not told and on_wait is not None:
                 on_wait(f"waiting for {path}: another process is {'writing to' if read_only else 'using'} it")
                 told = True
             time.sleep(0.1)
         except duckdb.ConnectionException as e:
             if not (read_only and "different configuration" in str(e)):
-                raise StimkitError(f"{path}: cannot open store: {str(e).splitlines()[0]}") from None
+                raise StoreError(f"{path}: cannot open store: {_first_line(e)}") from None
             # This process already has the store open for writing (a notebook, a test): share
             # that database; a reader still only reads (its SQL is checked to be SELECTs).
             con = duckdb.connect(str(path), config=_config(allow_files))
             break
         except duckdb.Error as e:
-            raise StimkitError(f"{path}: cannot open store: {str(e).splitlines()[0]}") from None
+            raise StoreError(f"{path}: cannot open store: {_first_line(e)}") from None
     try:
         check_schema(con, path, read_only)
         if not read_only:
@@ -115,21 +115,71 @@ def refresh_vector_view(con) -> None:
 
 
 def _config(allow_files: bool) -> dict:
-    return {"enable_external_access": bool(allow_files)}
+    """DuckDB's own guards on every connection: no host files unless asked, no extension
+    loaded or installed behind our back, and the configuration locked, so SQL cannot turn
+    logging, paths or external access back on (`SET`, `CALL enable_logging(...)`)."""
+    return {"enable_external_access": bool(allow_files), "autoload_known_extensions": False,
+            "autoinstall_known_extensions": False, "lock_configuration": True}
+
+
+def _first_line(e: BaseException) -> str:
+    return str(e).splitlines()[0] if str(e) else type(e).__name__
 
 
 def check_schema(con, path, read_only: bool) -> None:
-    """Refuse a store from a newer stimkit (its tables may mean other things), and a
-    read-only open of an older one (its views are missing until a write migrates it)."""
+    """Refuse a DuckDB file that is not a stimkit store (tables but no schema marker, or a
+    marker naming migrations stimkit never had) before anything is written to it; a store
+    from a newer stimkit (its tables may mean other things); and a read-only open of an
+    older one (its views are missing until a write migrates it)."""
     from .. import __version__
 
+    check_marker(con, path)
     have, known = schema_version(con), max(n for n, _ in migrations())
     applied = {n for (n,) in rows(con, "SELECT version FROM schema_migrations")} if have else set()
     if have > known:
-        raise StimkitError(f"{path}: made by a newer stimkit (schema {have}; stimkit {__version__} knows {known}): upgrade stimkit")
+        raise StoreError(f"{path}: made by a newer stimkit (schema {have}; stimkit {__version__} knows {known}): upgrade stimkit")
     if read_only and applied != {n for n, _ in migrations()}:
-        raise StimkitError(f"{path}: schema {have} is older than this stimkit's ({known}): "
+        raise StoreError(f"{path}: schema {have} is older than this stimkit's ({known}): "
                            "run a writing command (e.g. `stimkit generate`) once to upgrade it")
+
+
+def check_marker(con, path) -> None:
+    """A StoreError unless the file is empty or carries stimkit's schema marker
+    (`schema_migrations` rows named after stimkit's own migration files)."""
+    try:
+        tables = [t for (t,) in rows(con, "SELECT table_name FROM information_schema.tables "
+                                          "WHERE table_catalog = current_database() ORDER BY 1")]
+    except duckdb.Error as e:
+        raise StoreError(f"{path}: damaged store: {_first_line(e)}") from None
+    check_size(con, path)
+    if not tables:
+        return  # a new, empty file: ours to initialise
+    if "schema_migrations" not in tables:
+        shown = ", ".join(tables[:5]) + (", ..." if len(tables) > 5 else "")
+        raise StoreError(f"{path}: not a stimkit store (it holds other tables: {shown}); use another --db path")
+    try:
+        marks = rows(con, "SELECT version, name FROM schema_migrations")
+    except duckdb.Error as e:
+        raise StoreError(f"{path}: not a stimkit store (schema_migrations unreadable: {_first_line(e)})") from None
+    ours = {number: p.name for number, p in migrations()}
+    strange = [(n, name) for n, name in marks if n in ours and ours[n] != name]
+    if strange:
+        raise StoreError(f"{path}: not a stimkit store (schema_migrations names {strange[0][1]!r} for "
+                         f"migration {strange[0][0]}, stimkit's is {ours[strange[0][0]]!r})")
+
+
+def check_size(con, path) -> None:
+    """A truncated file opens (DuckDB reads blocks lazily) and fails at some later read:
+    refuse it at once, when the file is shorter than the blocks its header counts."""
+    if str(path) == ":memory:" or not Path(path).exists():
+        return
+    try:
+        found = rows(con, "SELECT block_size, total_blocks FROM pragma_database_size() WHERE database_name = current_database()")
+    except duckdb.Error as e:
+        raise StoreError(f"{path}: damaged store: {_first_line(e)}") from None
+    if found and Path(path).stat().st_size < found[0][0] * found[0][1]:
+        raise StoreError(f"{path}: damaged store: the file is {Path(path).stat().st_size} bytes, its header counts "
+                         f"{found[0][1]} blocks of {found[0][0]} (truncated?)")
 
 
 def schema_version(con) -> int:

@@ -24,9 +24,10 @@ def as_record(row) -> dict:
     return {f.name: getattr(row, f.name) for f in dataclasses.fields(row) if f.metadata.get("stored", True)}
 
 
-def insert(con, table: str, rows) -> int:
+def insert(con, table: str, rows, keep_stored: bool = False) -> int:
     """Append rows to `table`, matching columns by name: a list of dataclass instances, or an
-    Arrow table or polars frame. Returns the number of rows. The caller owns the transaction."""
+    Arrow table or polars frame. keep_stored: a row whose key is stored already is left as it
+    is. Returns the number of rows given. The caller owns the transaction."""
     if isinstance(rows, list):
         if not rows:
             return 0
@@ -38,7 +39,7 @@ def insert(con, table: str, rows) -> int:
     name = f"_insert_{table}"
     con.register(name, rows)
     try:
-        con.execute(f'INSERT INTO {table} BY NAME SELECT * FROM "{name}"')
+        con.execute(f'INSERT {"OR IGNORE " if keep_stored else ""}INTO {table} BY NAME SELECT * FROM "{name}"')
     except BaseException:
         with contextlib.suppress(duckdb.Error):  # an aborted transaction refuses even this: the first error counts
             con.unregister(name)

@@ -1,0 +1,260 @@
+"""Tables to read and tables for a paper, from a corrected results frame (`families.corrected`).
+
+- `results_view`: the results with the columns a person reads (`d`, `ci`, `n`) added, and the
+  default column sets: what a terminal shows first, what it never drops, what it drops first.
+- `paper_table`: chosen columns as LaTeX (booktabs) or Markdown, numbers rounded (d to two
+  decimals with its CI and May et al.'s marks, p to three decimals or "<0.001"), encoders under
+  their display names, and a caption.
+- `table4_paper` / `table4_latex` / `table4_markdown`: Table 4 of May et al. (2019), tests x
+  encoders, one row per hypothesis (a test run in two contexts or alternatives gets a row each).
+- `tancelis_table`: Tables 7-8 of Tan & Celis (2019) from `study.tancelis.layout`'s frame.
+
+Marks (May et al. 2019, Table 4): * p <= alpha, ** still significant after the correction,
+† the test cannot reach p <= alpha whatever the data (its smallest possible p is above alpha).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from ..errors import UsageError
+from ..output import latex_escape, markdown_escape
+
+# results: what a terminal shows (in reading order), never drops, and drops first to fit
+READ_COLUMNS = ("test", "encoder", "context", "d", "ci", "p_value", "p_adjusted", "rejected", "n")
+KEEP_COLUMNS = ("test", "encoder", "d", "p_value", "p_adjusted", "rejected")
+DROP_FIRST = ("n", "ci", "context")
+PAPER_COLUMNS = ("test", "encoder", "context", "d", "p_value", "p_adjusted", "n")
+HEADERS = {"test": "Test", "encoder": "Encoder", "context": "Context", "d": "d", "ci": "95% CI",
+           "p_value": "p", "p_adjusted": "p (adj.)", "rejected": "Rejected", "n": "n (X/Y/A/B)",
+           "encoding": "Encoding", "section": "Section"}
+LATEX_HEADERS = {"d": "$d$", "p_value": "$p$", "p_adjusted": "$p_{\\mathrm{adj}}$", "n": "$n$ (X/Y/A/B)"}
+# what can make two results of one test and encoder different hypotheses (analysis.families.HYPOTHESIS)
+CORRECTION_NAMES = {"holm": "Holm", "bh": "Benjamini-Hochberg", "by": "Benjamini-Yekutieli", "none": "no"}
+VARIANT_COLUMNS = ("context", "alternative", "balance", "clustered", "p_method", "centering")
+
+
+def caption(family, correct: str, alpha: float, what: str = "Results") -> str:
+    """A paper table's caption: what it shows, the marks, the correction and the family with its m."""
+    name = CORRECTION_NAMES.get(correct, correct)
+    scope = f"run {family.run}" if family.run else "the latest result per hypothesis"
+    if family.where:
+        scope += f", where {family.where}"
+    marks = (f"* p <= {alpha}; ** also significant after {name} correction" if correct != "none"
+             else f"* p <= {alpha}, no correction")
+    return f"{what}; {marks}; † cannot reach p <= {alpha}. Family: m = {family.m} hypotheses ({scope})."
+
+
+def has_ci(df: pl.DataFrame) -> bool:
+    return "ci_low" in df.columns and "ci_high" in df.columns and df["ci_low"].is_not_null().any()
+
+
+def results_view(df: pl.DataFrame) -> pl.DataFrame:
+    """`df` with `d` (= effect_size), `ci` ("[low, high]" where a bootstrap CI exists) and `n`
+    ("n_x/n_y/n_a/n_b") added; every original column stays, for --columns and machine formats."""
+    extra = []
+    if "effect_size" in df.columns and "d" not in df.columns:
+        extra.append(pl.col("effect_size").alias("d"))
+    if has_ci(df) and "ci" not in df.columns:
+        extra.append(pl.Series("ci", [None if lo is None or hi is None else f"[{lo:.2f}, {hi:.2f}]"
+                                      for lo, hi in zip(df["ci_low"], df["ci_high"])], dtype=pl.String))
+    if {"n_x", "n_y", "n_a", "n_b"} <= set(df.columns) and "n" not in df.columns:
+        extra.append(pl.format("{}/{}/{}/{}", "n_x", "n_y", "n_a", "n_b").alias("n"))
+    return df.with_columns(extra) if extra else df
+
+
+def read_columns(df: pl.DataFrame) -> list[str]:
+    """The default terminal columns present in `df` (`ci` only where a CI exists)."""
+    return [c for c in READ_COLUMNS if c in df.columns]
+
+
+def choose_columns(df: pl.DataFrame, spec: str | None, default: list[str] | None) -> list[str] | None:
+    """`--columns a,b,c` checked against `df` (a usage error names the unknown ones and the known);
+    without it, `default` (None: every column)."""
+    if not spec:
+        return default
+    names = [c.strip() for c in spec.split(",") if c.strip()]
+    unknown = [c for c in names if c not in df.columns]
+    if unknown:
+        raise UsageError(f"--columns: no column {', '.join(map(repr, unknown))} (known: {', '.join(df.columns)})")
+    return names
+
+
+def display_names(df: pl.DataFrame) -> dict[str, str]:
+    """Encoder spec -> the name a paper prints: the results' `display` column where it is set,
+    else the spec itself."""
+    names = {}
+    for r in df.select([c for c in ("encoder", "display") if c in df.columns]).iter_rows(named=True):
+        shown = r.get("display")
+        names.setdefault(r["encoder"], shown if shown else r["encoder"])
+    return names
+
+
+def marks(row: dict, alpha: float) -> str:
+    """May et al.'s marks for one result: ** rejected after correction, * p <= alpha, † cannot reject."""
+    mark = "**" if row.get("rejected") else ("*" if row.get("p_value") is not None and row["p_value"] <= alpha else "")
+    return mark + ("†" if row.get("can_reject") is False else "")
+
+
+def fmt_d(d) -> str:
+    return "" if d is None or (isinstance(d, float) and math.isnan(d)) else f"{d:+.2f}"
+
+
+def fmt_p(p) -> str:
+    """p to three decimals, or "<0.001" (APA style): what a paper reports."""
+    if p is None or (isinstance(p, float) and math.isnan(p)):
+        return ""
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _cell(row: dict, column: str, alpha: float, names: dict[str, str], ci_in_d: bool) -> str:
+    value = row.get(column)
+    if column == "d":
+        text = fmt_d(value) + marks(row, alpha)
+        if ci_in_d and row.get("ci_low") is not None:
+            text += f" [{row['ci_low']:.2f}, {row['ci_high']:.2f}]"
+        return text
+    if column in ("p_value", "p_adjusted", "min_p"):
+        return fmt_p(value)
+    if column == "encoder":
+        return names.get(value, value or "")
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return "" if math.isnan(value) else f"{value:.3g}"
+    return "" if value is None else str(value)
+
+
+def paper_table(df: pl.DataFrame, columns: list[str] | None, fmt: str, caption: str,
+                display_names: dict[str, str] | None = None, *, alpha: float = 0.01) -> str:
+    """Results as a LaTeX (booktabs `table`) or Markdown table ready for a paper.
+
+    columns: from `results_view(df)` (None: PAPER_COLUMNS present); d carries its marks and,
+    when the `ci` column is not asked for separately, its CI."""
+    view = results_view(df)
+    columns = [c for c in (columns or PAPER_COLUMNS) if c in view.columns]
+    names = display_names if display_names is not None else globals()["display_names"](view)
+    ci_in_d = "ci" not in columns
+    rows = [[_cell(r, c, alpha, names, ci_in_d) for c in columns] for r in view.iter_rows(named=True)]
+    numeric = [c in ("d", "p_value", "p_adjusted") or view.schema[c].is_numeric() for c in columns]
+    return render_table(columns, rows, numeric, fmt, caption)
+
+
+def render_table(columns: list[str], rows: list[list[str]], numeric: list[bool], fmt: str, caption: str,
+                 groups: list[int] | None = None, headers: dict[str, str] | None = None) -> str:
+    """Plain cells as a booktabs LaTeX table or a Markdown table with a `Table:` caption line.
+    groups: row indices before which a LaTeX table draws a \\midrule (sections); headers: a
+    column's heading where it is not HEADERS' (an encoder's display name)."""
+    given = headers or {}
+    headers = {**HEADERS, **given}
+    if fmt == "latex":
+        head = " & ".join(LATEX_HEADERS[c] if c in LATEX_HEADERS and c not in given else latex_escape(headers.get(c, c))
+                          for c in columns)
+        body = []
+        for i, row in enumerate(rows):
+            if groups and i in groups and i:
+                body.append(r"\midrule")
+            body.append(" & ".join(latex_escape(c) for c in row) + r" \\")
+        spec = "".join("r" if n else "l" for n in numeric)
+        return "\n".join([r"% needs \usepackage{booktabs}", r"\begin{table}", r"\centering",
+                          rf"\caption{{{latex_escape(caption)}}}", rf"\begin{{tabular}}{{{spec}}}", r"\toprule",
+                          head + r" \\", r"\midrule", *body, r"\bottomrule", r"\end{tabular}", r"\end{table}"]) + "\n"
+    if fmt == "markdown":
+        lines = ["| " + " | ".join(markdown_escape(headers.get(c, c)) for c in columns) + " |",
+                 "|" + "|".join("---:" if n else ":---" for n in numeric) + "|"]
+        lines += ["| " + " | ".join(markdown_escape(c) for c in row) + " |" for row in rows]
+        return "\n".join(lines) + f"\n\nTable: {markdown_escape(caption)}\n"
+    raise UsageError(f"a paper table is latex or markdown, not {fmt!r}")
+
+
+# ---------------------------------------------------------------- Table 4 (May et al. 2019)
+
+@dataclass
+class Table4:
+    """Tests x encoders, one row per hypothesis; `note` says what a row label's suffix means."""
+    rows: list[str]
+    encoders: list[str]
+    d: dict[tuple[str, str], float] = field(default_factory=dict)
+    labels: dict[tuple[str, str], str] = field(default_factory=dict)
+    note: str = ""
+
+
+def table4(df: pl.DataFrame, alpha: float, order: list[str] | None = None,
+           encoders: list[str] | None = None) -> Table4:
+    """The cells of Table 4: d with its marks per (row, encoder). A test whose results differ in
+    context, alternative, balance, clustering or p procedure gets a row per variant, labelled
+    "test (word, greater)", so that no cell hides another hypothesis. Only WEAT's d: other
+    metrics (a `metric` column) have scales of their own."""
+    if "metric" in df.columns:
+        df = df.filter(df["metric"].fill_null("weat") == "weat")
+    present = list(dict.fromkeys(df["encoder"].to_list()))
+    encoders = [e for e in (encoders or []) if e in present] + sorted(set(present) - set(encoders or []))
+    varying: dict[str, list[str]] = {}
+    for test, part in df.group_by("test", maintain_order=True):
+        cols = [c for c in VARIANT_COLUMNS if c in part.columns and part[c].n_unique() > 1]
+        varying[test[0]] = cols
+    if "created_at" in df.columns:
+        df = df.sort("created_at")  # the latest result wins a cell
+    rank = {t: i for i, t in enumerate(order or [])}
+    out = Table4([], encoders)
+    keys = []
+    for r in df.iter_rows(named=True):
+        cols = varying[r["test"]]
+        label = r["test"] + (f" ({', '.join(_variant(c, r[c]) for c in cols)})" if cols else "")
+        keys.append((rank.get(r["test"], len(rank)), r["test"], label))
+        out.d[(label, r["encoder"])] = r["effect_size"]
+        out.labels[(label, r["encoder"])] = fmt_d(r["effect_size"]) + marks(r, alpha)
+    out.rows = [label for *_, label in sorted(set(keys))]
+    shown = sorted({c for cols in varying.values() for c in cols})
+    if shown:
+        out.note = f"a test with results that differ in {', '.join(shown)} has a row for each"
+    return out
+
+
+def _variant(column: str, value) -> str:
+    if column == "clustered":
+        return "clustered" if value else "unclustered"
+    return str(value)
+
+
+def table4_paper(df: pl.DataFrame, alpha: float, fmt: str, caption: str, display_names: dict[str, str] | None = None,
+                 order: list[str] | None = None, encoders: list[str] | None = None) -> str:
+    """Table 4 as LaTeX or Markdown: a row per hypothesis, a column per encoder (display names)."""
+    t = table4(df, alpha, order, encoders)
+    names = display_names if display_names is not None else globals()["display_names"](df)
+    rows = [[label] + [t.labels.get((label, e), "") for e in t.encoders] for label in t.rows]
+    caption = caption + (f" ({t.note}.)" if t.note else "")
+    return render_table(["test", *t.encoders], rows, [False] + [True] * len(t.encoders), fmt, caption,
+                        headers={e: names.get(e, e) for e in t.encoders})
+
+
+def table4_latex(df: pl.DataFrame, alpha: float, caption: str, display_names: dict[str, str] | None = None,
+                 order: list[str] | None = None, encoders: list[str] | None = None) -> str:
+    return table4_paper(df, alpha, "latex", caption, display_names, order, encoders)
+
+
+def table4_markdown(df: pl.DataFrame, alpha: float, caption: str, display_names: dict[str, str] | None = None,
+                    order: list[str] | None = None, encoders: list[str] | None = None) -> str:
+    return table4_paper(df, alpha, "markdown", caption, display_names, order, encoders)
+
+
+# ---------------------------------------------------------------- Tables 7-8 (Tan & Celis 2019)
+
+def tancelis_table(layout: pl.DataFrame, fmt: str, caption: str, display_names: dict[str, str] | None = None) -> str:
+    """Tables 7-8 from `study.tancelis.layout`'s frame (section, test, encoding, one column per
+    encoder): a test's name on its first row only, a rule between sections (LaTeX)."""
+    encoders = [c for c in layout.columns if c not in ("section", "test", "encoding")]
+    names = display_names or {}
+    rows, groups, last_section, last_test = [], [], None, None
+    for r in layout.iter_rows(named=True):
+        if r["section"] != last_section:
+            groups.append(len(rows))
+        first = (r["section"], r["test"]) != (last_section, last_test)
+        rows.append([r["section"] if r["section"] != last_section else "", r["test"] if first else "", r["encoding"]]
+                    + [r[e] or "" for e in encoders])
+        last_section, last_test = r["section"], r["test"]
+    return render_table(["section", "test", "encoding", *encoders], rows, [False] * 3 + [True] * len(encoders),
+                        fmt, caption, groups, headers={e: names.get(e, e) for e in encoders})
