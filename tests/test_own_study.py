@@ -15,6 +15,7 @@ import stimkit
 from stimkit.catalog import tests as catalog
 from stimkit.cli import app
 from conftest import snapshot
+from test_plan_path import v030_glove  # noqa: F401  (a fixture: GloVe under its v0.3.0 identity)
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "care-tech"
@@ -102,7 +103,7 @@ def test_the_example_study_runs_on_a_fresh_store(example, tmp_path):
         assert s.family.m == 4
 
 
-def test_run_may_2019_gives_the_published_numbers_of_stimkit_test(catalog_db, tmp_path):
+def test_run_may_2019_gives_the_published_numbers_of_stimkit_test(catalog_db, tmp_path, v030_glove):
     """The paper as a study file runs through the same path: on GloVe, its 46 results equal the
     v0.3.0 numbers of the same tests (tests/data)."""
     import json

@@ -48,7 +48,7 @@ def test_each_read_command_prints_one_document_per_format(db, command, fmt):
     before = snapshot_of(db)
     r = invoke(app, ["--db", str(db), *args, "--format", fmt])
     assert r.exit_code == 0, r.output
-    check_document(r.stdout, fmt, 3 if command == "audit show" and fmt == "json" else rows)
+    check_document(r.stdout_bytes if fmt == "parquet" else r.stdout, fmt, 3 if command == "audit show" and fmt == "json" else rows)
     if command == "query" and fmt in ("csv", "json"):
         assert "[/] :x:" in r.stdout and "[1.5,2.0]" in r.stdout.replace(" ", "")  # data is never markup; vectors are lists
     if command == "query" and fmt == "table":
@@ -62,7 +62,7 @@ def test_encode_prints_its_summary_as_one_document_per_format(catalog_db, tmp_pa
     shutil.copy(catalog_db, path)
     r = invoke(app, ["--db", str(path), "encode", "-e", "glove-6b-50d", "--set", "flowers@word", "--format", fmt])
     assert r.exit_code == 0, r.output
-    check_document(r.stdout, fmt, 1)
+    check_document(r.stdout_bytes if fmt == "parquet" else r.stdout, fmt, 1)
     if fmt == "json":
         assert json.loads(r.stdout)[0]["encoded"] == 25
 
@@ -83,8 +83,13 @@ def check_document(out: str, fmt: str, rows: int | None) -> None:
     elif fmt == "markdown":
         body = [line for line in out.splitlines() if line.startswith("|")]
         assert rows is None or len(body) == rows + 2
-    elif fmt == "latex":
-        assert out.startswith("\\begin{tabular}") and out.rstrip().endswith("\\end{tabular}")
+    elif fmt == "latex":  # a tabular, or a paper's booktabs table (results) with its caption
+        assert out.startswith(("\\begin{tabular}", "% needs \\usepackage{booktabs}"))
+        assert out.rstrip().endswith(("\\end{tabular}", "\\end{table}"))
+    elif fmt == "parquet":
+        import polars as pl
+
+        assert rows is None or pl.read_parquet(io.BytesIO(out)).height == rows
     else:
         assert fmt == "table" and out.strip()
 

@@ -157,11 +157,11 @@ def long_names_report(report_db, tmp_path_factory):  # noqa: F811
     con = store.connect(path)
     con.execute(f"""INSERT INTO result_items SELECT * REPLACE (result_id || '/long' AS result_id) FROM result_items
                     WHERE result_id IN (SELECT result_id FROM latest_results)""")
-    con.execute(f"""INSERT INTO results SELECT * EXCLUDE (hypothesis) REPLACE (result_id || '/long' AS result_id, '{LONG_ENCODER}' AS encoder,
+    con.execute(f"""INSERT INTO results BY NAME SELECT * EXCLUDE (hypothesis, stale, retired) REPLACE (result_id || '/long' AS result_id, '{LONG_ENCODER}' AS encoder,
                     'fp-long' AS fingerprint, effect_size / 2 AS effect_size) FROM latest_results""")
     con.execute(f"""INSERT INTO result_items SELECT * REPLACE (result_id || '/t40' AS result_id) FROM result_items
                     WHERE result_id IN (SELECT result_id FROM latest_results WHERE test = 'weat6')""")
-    con.execute(f"""INSERT INTO results SELECT * EXCLUDE (hypothesis) REPLACE (result_id || '/t40' AS result_id, '{LONG_TEST}' AS test)
+    con.execute(f"""INSERT INTO results BY NAME SELECT * EXCLUDE (hypothesis, stale, retired) REPLACE (result_id || '/t40' AS result_id, '{LONG_TEST}' AS test)
                     FROM latest_results WHERE test = 'weat6'""")
     con.close()
     out = tmp_path_factory.mktemp("long-out") / "report"

@@ -211,7 +211,8 @@ def snapshot_of(db):
         con.close()
 
 
-def test_a_word_beyond_the_models_reach_is_refused_with_template_and_sentence(catalog_con, tmp_path):
+def test_a_word_beyond_the_models_reach_is_refused_with_template_and_sentence(catalog_con, tmp_path, monkeypatch):
+    monkeypatch.setenv("STIMKIT_MAX_SENTENCE_CHARS", "10000")  # a 3,000-character sentence, on purpose
     root = tmp_path / "templates"
     (root / "toolong").mkdir(parents=True)
     (root / "toolong" / "name.j2").write_text("{# the word lands past the model's 512 tokens #}\n"

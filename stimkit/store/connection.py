@@ -170,16 +170,17 @@ def check_marker(con, path) -> None:
 
 def check_size(con, path) -> None:
     """A truncated file opens (DuckDB reads blocks lazily) and fails at some later read:
-    refuse it at once, when the file is shorter than the blocks its header counts."""
+    refuse it at once, when the file is shorter than the blocks in use that its header counts.
+    (Free blocks at the end are not in the file: DuckDB trims them, so they do not count.)"""
     if str(path) == ":memory:" or not Path(path).exists():
         return
     try:
-        found = rows(con, "SELECT block_size, total_blocks FROM pragma_database_size() WHERE database_name = current_database()")
+        found = rows(con, "SELECT block_size, used_blocks FROM pragma_database_size() WHERE database_name = current_database()")
     except duckdb.Error as e:
         raise StoreError(f"{path}: damaged store: {_first_line(e)}") from None
     if found and Path(path).stat().st_size < found[0][0] * found[0][1]:
         raise StoreError(f"{path}: damaged store: the file is {Path(path).stat().st_size} bytes, its header counts "
-                         f"{found[0][1]} blocks of {found[0][0]} (truncated?)")
+                         f"{found[0][1]} blocks in use of {found[0][0]} bytes (truncated?)")
 
 
 def schema_version(con) -> int:
