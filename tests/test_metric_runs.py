@@ -110,3 +110,25 @@ def test_centring_is_applied_before_cosines_and_is_part_of_the_hypothesis(store)
     assert centred.effect_size == pytest.approx(effect_size(s[:len(X)], s[len(X):]), abs=1e-6)
     store.results()
     assert store.family.m == 2  # centred and raw are two hypotheses
+
+
+def test_a_test_definition_names_its_metrics_and_a_run_may_override_them(store, tmp_path):
+    defs = tmp_path / "defs"
+    defs.mkdir()
+    (defs / "t.toml").write_text('[mine]\nsets = ["flowers@word", "insects@word", "pleasant@word", "unpleasant@word"]\n'
+                                 'metrics = ["weat", "semaxis"]\n')
+    store.catalog_dir = defs
+    own = store.test(["mine"], encoders=["glove-6b-50d"], budget=500)
+    assert [r.metric for r in own.results] == ["weat", "semaxis"]
+    given = store.test(["mine"], encoders=["glove-6b-50d"], budget=500, metrics=("rnd",))
+    assert [r.metric for r in given.results] == ["rnd"]
+
+
+def test_the_report_draws_d_by_layer_and_lists_the_metrics(store, tmp_path):
+    pytest.importorskip("matplotlib")
+    store.test(["weat6"], encoders=["minilm,layer=all"], budget=500)
+    store.test(["weat6"], encoders=["glove-6b-50d"], budget=500, metrics=("weat", "semaxis", "mac"))
+    written = store.report(tmp_path / "r", formats=["html", "svg"])
+    html = written.html.read_text()
+    assert 'id="layers"' in html and (tmp_path / "r" / "figures" / "layer-sweep.svg").exists()
+    assert 'id="metric-table"' in html and ">semaxis<" in html and ">mac<" in html

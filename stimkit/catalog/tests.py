@@ -40,6 +40,7 @@ class TestDef:
     paper: str | None = None      # the paper that published the test (catalog: may-2019 unless given)
     unbleached: bool = False      # sentences with semantic content ("[Name] is an engineer.")
     alternative: str | None = None  # the test's own alternative (None: greater, unless a run says otherwise)
+    metrics: tuple[str, ...] | None = None  # the test's own metrics (None: weat, unless a run says otherwise)
 
     def sql(self, role: str) -> str:
         return set_sql(self.sets[ROLES.index(role)])
@@ -48,7 +49,8 @@ class TestDef:
         return specs_of(self.sets)
 
 
-TEST_KEYS = {"sets", "context", "family", "balance", "categories", "paper", "unbleached", "alternative", "description"}
+TEST_KEYS = {"sets", "context", "family", "balance", "categories", "paper", "unbleached", "alternative", "metrics",
+             "description"}
 
 
 def parse_tests(raw: dict, path, source: str = "catalog", paper: str | None = DEFAULT_PAPER) -> dict[str, TestDef]:
@@ -75,10 +77,14 @@ def parse_tests(raw: dict, path, source: str = "catalog", paper: str | None = DE
         alternative = body.get("alternative")
         if alternative is not None and alternative not in ALTERNATIVES:
             raise UsageError(f"{where}: unknown alternative {alternative!r} (known: {', '.join(ALTERNATIVES)})")
+        metrics = body.get("metrics")
+        if metrics is not None and not (isinstance(metrics, list) and metrics and all(isinstance(m, str) for m in metrics)):
+            raise UsageError(f"{where}: `metrics` must list metric names (e.g. [\"weat\", \"ripa\"])")
         tests[name] = TestDef(
             name, tuple(sets), context, body.get("family"), balance,
             tuple((list(body.get("categories", [])) + [None] * 4)[:4]), source=source,
             paper=body.get("paper", paper), unbleached=bool(body.get("unbleached", False)), alternative=alternative,
+            metrics=tuple(metrics) if metrics else None,
         )
     return tests
 
@@ -128,6 +134,8 @@ def to_toml(test: TestDef) -> str:
         lines.append(f"family = {q(test.family)}")
     if test.alternative:
         lines.append(f"alternative = {q(test.alternative)}")
+    if test.metrics:
+        lines.append("metrics = [" + ", ".join(q(m) for m in test.metrics) + "]")
     if any(test.categories):
         lines.append("categories = [" + ", ".join(q(c or "") for c in test.categories) + "]")
     return "\n".join(lines) + "\n"

@@ -113,7 +113,7 @@ def test_cmd(
     alpha: AlphaOption = 0.01,
     center: Annotated[Optional[str], typer.Option("--center", help="Centre the vectors before cosines: mean | abtt:K (also remove the reference's top K directions).")] = None,
     center_ref: Annotated[str, typer.Option("--center-ref", help="The centring reference: test (the test's own four sets) or a set name or SELECT.")] = "test",
-    metric: Annotated[str, typer.Option("--metric", help="Association metrics, comma-separated: weat, gweat, ripa, rnd, semaxis, ect, rnsb, mac, same, direct_bias (one result each).")] = "weat",
+    metric: Annotated[Optional[str], typer.Option("--metric", help="Association metrics, comma-separated: weat, gweat, ripa, rnd, semaxis, ect, rnsb, mac, same, direct_bias (one result each; default: the test's own, else weat).")] = None,
     wordlist_dir: WordlistDirOption = None,
     template_dir: TemplateDirOption = None,
     override: OverrideOption = False,
@@ -132,7 +132,7 @@ def test_cmd(
 
     opts = Options(budget=budget, method=method, alternative=alternative, seed=seed, clustered=clustered,
                    bootstrap=bootstrap, balance=balance, cut_seed=cut_seed, cuts=cuts, alpha=alpha,
-                   metrics=tuple(parse_metrics(metric)), center=center, center_ref=center_ref)
+                   metrics=tuple(parse_metrics(metric)) if metric else None, center=center, center_ref=center_ref)
     with open_store(wordlist_dir=wordlist_dir, template_dir=template_dir, override=override) as store:
         bar, callbacks = progress_callbacks(verbose)
         with bar:

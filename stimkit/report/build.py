@@ -176,6 +176,8 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
                                    f"k = {a['k_meta']} in the meta-analysis; I² = "
                                    + ("n/a" if a.get("i2") is None else f"{a['i2']:.0%}") + "."})
     cuts_svg = emit_figure(figures.cut_spread(data.cuts), "cut-spread") if data.cuts is not None and data.cuts.height else ""
+    layers_svg = emit_figure(figures.layer_sweep(data.layers), "layer-sweep") if data.layers is not None else ""
+    metric_rows = data.metrics.to_dicts() if data.metrics is not None else []
     wefats = []
     for r, items in data.wefat:
         name = f"wefat-{figures.slug(r['name'])}-{figures.slug(r['encoder'])}"
@@ -187,13 +189,14 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
         cons = data.consistency if data.consistency is not None else pl.DataFrame()
         sections = [("matrix", "Significance matrix"), ("table4", "Table 4")]
         sections += [(k, t) for k, t, on in (("tests", "Per test", strips), ("audits", "Template audits", forests),
-                                             ("cuts", "Cut spread", cuts_svg), ("wefat", "WEFAT", wefats)) if on]
+                                             ("cuts", "Cut spread", cuts_svg), ("layers", "By layer", layers_svg),
+                                             ("metrics", "Metrics", metric_rows), ("wefat", "WEFAT", wefats)) if on]
         sections += [("consistency", "Consistency checks"), ("provenance", "Provenance")]
         html = ENV.get_template("report.html.j2").render(
             family=family, m=m, matrix_note=note, alpha=data.alpha, correction=data.correction, correction_text=correction_text(data),
             sections=sections, matrix_svg=inline["significance-matrix"], t4_columns=t4_columns, t4_rows=t4_rows,
             result_columns=results.columns, result_rows=results.to_dicts(), strips=strips, forests=forests,
-            cuts_svg=cuts_svg, wefats=wefats, consistency_columns=cons.columns, consistency_rows=cons.to_dicts(),
+            cuts_svg=cuts_svg, layers_svg=layers_svg, metric_rows=metric_rows, wefats=wefats, consistency_columns=cons.columns, consistency_rows=cons.to_dicts(),
             consistency_counts={v: (cons["verdict"] == v).sum() if cons.height else 0
                                 for v in ("violation", "note", "not comparable")},
             provenance=data.provenance)

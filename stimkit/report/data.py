@@ -33,6 +33,8 @@ class ReportData:
     cuts: pl.DataFrame | None = None
     wefat: list[tuple[dict, pl.DataFrame]] = field(default_factory=list)
     consistency: pl.DataFrame | None = None
+    layers: pl.DataFrame | None = None                      # layer sweeps: d (and its CI) by layer
+    metrics: pl.DataFrame | None = None                     # test x encoder x metric values, when several
     provenance: dict = field(default_factory=dict)
     family: str = ""                                        # the family's definition (analysis.Family)
 
@@ -67,8 +69,41 @@ def gather(con, where: str | None = None, correct: str = "holm", alpha: float = 
     from ..analysis import checks
 
     data.consistency = checks.consistency(con, alpha)
+    data.layers = layer_sweeps(df)
+    data.metrics = metric_matrix(con, names)
     data.provenance = provenance(con, df)
     return data
+
+
+def layer_sweeps(df: pl.DataFrame) -> pl.DataFrame | None:
+    """WEAT results of encoders named `...,layer=<i>` (a sweep, or single layers): d and its CI
+    by layer, per test and model (the spec less its layer), where a model has two layers or more."""
+    if "metric" in df.columns:
+        df = df.filter(pl.col("metric").fill_null("weat") == "weat")
+    swept = df.filter(pl.col("encoder").str.contains(r"(^|,)layer=\d+(,|$)")).with_columns(
+        layer=pl.col("encoder").str.extract(r"(?:^|,)layer=(\d+)", 1).cast(pl.Int64),
+        model=pl.col("encoder").str.replace(r",?layer=\d+", ""))
+    if swept.height == 0:
+        return None
+    keep = swept.group_by("test", "model").agg(pl.col("layer").n_unique().alias("n")).filter(pl.col("n") > 1)
+    swept = swept.join(keep.select("test", "model"), on=["test", "model"])
+    return swept.select("test", "model", "layer", "effect_size", "ci_low", "ci_high", "rejected").sort("test", "model", "layer") \
+        if swept.height else None
+
+
+def metric_matrix(con, tests: list[str]) -> pl.DataFrame | None:
+    """The latest value of every metric a test ran, per encoder (WEAT's d; the others' own
+    statistic, p where the metric has a permutation null), when some test ran several metrics."""
+    frame = store.frame(con, """
+        SELECT test, encoder, coalesce(metric, 'weat') AS metric,
+               CASE WHEN coalesce(metric, 'weat') = 'weat' THEN effect_size ELSE statistic END AS value, p_value
+        FROM result_hypotheses WHERE coalesce(kind, 'test') = 'test' AND NOT stale AND NOT retired
+          AND test IN (SELECT unnest(?))
+        QUALIFY row_number() OVER (PARTITION BY hypothesis ORDER BY created_at DESC, result_id DESC) = 1
+        ORDER BY test, encoder, metric""", [tests])
+    if frame.height == 0 or frame["metric"].n_unique() < 2:
+        return None
+    return frame
 
 
 def strip_items(con, result_ids: list[str]) -> pl.DataFrame:

@@ -206,6 +206,31 @@ def cut_spread(cuts: pl.DataFrame) -> Figure:
         return fig
 
 
+def layer_sweep(layers: pl.DataFrame) -> Figure:
+    """d by layer per test and model, with its interval where one was computed; filled points
+    are rejected after the correction."""
+    keys = layers.select("test", "model").unique(maintain_order=True).rows()
+    with rc_context(STYLE):
+        fig = new_figure(COLUMN_IN * 1.3, 1.2 + 0.9 * len(keys))
+        axes = fig.subplots(len(keys), 1, sharex=True, squeeze=False)[:, 0]
+        for ax, (t, m) in zip(axes, keys):
+            part = layers.filter((pl.col("test") == t) & (pl.col("model") == m))
+            x, d = part["layer"].to_numpy(), part["effect_size"].to_numpy()
+            lo, hi = part["ci_low"].to_numpy().astype(float), part["ci_high"].to_numpy().astype(float)
+            have = np.isfinite(lo) & np.isfinite(hi)
+            ax.errorbar(x[have], d[have], yerr=[d[have] - lo[have], hi[have] - d[have]], fmt="none", ecolor=GREY, lw=0.8)
+            rej = part["rejected"].fill_null(False).to_numpy()
+            ax.plot(x, d, "-", color=X_COLOUR, lw=1)
+            ax.plot(x[rej], d[rej], "o", ms=3.5, color=X_COLOUR)
+            ax.plot(x[~rej], d[~rej], "o", ms=3.5, mfc="white", color=X_COLOUR)
+            ax.axhline(0, color=GREY, lw=0.5, ls=":")
+            ax.set_ylabel("d")
+            ax.set_title(wrap(f"{t} / {m}", 60), loc="left", fontsize=7)
+        axes[-1].set_xlabel("layer (0: the embeddings); filled: rejected after correction; bars: 95% CI of d")
+        axes[-1].set_xticks(sorted(set(layers["layer"].to_list())))
+        return fig
+
+
 def wefat_scatter(r: dict, items: pl.DataFrame) -> Figure:
     """s(w) against the property, the regression line, r and p, each point labelled with its word."""
     with rc_context(STYLE):

@@ -45,7 +45,8 @@ class Options:
     cut_seed: int = 0             # which items balance=cut drops: part of the test, never --seed
     cuts: int = 1                 # > 1: also run K independent cuts and store their spread
     alpha: float = 0.01           # for the share of cuts that reject, and the power warning
-    metrics: tuple[str, ...] = ("weat",)  # association metrics (stats.metrics): one result each
+    metrics: tuple[str, ...] | None = None  # association metrics (stats.metrics), one result each;
+                                            # None: the test's own, else weat
     center: str | None = None     # mean | abtt:K: remove the reference's mean (and top K directions) first
     center_ref: str = "test"      # the reference: the test's own four sets, or a set name or SELECT
 
@@ -73,15 +74,15 @@ class Options:
         _check_seed("cut_seed", self.cut_seed)
         if isinstance(self.metrics, list):  # from a study file: a TOML array
             object.__setattr__(self, "metrics", tuple(self.metrics))
-        if isinstance(self.metrics, str) or not self.metrics:
+        if self.metrics is not None and (isinstance(self.metrics, str) or not self.metrics):
             raise UsageError("metrics must be a list of metric names (e.g. weat, ripa, ect)")
-        for name in self.metrics:
+        for name in self.metrics or ():
             metric(name)  # an unknown name is one line naming the known ones
         if self.center is not None:
             parse_method(self.center)  # mean | abtt:K, or one line
         if self.center is None and self.center_ref != "test":
             raise UsageError("--center-ref names the reference of --center mean|abtt:K: give --center too")
-        if self.cuts > 1 and self.metrics != ("weat",):
+        if self.cuts > 1 and self.metrics not in (None, ("weat",)):
             raise UsageError("--cuts measures WEAT's d across cuts: run other metrics without --cuts")
 
     @property
@@ -90,8 +91,11 @@ class Options:
         return None if self.center is None else f"{self.center} ref={self.center_ref}"
 
     def resolved(self, test: TestDef) -> Options:
-        """The options one test runs under: its own alternative unless one was given."""
-        return replace(self, alternative=self.alternative or test.alternative or "greater")
+        """The options one test runs under: its own alternative and metrics unless the run gave some."""
+        metrics = self.metrics or test.metrics or ("weat",)
+        for name in metrics:
+            metric(name)
+        return replace(self, alternative=self.alternative or test.alternative or "greater", metrics=tuple(metrics))
 
     def for_test(self, test: TestDef) -> str:
         """The balance policy this test runs under; refuses options that make no sense for it."""
