@@ -2,85 +2,83 @@
 
 from __future__ import annotations
 
+import inspect
 import sys
 from typing import Annotated, Optional
 
 import typer
 
 from .. import DEFAULT_BUDGET, StimkitError
+from ..errors import UsageError
 from .common import OverrideOption, TemplateDirOption, WordlistDirOption, app, emit, emit_document, err, format_option, handles_errors, open_store, out
 
 audit_app = typer.Typer(help="Template audits: how template choice moves d and p.", no_args_is_help=True)
 app.add_typer(audit_app, name="audit")
 
 
-EncoderOption = Annotated[Optional[list[str]], typer.Option("--encoder", "-e", help="Encoder (repeatable; default: minilm).")]
-AuditAlpha = Annotated[float, typer.Option("--alpha", help="Significance level for decision flips, in (0, 1).")]
-BudgetOption = Annotated[int, typer.Option("--budget", help="Permutation sample budget.")]
-SeedOption = Annotated[int, typer.Option("--seed", help="Seed of the permutation samples.")]
-
-
-@audit_app.command("templates")
-@handles_errors
-def audit_templates_cmd(
-    test: Annotated[Optional[list[str]], typer.Option("--test", "-t", help="A test whose sets come from templates: catalog, yours or ad hoc (repeatable); default: the sent- Caliskan tests.")] = None,
-    encoder: EncoderOption = None,
-    template_set: Annotated[Optional[list[str]], typer.Option("--template-set", "-s", help="Template set, built-in or in --template-dir (repeatable; default: the test's own).")] = None,
-    alpha: AuditAlpha = 0.01,
-    budget: BudgetOption = DEFAULT_BUDGET,
-    seed: SeedOption = 0,
-    wordlist_dir: WordlistDirOption = None,
-    template_dir: TemplateDirOption = None,
-    override: OverrideOption = False,
-):
-    """Per template: the test alone and left out, a random-effects meta-analysis, flip rates, word influence.
-
-    Examples:
-      stimkit audit templates -t sent-weat6 -e minilm -e use-m3
-      stimkit audit templates -t sent-weat6 -s may2019 -s past_tense
-    """
-
-    def line(a):
-        pooled = "n/a" if a.pooled_d is None else f"{a.pooled_d:+.2f} tau2={a.tau2:.3f} I2={a.i2:.0%}"
-        flips = "n/a" if a.decision_flip_share is None else f"{a.decision_flip_share:.0%}"
-        err.print(f"{a.test:<14} {a.template_set:<14} {a.encoder:<22} d={a.full_d:+.2f} p={a.full_p:.2g} "
-                  f"templates={a.n_templates} pooled d={pooled} decision flips={flips}", highlight=False)
-
-    from .encode import progress_for
-
-    with open_store(wordlist_dir=wordlist_dir, template_dir=template_dir, override=override) as store:
-        run_id, _ = store.audit(test, encoder or ["minilm"], template_set, alpha, " ".join(sys.argv[1:]), line,
-                                progress_for, budget=budget, seed=seed)
-    err.print(f"run {run_id}: see `stimkit audit show --where \"run_id = '{run_id}'\"`", highlight=False)
-
-
-@audit_app.command("compare")
-@handles_errors
-def audit_compare_cmd(
-    test: Annotated[list[str], typer.Option("--test", "-t", help="A test whose sets come from templates (repeatable).")],
-    template_set: Annotated[list[str], typer.Option("--template-set", "-s", help="Template set, built-in or in --template-dir (repeat for each).")],
-    encoder: EncoderOption = None,
-    alpha: AuditAlpha = 0.01,
-    budget: BudgetOption = DEFAULT_BUDGET,
-    seed: SeedOption = 0,
+def _audit(
+    compare: bool,
+    test: Annotated[Optional[list[str]], typer.Option("--test", "-t", help="A test whose sets come from templates: catalog, yours or ad hoc (repeatable; templates: default the sent- Caliskan tests).")] = None,
+    template_set: Annotated[Optional[list[str]], typer.Option("--template-set", "-s", help="Template set, built-in or in --template-dir (repeatable; templates: default the test's own; compare: two or more).")] = None,
+    encoder: Annotated[Optional[list[str]], typer.Option("--encoder", "-e", help="Encoder (repeatable; default: minilm).")] = None,
+    alpha: Annotated[float, typer.Option("--alpha", help="Significance level for decision flips, in (0, 1).")] = 0.01,
+    budget: Annotated[int, typer.Option("--budget", help="Permutation sample budget.")] = DEFAULT_BUDGET,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the permutation samples.")] = 0,
     wordlist_dir: WordlistDirOption = None,
     template_dir: TemplateDirOption = None,
     override: OverrideOption = False,
     fmt: Annotated[Optional[str], format_option()] = None,
 ):
-    """Run the same test under each template set and show how d and p move (rows go to `results`).
+    """Both audit commands, one set of options: `compare` runs each test under each template
+    set as plain results; `templates` audits each template of each test."""
+    from .encode import progress_for
+
+    command = " ".join(sys.argv[1:])
+    with open_store(wordlist_dir=wordlist_dir, template_dir=template_dir, override=override) as store:
+        if not compare:
+            run_id, _ = store.audit(test, encoder or ["minilm"], template_set, alpha, command, _audit_line, progress_for,
+                                    budget=budget, seed=seed)
+            if fmt is not None:  # the audits just stored, as `audit show` prints them
+                emit(store.audits(f"run_id = '{run_id}'")[0], fmt)
+            err.print(f"run {run_id}: see `stimkit audit show --where \"run_id = '{run_id}'\"`", highlight=False)
+            return
+        if not test:
+            raise UsageError("compare needs the tests to compare: --test/-t (repeatable)")
+        run_id, rows = store.audit_compare(test, list(template_set or []), encoder or ["minilm"], alpha, command,
+                                           progress_for, budget=budget, seed=seed)
+    emit(rows, fmt, title=f"d and p by template set (shift and flips against {template_set[0]}; alpha {alpha})")
+    err.print(f"run {run_id}", highlight=False)
+
+
+def _audit_line(a) -> None:
+    pooled = "n/a" if a.pooled_d is None else f"{a.pooled_d:+.2f} tau2={a.tau2:.3f} I2={a.i2:.0%}"
+    flips = "n/a" if a.decision_flip_share is None else f"{a.decision_flip_share:.0%}"
+    err.print(f"{a.test:<14} {a.template_set:<14} {a.encoder:<22} d={a.full_d:+.2f} p={a.full_p:.2g} "
+              f"templates={a.n_templates} pooled d={pooled} decision flips={flips}", highlight=False)
+
+
+def _register(name: str, compare: bool, doc: str) -> None:
+    """An audit subcommand: `_audit` with `compare` fixed (its options shown without it)."""
+    def command(**options):
+        return _audit(compare, **options)
+
+    signature = inspect.signature(_audit, eval_str=True)  # the annotations are strings (from __future__)
+    command.__signature__ = signature.replace(parameters=[p for n, p in signature.parameters.items() if n != "compare"])
+    command.__doc__, command.__name__ = doc, f"audit_{name}_cmd"
+    audit_app.command(name)(handles_errors(command))
+
+
+_register("templates", False, """Per template: the test alone and left out, a random-effects meta-analysis, flip rates, word influence.
+
+    Examples:
+      stimkit audit templates -t sent-weat6 -e minilm -e use-m3
+      stimkit audit templates -t sent-weat6 -s may2019 -s past_tense
+    """)
+_register("compare", True, """Run the same test under each template set and show how d and p move (rows go to `results`).
 
     Example:
       stimkit audit compare -t sent-weat6 -e use-m3 -s may2019 -s may2019_fixed -s word_first
-    """
-    from .encode import progress_for
-
-    with open_store(wordlist_dir=wordlist_dir, template_dir=template_dir, override=override) as store:
-        run_id, rows = store.audit_compare(test, template_set, encoder or ["minilm"], alpha, " ".join(sys.argv[1:]),
-                                           progress_for, budget=budget, seed=seed)
-    emit(rows, fmt,
-         title=f"d and p by template set (shift and flips against {template_set[0]}; alpha {alpha})")
-    err.print(f"run {run_id}", highlight=False)
+    """)
 
 
 @audit_app.command("show")
