@@ -19,8 +19,8 @@ from .data import ReportData
 FORMATS = ("html", "svg", "png", "pdf")
 FIGURE_FORMATS = ("svg", "png", "pdf")
 OWN = ("report.html", "figures", "tables")  # what --force replaces; nothing else in the folder is touched
-RESULT_COLUMNS = ["test", "encoder", "context", "n_x", "n_y", "n_a", "n_b", "effect_size", "p_value",
-                  "p_method", "p_adjusted", "rejected"]
+RESULT_COLUMNS = ["test", "encoder", "display", "context", "metric", "n_x", "n_y", "n_a", "n_b", "effect_size",
+                  "ci_low", "ci_high", "ci_method", "p_value", "p_method", "p_adjusted", "rejected"]
 
 
 @dataclass
