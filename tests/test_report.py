@@ -101,11 +101,13 @@ def holm(p: np.ndarray, alpha: float) -> np.ndarray:
 def test_latex_numbers_equal_the_store(built):
     out, path, run_id = built
     con = store.connect(path, read_only=True)
-    rows = store.frame(con, "SELECT test, encoder, effect_size, p_value FROM results WHERE run_id = ?", [run_id])
+    rows = store.frame(con, "SELECT test, encoder, effect_size, p_value, ci_low, ci_high FROM results WHERE run_id = ?",
+                       [run_id])
     con.close()
     rejected = holm(rows["p_value"].to_numpy(), 0.01)
-    expected = {r["test"]: f"{r['effect_size']:+.2f}" + ("**" if rej else "*" if r["p_value"] <= 0.01 else "")
-                for r, rej in zip(rows.iter_rows(named=True), rejected)}
+    marks = {r["test"]: "**" if rej else "*" if r["p_value"] <= 0.01 else "" for r, rej in zip(rows.iter_rows(named=True), rejected)}
+    expected = {r["test"]: f"{r['effect_size']:+.2f}" + marks[r["test"]] + f" [{r['ci_low']:.2f}, {r['ci_high']:.2f}]"
+                for r in rows.iter_rows(named=True)}
     tex = (out / "tables" / "table4.tex").read_text()
     assert r"\toprule" in tex and r"\midrule" in tex and r"\bottomrule" in tex
     body = tex.split(r"\midrule")[1].split(r"\bottomrule")[0]

@@ -147,6 +147,7 @@ def test_table4_with_display_names(tables_db):
     by = {(r["test"], r["encoder"]): r for r in df.iter_rows(named=True)}
     for test in ("weat6", "weat7", "sent-weat6", LONG_TEST):
         cells = [f"{by[(test, e)]['effect_size']:+.2f}" + ("**" if by[(test, e)]["rejected"] else "")
+                 + f" [{by[(test, e)]['ci_low']:.2f}, {by[(test, e)]['ci_high']:.2f}]"  # d with its interval
                  for e in ("glove-6b-50d", LONG_ENCODER)]
         assert f"{test} & {cells[0]} & {cells[1]} \\\\" in tex.replace(r"\_", "_")
     md = paper.table4_markdown(shown, 0.01, caption)

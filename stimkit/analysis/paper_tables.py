@@ -179,6 +179,7 @@ class Table4:
     encoders: list[str]
     d: dict[tuple[str, str], float] = field(default_factory=dict)
     labels: dict[tuple[str, str], str] = field(default_factory=dict)
+    ci: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)  # the interval of d, where computed
     note: str = ""
 
 
@@ -207,6 +208,8 @@ def table4(df: pl.DataFrame, alpha: float, order: list[str] | None = None,
         keys.append((rank.get(r["test"], len(rank)), r["test"], label))
         out.d[(label, r["encoder"])] = r["effect_size"]
         out.labels[(label, r["encoder"])] = fmt_d(r["effect_size"]) + marks(r, alpha)
+        if r.get("ci_low") is not None and r.get("ci_high") is not None:
+            out.ci[(label, r["encoder"])] = (r["ci_low"], r["ci_high"])
     out.rows = [label for *_, label in sorted(set(keys))]
     shown = sorted({c for cols in varying.values() for c in cols})
     if shown:
@@ -225,8 +228,12 @@ def table4_paper(df: pl.DataFrame, alpha: float, fmt: str, caption: str, display
     """Table 4 as LaTeX or Markdown: a row per hypothesis, a column per encoder (display names)."""
     t = table4(df, alpha, order, encoders)
     names = display_names if display_names is not None else globals()["display_names"](df)
-    rows = [[label] + [t.labels.get((label, e), "") for e in t.encoders] for label in t.rows]
-    caption = caption + (f" ({t.note}.)" if t.note else "")
+    def cell(label, e):  # d with its marks, and its 95% interval where one was computed
+        ci = t.ci.get((label, e))
+        return t.labels.get((label, e), "") + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+
+    rows = [[label] + [cell(label, e) for e in t.encoders] for label in t.rows]
+    caption = caption + (f" ({t.note}.)" if t.note else "") + (" Brackets: the 95% interval of d." if t.ci else "")
     return render_table(["test", *t.encoders], rows, [False] + [True] * len(t.encoders), fmt, caption,
                         headers={e: names.get(e, e) for e in t.encoders})
 
