@@ -29,7 +29,7 @@ from stimkit.store import usersql
 from conftest import snapshot
 
 runner = CliRunner()
-FUZZ = settings(max_examples=40, deadline=None, derandomize=True, database=None,
+FUZZ = settings(max_examples=15, deadline=None, derandomize=True, database=None,
                 suppress_health_check=list(HealthCheck))
 ONE_WORD_LIST = '[mine]\nwords = ["apple", "pear"]\n'
 
