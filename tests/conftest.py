@@ -60,3 +60,16 @@ def empty_con(tmp_path):
     con = store.connect(tmp_path / "s.duckdb")
     yield con
     con.close()
+
+
+@pytest.fixture
+def catalog_store(catalog_db, tmp_path):
+    """A library Store on a private copy of the generated catalog store."""
+    import shutil
+
+    import stimkit
+
+    path = tmp_path / "catalog-store.duckdb"
+    shutil.copy(catalog_db, path)
+    with stimkit.open(path) as s:
+        yield s

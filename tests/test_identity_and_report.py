@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import shutil
 
 import pytest
 
@@ -12,11 +11,8 @@ from stimkit.encoders.transformer import minilm_path
 
 
 @pytest.fixture
-def store(catalog_db, tmp_path):
-    path = tmp_path / "s.duckdb"
-    shutil.copy(catalog_db, path)
-    with stimkit.open(path) as s:
-        yield s
+def store(catalog_store):
+    return catalog_store  # conftest: a Store on a private copy of the catalog store
 
 
 def test_minilm_and_its_folder_are_one_encoder_and_one_hypothesis(store):

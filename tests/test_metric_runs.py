@@ -3,7 +3,6 @@ the hypothesis, p where a permutation null exists, and agreement measured."""
 
 from __future__ import annotations
 
-import shutil
 
 import numpy as np
 import pytest
@@ -17,11 +16,8 @@ from stimkit.stats import metrics
 
 
 @pytest.fixture
-def store(catalog_db, tmp_path):
-    path = tmp_path / "s.duckdb"
-    shutil.copy(catalog_db, path)
-    with stimkit.open(path) as s:
-        yield s
+def store(catalog_store):
+    return catalog_store  # conftest: a Store on a private copy of the catalog store
 
 
 def test_a_result_per_metric_equal_to_the_pure_function(store):
