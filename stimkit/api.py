@@ -33,7 +33,7 @@ import polars as pl
 
 from . import DEFAULT_BUDGET, DEFAULT_PAPER, store
 from .analysis import families as analysis
-from .errors import InputError, StimkitError, UsageError
+from .errors import InputError, StimkitError, UsageError, first_line as _first_line
 from .paths import default_db
 from .store import usersql
 
@@ -113,9 +113,6 @@ class StudyRun:
     table: list[dict] = field(default_factory=list)
     seconds: float = 0.0
 
-
-def _first_line(e: BaseException) -> str:
-    return str(e).splitlines()[0] if str(e) else type(e).__name__
 
 
 class Store:

@@ -4,6 +4,11 @@ matched by type (the CLI maps each type to its exit code; never by the message's
 from __future__ import annotations
 
 
+def first_line(e: BaseException) -> str:
+    """An exception's message as one line (its first), or its type's name when it has none."""
+    return str(e).splitlines()[0] if str(e) else type(e).__name__
+
+
 class StimkitError(Exception):
     """A user-facing error: the CLI prints its message on one line and exits `exit_code`."""
 

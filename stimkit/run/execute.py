@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 
 from .. import store
-from ..errors import StimkitError
+from ..errors import StimkitError, first_line
 from . import association, wefat
-from .plan import Plan, first_line
+from .plan import Plan
 from .rows import Failure, RunReport
 
 

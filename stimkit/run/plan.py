@@ -19,7 +19,7 @@ from ..catalog.tests import TestDef, fetch_sets
 from ..catalog.wefat import ROLES as WEFAT_ROLES, WefatDef
 from ..encoders import Encoder, layers, resolve
 from ..encoders.embeddings import stimuli_of
-from ..errors import StimkitError
+from ..errors import StimkitError, first_line
 from ..stats import check_exact
 from ..stimuli.properties import PropertyTable, read_property
 from ..stimuli.sets import SetSpec, fetch, set_sql, specs_of, versions
@@ -114,9 +114,6 @@ def refuse_early(test: TestDef, sets: dict[str, pl.DataFrame], opts: Options) ->
             n_x, n_y = x["word"].n_unique(), y["word"].n_unique()
         check_exact(comb(n_x + n_y, n_x))
 
-
-def first_line(e: BaseException) -> str:
-    return str(e).splitlines()[0] if str(e) else type(e).__name__
 
 
 def make(con, tests: list[TestDef], encoder_specs: list[str], options: Options, *, wefats: list[WefatDef] = (),

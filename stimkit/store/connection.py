@@ -10,7 +10,7 @@ from pathlib import Path
 
 import duckdb
 
-from ..errors import StoreError
+from ..errors import StoreError, first_line as _first_line
 from ..paths import data_dir, default_db
 
 _MIGRATION = re.compile(r"^(\d+)_.*\.sql$")
@@ -121,9 +121,6 @@ def _config(allow_files: bool) -> dict:
     return {"enable_external_access": bool(allow_files), "autoload_known_extensions": False,
             "autoinstall_known_extensions": False, "lock_configuration": True}
 
-
-def _first_line(e: BaseException) -> str:
-    return str(e).splitlines()[0] if str(e) else type(e).__name__
 
 
 def check_schema(con, path, read_only: bool) -> None:

@@ -9,7 +9,7 @@ import re
 
 import duckdb
 
-from ..errors import InputError, StoreError, UsageError
+from ..errors import InputError, StoreError, UsageError, first_line  # noqa: F401  (usersql.first_line)
 
 # Statement kinds a user may run with `stimkit query` (MULTI: PIVOT expands to several reading steps).
 # EXPLAIN is checked on the statement it explains (EXPLAIN ANALYZE runs it: a COPY TO would write),
@@ -82,6 +82,3 @@ def _store_path(con) -> str | None:
         return None
     return found[0][0] if found and found[0][0] else None
 
-
-def first_line(e: BaseException) -> str:
-    return str(e).splitlines()[0] if str(e) else type(e).__name__
