@@ -159,10 +159,27 @@ def result(run_id: str, planned: PlannedTest, enc: Encoder, prep: Prepared, opts
     out = compute(prep, opts, test.name, enc.fingerprint, enc.spec)
     result_id = f"{run_id}/{test.name}/{enc.fingerprint}"
     cuts = cut_spread(prep, opts, test.name, enc.fingerprint, result_id, enc.spec) if opts.cuts > 1 and prep.n_cut else []
-    context = test.context if test.context == "c-word" else ("token" if enc.uses_span else test.context)
     return Result(
+        **described(result_id, run_id, planned, enc, prep, opts, started, kind),
+        statistic=out["statistic"], statistic_kind=out["statistic_kind"], effect_size=out["effect_size"],
+        p_value=out["p_value"], p_method=out["p_method"], samples=out["samples"],
+        min_p=out["min_p"], log10_partitions=out["log10_partitions"],
+        ci_low=out["ci"].low if out["ci"] else None, ci_high=out["ci"].high if out["ci"] else None,
+        ci_level=opts.ci_level if out["ci"] else None, bootstrap=opts.bootstrap or None,
+        ci_method=out["ci"].method if out["ci"] else None, ci_scheme=out["ci"].scheme if out["ci"] else None,
+        **spread_columns(cuts, opts.alpha), items=items(result_id, prep, out["association"]), cut_rows=tuple(cuts),
+    )
+
+
+def described(result_id: str, run_id: str, planned: PlannedTest, enc: Encoder, prep: Prepared, opts: Options,
+              started: float, kind: str) -> dict:
+    """The columns every result of a prepared test shares, whatever its metric: what was
+    tested, on what, with which options and stimuli."""
+    test = planned.test
+    return dict(
         result_id=result_id, run_id=run_id, test=test.name, test_source=test.source, family=test.family,
-        encoder=getattr(enc, "base_spec", enc.spec), model=enc.name, fingerprint=enc.fingerprint, context=context,
+        encoder=getattr(enc, "base_spec", enc.spec), model=enc.name, fingerprint=enc.fingerprint,
+        context=test.context if test.context == "c-word" else ("token" if enc.uses_span else test.context),
         x_sql=test.sql("x"), y_sql=test.sql("y"), a_sql=test.sql("a"), b_sql=test.sql("b"),
         set_versions=sorted({v for f in prep.kept.values() if "set_version" in f.columns
                              for v in f["set_version"].unique().to_list()}),
@@ -170,17 +187,11 @@ def result(run_id: str, planned: PlannedTest, enc: Encoder, prep: Prepared, opts
         n_dropped_oov=sum(int(f["dropped"].str.starts_with("oov").sum()) for f in prep.frames.values()),
         balance=prep.policy, cut_seed=opts.cut_seed if prep.policy != "none" else None,
         n_balanced_away=sum(int((f["dropped"] == "balanced").sum()) for f in prep.frames.values()),
-        statistic=out["statistic"], statistic_kind=out["statistic_kind"], effect_size=out["effect_size"],
-        ddof=opts.ddof, p_value=out["p_value"], p_method=out["p_method"], budget=opts.budget, samples=out["samples"],
-        min_p=out["min_p"], log10_partitions=out["log10_partitions"], alternative=opts.alternative, seed=opts.seed,
-        clustered=opts.clustered, ci_low=out["ci"].low if out["ci"] else None, ci_high=out["ci"].high if out["ci"] else None,
-        ci_level=opts.ci_level if out["ci"] else None, bootstrap=opts.bootstrap or None,
-        ci_method=out["ci"].method if out["ci"] else None, ci_scheme=out["ci"].scheme if out["ci"] else None,
+        ddof=opts.ddof, budget=opts.budget, alternative=opts.alternative, seed=opts.seed, clustered=opts.clustered,
         # which sampler drew the partitions: same seed and sampler, same p-value
         options=json.dumps({**asdict(opts), "sampler": sampler.NAME}), stimkit_version=__version__,
-        seconds=time.perf_counter() - started, **spread_columns(cuts, opts.alpha),
-        kind=kind, display=getattr(enc, "_display", None), centering=opts.centering,
-        items=items(result_id, prep, out["association"]), cut_rows=tuple(cuts),
+        seconds=time.perf_counter() - started, kind=kind, display=getattr(enc, "_display", None),
+        centering=opts.centering,
     )
 
 
@@ -237,25 +248,14 @@ def metric_result(run_id: str, planned: PlannedTest, enc: Encoder, prep: Prepare
         pv = metrics.metric_p(name, X, Y, A, B, metrics.bias_alternative(name, opts.alternative), opts.method,
                               opts.budget, rng_for(opts.seed, test.name, enc.fingerprint, "metric-p", name))
     result_id = f"{run_id}/{test.name}/{enc.fingerprint}/{name}"
-    versions = sorted({v for f in prep.kept.values() if "set_version" in f.columns for v in f["set_version"].unique().to_list()})
     return Result(
-        result_id=result_id, run_id=run_id, test=test.name, test_source=test.source, family=test.family,
-        encoder=getattr(enc, "base_spec", enc.spec), model=enc.name, fingerprint=enc.fingerprint,
-        context=test.context if test.context == "c-word" else ("token" if enc.uses_span else test.context),
-        x_sql=test.sql("x"), y_sql=test.sql("y"), a_sql=test.sql("a"), b_sql=test.sql("b"), set_versions=versions,
-        n_x=len(X), n_y=len(Y), n_a=len(A), n_b=len(B),
-        n_dropped_oov=sum(int(f["dropped"].str.starts_with("oov").sum()) for f in prep.frames.values()),
-        balance=prep.policy, cut_seed=opts.cut_seed if prep.policy != "none" else None,
-        n_balanced_away=sum(int((f["dropped"] == "balanced").sum()) for f in prep.frames.values()),
-        statistic=value, statistic_kind=f"{name} ({spec.kind})", effect_size=None, ddof=opts.ddof,
-        p_value=pv.p if pv else None, p_method=pv.method if pv else None, budget=opts.budget,
+        **described(result_id, run_id, planned, enc, prep, opts, started, kind),
+        statistic=value, statistic_kind=f"{name} ({spec.kind})", effect_size=None,
+        p_value=pv.p if pv else None, p_method=pv.method if pv else None,
         samples=pv.samples if pv else 0, min_p=pv.min_p if pv else None,
-        log10_partitions=log10(pv.partitions) if pv else None, alternative=opts.alternative, seed=opts.seed,
-        clustered=opts.clustered, ci_low=None, ci_high=None, ci_level=None, bootstrap=None,
-        options=json.dumps({**asdict(opts), "sampler": sampler.NAME}), stimkit_version=__version__,
-        seconds=time.perf_counter() - started, kind=kind, display=getattr(enc, "_display", None), metric=name,
-        centering=opts.centering,
-        p_null_reason=reason, items=None, cut_rows=(),
+        log10_partitions=log10(pv.partitions) if pv else None,
+        ci_low=None, ci_high=None, ci_level=None, bootstrap=None,
+        metric=name, p_null_reason=reason, items=None, cut_rows=(),
     )
 
 
