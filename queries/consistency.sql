@@ -7,7 +7,8 @@
 --   missing: the partner test this comparison needs and the family lacks.
 -- Results are compared only under the same encoder, alternative and clustering.
 -- alpha: the significance level (default 0.01).
--- ptext: p as printed, `<= floor` when p is the smallest its procedure can give.
+-- ptext: p as printed, `<= floor` when p is the smallest its procedure can give;
+-- dtext: d as printed, with its 95% interval where one was computed.
 WITH r AS (SELECT * FROM family WHERE coalesce(metric, 'weat') = 'weat'),  -- d and p of WEAT
 alpha AS (SELECT coalesce(getvariable('alpha'), 0.01) AS a),
 setting AS (SELECT DISTINCT fingerprint, encoder, alternative, clustered FROM r),
@@ -16,7 +17,7 @@ setting AS (SELECT DISTINCT fingerprint, encoder, alternative, clustered FROM r)
 c7_c8 AS (
     SELECT 'C7 vs C8' AS check_name, false AS heuristic, s.encoder, p.t1 || ' / ' || p.t2 AS tests,
            list_value(r1.result_id, r2.result_id) AS result_ids,
-           printf('d %.2f / %.2f, p %s / %s', r1.effect_size, r2.effect_size, ptext(r1.p_value, r1.min_p), ptext(r2.p_value, r2.min_p)) AS detail,
+           printf('d %s / %s, p %s / %s', dtext(r1.effect_size, r1.ci_low, r1.ci_high), dtext(r2.effect_size, r2.ci_low, r2.ci_high), ptext(r1.p_value, r1.min_p), ptext(r2.p_value, r2.min_p)) AS detail,
            CASE WHEN r1.result_id IS NULL THEN p.t1 WHEN r2.result_id IS NULL THEN p.t2 END AS missing,
            concat_ws('; ',
                CASE WHEN (r1.p_value <= a) <> (r2.p_value <= a) THEN 'different decision at alpha' END,
@@ -56,7 +57,7 @@ word_tests AS (
 word_sentence AS (
     SELECT 'word vs sentence' AS check_name, true AS heuristic, t.encoder, t.word_test || ' / sent-' || t.word_test AS tests,
            list_value(w.result_id, s.result_id) AS result_ids,
-           printf('d %.2f / %.2f, p %s / %s', w.effect_size, s.effect_size, ptext(w.p_value, w.min_p), ptext(s.p_value, s.min_p)) AS detail,
+           printf('d %s / %s, p %s / %s', dtext(w.effect_size, w.ci_low, w.ci_high), dtext(s.effect_size, s.ci_low, s.ci_high), ptext(w.p_value, w.min_p), ptext(s.p_value, s.min_p)) AS detail,
            CASE WHEN w.result_id IS NULL THEN t.word_test WHEN s.result_id IS NULL THEN 'sent-' || t.word_test END AS missing,
            concat_ws('; ',
                CASE WHEN (w.p_value <= a) <> (s.p_value <= a) THEN 'different decision at alpha' END,

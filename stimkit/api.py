@@ -419,9 +419,7 @@ class Store:
                 job.columns, job.table = frame.columns, frame.to_dicts()
             else:  # Table 4: a row per hypothesis, a column per encoder under its display name
                 t4 = paper_tables.table4(job.results, opts.alpha, [t.name for t in chosen], order)
-                name = paper_tables.display_names(job.results)
-                job.columns = ["test", *(name.get(e, e) for e in t4.encoders)]
-                job.table = [{"test": r, **{name.get(e, e): t4.labels.get((r, e)) for e in t4.encoders}} for r in t4.rows]
+                job.columns, job.table = t4.grid(paper_tables.display_names(job.results))
         job.seconds = time.perf_counter() - started
         return job
 

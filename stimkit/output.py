@@ -95,7 +95,8 @@ def format_option(*extra: str, help: str | None = None):
 
 def emit(df, fmt: str | None = None, columns: list[str] | None = None, *, title: str | None = None,
          limit: int | None = None, more: int = 0, stream: IO[str] | None = None, width: int | None = None,
-         notes: IO[str] | None = None, keep: tuple[str, ...] = (), drop_first: tuple[str, ...] = ()) -> None:
+         notes: IO[str] | None = None, keep: tuple[str, ...] = (), drop_first: tuple[str, ...] = (),
+         stack: dict[str, str] | None = None) -> None:
     """Print a polars frame in one of FORMATS (None: `default_format()`).
 
     columns: the columns to show, in order (missing ones are skipped). limit: print the first
@@ -103,11 +104,12 @@ def emit(df, fmt: str | None = None, columns: list[str] | None = None, *, title:
     left out (e.g. a query fetched with LIMIT). stream: where data goes (stdout); width: the
     table width (the terminal's, or unbounded off a terminal); notes: where notes go (stderr).
     keep: columns a narrow table never drops (it folds long names instead); drop_first: the
-    columns a narrow table drops first, in this order."""
+    columns a narrow table drops first, in this order; stack: {column: under} for a column that
+    a narrow table shows on a second line of another's cells rather than drop it."""
     fmt = check_format(fmt)
     df, more = _select(df, columns, limit, more)
     if fmt == "table":
-        _print_table(_grid_from_frame(df), title, stream, width, notes, keep, drop_first)
+        _print_table(_grid_from_frame(df), title, stream, width, notes, keep, drop_first, stack or {})
     elif fmt == "parquet":
         if title:
             _note(title, notes)
@@ -366,7 +368,8 @@ def _latex(grid: _Grid) -> str:
 # ---------------------------------------------------------------- table
 
 def _print_table(grid: _Grid, title: str | None, stream: IO[str] | None, width: int | None,
-                 notes: IO[str] | None, keep_names: tuple[str, ...] = (), drop_first: tuple[str, ...] = ()) -> None:
+                 notes: IO[str] | None, keep_names: tuple[str, ...] = (), drop_first: tuple[str, ...] = (),
+                 stack: dict[str, str] | None = None) -> None:
     from rich import box
     from rich.table import Table
     from rich.text import Text
@@ -376,9 +379,19 @@ def _print_table(grid: _Grid, title: str | None, stream: IO[str] | None, width: 
     else:
         console = make_console(file=stream, width=width or (UNBOUNDED if stream else out.width))
     available = console.width
-    keep, widths = _fit(grid, available, [grid.columns.index(c) for c in keep_names if c in grid.columns],
-                        [grid.columns.index(c) for c in drop_first if c in grid.columns])
+    def fit(grid):  # a stacked column ("d\nci") is known by its first name
+        named = [c.split("\n")[0] for c in grid.columns]
+        return _fit(grid, available, [named.index(c) for c in keep_names if c in named],
+                    [named.index(c) for c in drop_first if c in named])
+
+    keep, widths = fit(grid)
     hidden = [c for i, c in enumerate(grid.columns) if i not in keep]
+    stacked = {c: u for c, u in (stack or {}).items() if c in hidden and u in grid.columns
+               and grid.columns.index(u) in keep}
+    if stacked:  # what would be left out goes on a second line of its partner's cells instead
+        grid = _stacked(grid, stacked)
+        keep, widths = fit(grid)
+        hidden = [c for i, c in enumerate(grid.columns) if i not in keep]
     if hidden:
         _note(f"{len(hidden)} column{'' if len(hidden) == 1 else 's'} not shown to fit {available} characters "
               f"(a wider terminal or another --format shows them): {', '.join(hidden)}", notes)
@@ -391,6 +404,19 @@ def _print_table(grid: _Grid, title: str | None, stream: IO[str] | None, width: 
     for row in grid.rows:
         table.add_row(*(Text(row[i]) for i in keep))
     console.print(table, soft_wrap=False, crop=False)
+
+
+def _stacked(grid: _Grid, stack: dict[str, str]) -> _Grid:
+    """`grid` with each column of `stack` moved under its partner: header "d\nci", cells "1.71\n[1.37, 1.82]"."""
+    columns, rows = list(grid.columns), [list(r) for r in grid.rows]
+    for column, under in stack.items():
+        i, j = columns.index(column), columns.index(under)
+        columns[j] = f"{under}\n{column}"
+        for row in rows:
+            row[j] = f"{row[j]}\n{row[i]}" if row[i] else row[j]
+    gone = {columns.index(c) for c in stack}
+    pick = lambda values: [v for k, v in enumerate(values) if k not in gone]  # noqa: E731
+    return _Grid(pick(columns), [pick(r) for r in rows], pick(grid.numeric), pick(grid.vector))
 
 
 def _overhead(n_columns: int) -> int:

@@ -167,3 +167,18 @@ def test_frames_with_too_few_sentences_get_no_numbers():
     assert cell.d is None and cell.note == "fewer than 3 sentences in a target"
     cell = audit_stats.subset_test(np.array([0.1, 0.2, 0.4, 0.3]), np.array([0.0, -0.1, 0.3]), "greater", 1000, rng)
     assert cell.n_x == cell.n_y == 3 and cell.d is not None  # the larger target is cut to 3
+
+
+def test_audit_line_shows_each_d_with_its_interval(catalog_db, tmp_path):
+    import shutil
+    db = tmp_path / "a.duckdb"
+    shutil.copy(catalog_db, db)
+    r = CliRunner().invoke(app, ["--db", str(db), "audit", "templates", "-t", "sent-weat6", "-e", "glove-6b-50d",
+                                 "--budget", "1000"])
+    assert r.exit_code == 0, r.output
+    con = store.connect(db, read_only=True)
+    full = store.one(con, "SELECT effect_size, ci_low, ci_high FROM results WHERE test = 'sent-weat6'")
+    pooled = store.one(con, "SELECT pooled_d, ci_low, ci_high FROM audits")
+    con.close()
+    assert f"d={full[0]:+.2f} [{full[1]:.2f}, {full[2]:.2f}] p=" in r.stderr  # the full test's d
+    assert f"pooled d={pooled[0]:+.2f} [{pooled[1]:.2f}, {pooled[2]:.2f}] tau2=" in r.stderr  # random-effects d

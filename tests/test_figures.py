@@ -62,10 +62,22 @@ def test_significance_matrix_fits_long_names(n_tests, n_encoders):
     tests = [LONG_TEST] + [f"weat{i}" for i in range(1, n_tests)]
     encoders = [LONG_ENCODER] + [f"glove-6b-{i}d" for i in range(1, n_encoders)]
     d = np.linspace(-1.5, 1.8, n_tests * n_encoders).reshape(n_tests, n_encoders)
-    labels = [[f"{v:+.2f}**" for v in row] for row in d]
-    fig = figures.significance_matrix(d, labels, tests, encoders, "d by test and encoder\n* p <= 0.01; ** also after holm (m = 9)")
+    labels = [[f"{v:+.2f}**\n[{v - 0.41:.2f}, {v + 0.33:.2f}]" for v in row] for row in d]  # d over its interval
+    tips = [[f"{t} / {e}: d = {v:+.3f}" for e, v in zip(encoders, row)] for t, row in zip(tests, d)]
+    fig, cell_tips = figures.significance_matrix(d, labels, tests, encoders,
+                                                 "d by test and encoder\n* p <= 0.01; ** also after holm (m = 9)", tips)
     outside, renderer = labels_inside(fig)
     assert outside == []
+    cells = [t for t in fig.axes[0].texts if "[" in t.get_text()]
+    assert len(cells) == n_tests * n_encoders
+    to_display = fig.axes[0].transData.transform
+    for t in cells:  # each label (d and its interval) lies inside its own cell
+        (x, y), b = t.get_position(), t.get_window_extent(renderer)
+        (cx0, cy0), (cx1, cy1) = to_display((x - 0.5, y - 0.5)), to_display((x + 0.5, y + 0.5))
+        assert min(cx0, cx1) <= b.x0 and b.x1 <= max(cx0, cx1) and min(cy0, cy1) <= b.y0 and b.y1 <= max(cy0, cy1), t.get_text()
+    assert sorted(cell_tips.values()) == sorted(tip for row in tips for tip in row)
+    svg = figures.inline_svg(fig, "m", cell_tips)  # every cell says itself in full on hover
+    assert all(f"<svg:title>{tip}</svg:title>" in svg or f"<title>{tip}</title>" in svg for row in tips for tip in row)
     ax = fig.axes[0]
     ticks = [t.get_window_extent(renderer) for t in ax.get_xticklabels() + ax.get_yticklabels() if t.get_text()]
     title = fig._suptitle.get_window_extent(renderer)

@@ -159,6 +159,22 @@ def test_table_at_80_columns_keeps_the_long_names():
     assert notes == "" and "-1.25" in text and max(map(len, text.splitlines())) == 84
 
 
+def test_table_stacks_a_column_under_its_partner_rather_than_drop_it():
+    df = pl.DataFrame({"test": ["weat7", "sent-weat6"], "encoder": ["glove-6b-50d", "minilm,pooling=mean"],
+                       "d": [1.495, -0.031], "ci": ["[0.89, 1.71]", "[-0.52, 0.47]"], "p_value": [0.0005, 0.5]})
+    wide = 10 + 19 + 6 + 13 + 7 + 3 * 5 + 1  # every column side by side: 71 characters
+    text, notes = emitted(df, "table", width=wide, drop_first=("ci",), stack={"ci": "d"})
+    assert notes == "" and max(map(len, text.splitlines())) == wide and " ci " in text.splitlines()[1]
+    text, notes = emitted(df, "table", width=wide - 1, drop_first=("ci",), stack={"ci": "d"})  # under d, not away
+    lines = text.splitlines()
+    assert notes == "" and all(len(line) <= wide - 1 for line in lines)
+    assert lines[1].split("|")[3].strip() == "d" and lines[2].split("|")[3].strip() == "ci"
+    first = next(i for i, line in enumerate(lines) if "weat7" in line)
+    assert lines[first].split("|")[3].strip() == "1.495" and lines[first + 1].split("|")[3].strip() == "[0.89, 1.71]"
+    text, notes = emitted(df, "table", width=wide - 1, drop_first=("ci",))  # without stack: dropped, and said so
+    assert notes.endswith(": ci\n") and "[0.89" not in text
+
+
 def test_table_off_a_terminal_shows_every_column():
     df = names_frame()
     text, notes = emitted(df, "table")  # a file: as wide as the content

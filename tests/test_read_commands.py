@@ -118,6 +118,7 @@ def test_a_failed_write_on_a_fresh_path_leaves_no_store(tmp_path):
         r = invoke(app, ["--db", str(path), *args])
         assert r.exit_code in (1, 2) and len(r.stderr.strip().splitlines()) == 1, (args, r.output)
         assert not path.exists() and not (tmp_path / "fresh.duckdb.wal").exists(), args
+        assert list(tmp_path.iterdir()) == [], args  # nor a staged one beside it
     assert invoke(app, ["--db", str(path), "generate", "-w", "flowers", "-t", "word"]).exit_code == 0
     r = invoke(app, ["--db", str(path), "test", "nosuch"])
     assert r.exit_code == 2 and path.exists()  # a store with data is never removed
@@ -141,6 +142,17 @@ def test_query_cannot_read_host_files_unless_allowed(db, tmp_path):
     assert r.exit_code == 1 and "query failed" in r.stderr
     r = invoke(app, ["--db", str(db), "query", f"SELECT * FROM read_csv('{data}')", "--allow-files", "--format", "csv"])
     assert r.exit_code == 0 and r.stdout.splitlines() == ["a", "1"]
+
+
+def test_query_reads_types_a_frame_cannot_hold_as_text(db):
+    """duckdb_settings() has a VARIANT column, which polars cannot hold: read as text, not an internal error."""
+    for fmt in ("csv", "json", "table"):
+        r = invoke(app, ["--db", str(db), "query", "SELECT name, typed_value, 42::VARIANT AS \"a \"\"v\"\"\" "
+                                                   "FROM duckdb_settings() WHERE name = 'threads'", "--format", fmt])
+        assert r.exit_code == 0 and "internal error" not in r.stderr, r.output
+    rows = json.loads(r.stdout if fmt == "json" else invoke(app, ["--db", str(db), "query", "SELECT 42::VARIANT AS "
+                                                                  "\"a \"\"v\"\"\"", "--format", "json"]).stdout)
+    assert rows == [{'a "v"': "42"}]
 
 
 def test_query_takes_named_parameters_and_a_limit(db):

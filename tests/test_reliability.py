@@ -227,12 +227,80 @@ def test_a_killed_audit_leaves_no_audit_and_a_rerun_equals_a_clean_one(catalog_d
     assert got[0] == got[1] and len(got[0]) >= 10
 
 
-def test_a_killed_generate_leaves_a_consistent_store_and_a_rerun_completes(tmp_path):
+def files_left(folder: Path, timeout: float = 10.0) -> list[str]:
+    """The files in `folder` once the killed command's guard has had time to clean up."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = sorted(p.name for p in folder.iterdir())
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
+def test_a_command_killed_on_a_new_path_leaves_no_file(tmp_path, sig):
+    """The new store is built under a hidden name beside its path and moved there only when
+    the command ends: killed (SIGKILL: its guard process removes the file) or interrupted,
+    it leaves nothing in the folder; a read command then finds no store."""
+    folder = tmp_path / "study"
+    folder.mkdir()
+    path = folder / "new.duckdb"
+    proc = start(path, "test", "--all", "-e", "glove-6b-50d", "--budget", "200000", "-q")
+    deadline = time.monotonic() + 60
+    while not any(folder.iterdir()) and time.monotonic() < deadline:  # until the store is being built
+        time.sleep(0.05)
+    staged = [p.name for p in folder.iterdir()]
+    time.sleep(2)  # generating and encoding: the signal lands mid-command
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == (130 if sig == signal.SIGINT else -9), err
+    assert staged and all(name.startswith(".new.duckdb.") for name in staged)  # never at the path itself
+    assert files_left(folder) == []
+    r = subprocess.run([sys.executable, "-m", "stimkit", "--db", str(path), "sets"], env=ENV, capture_output=True, text=True)
+    assert r.returncode == 2 and "no store at" in r.stderr and files_left(folder) == []
+
+
+def test_a_staged_store_whose_command_died_is_removed_by_the_next_command(tmp_path):
+    """Were the guard killed too (a machine that went down), the next command on the path
+    removes the staged file of a process that no longer runs, and leaves a live one's."""
+    path = tmp_path / "s.duckdb"
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = tmp_path / f".s.duckdb.{int(dead.stdout)}.new"
+    live = tmp_path / f".s.duckdb.{os.getpid()}.new"  # this test's process: alive
+    for f in (stale, Path(f"{stale}.wal"), live):
+        f.write_bytes(b"partial")
+    r = subprocess.run([sys.executable, "-m", "stimkit", "--db", str(path), "generate", "-q", "-w", "flowers", "-t", "word"],
+                       env=ENV, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([path.name, live.name])
+
+
+def test_a_store_created_meanwhile_by_another_command_is_not_replaced(tmp_path):
+    from stimkit.errors import StoreError
+    from stimkit.store.staging import Staging
+
+    path = tmp_path / "s.duckdb"
+    staging = Staging.start(path)
+    con = duckdb.connect(str(staging.staged))
+    con.execute("CREATE TABLE mine AS SELECT 1 AS x")
+    con.close()
+    path.write_bytes(b"another command's store")  # created while this one ran
+    with pytest.raises(StoreError, match="another command created this store while this one ran; "
+                                         "this command's store is kept at .*s\\.\\d+\\.duckdb"):
+        staging.finish(keep=True)
+    assert path.read_bytes() == b"another command's store"
+    aside, = [p for p in tmp_path.iterdir() if p != path]
+    assert duckdb.connect(str(aside), read_only=True).execute("SELECT x FROM mine").fetchall() == [(1,)]
+    assert staging.guard is None and not staging.staged.exists()
+
+
+def test_a_killed_generate_leaves_no_store_and_a_rerun_completes(tmp_path):
     path = tmp_path / "gen.duckdb"
     proc = start(path, "generate", "-q")
     time.sleep(3)
     proc.kill()
     proc.communicate(timeout=60)
+    assert files_left(tmp_path) == []
     r = subprocess.run([sys.executable, "-m", "stimkit", "--db", str(path), "generate", "-q"], env=ENV,
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr

@@ -119,6 +119,25 @@ def test_latex_numbers_equal_the_store(built):
     assert dict(zip(csv["test"], csv["effect_size"])) == dict(zip(rows["test"], rows["effect_size"]))
 
 
+def test_d_carries_its_interval_in_the_page(built):
+    """Wherever the page shows d (Table 4, the matrix's cells and their tooltips) it shows the
+    stored 95% interval with it."""
+    out, path, run_id = built
+    con = store.connect(path, read_only=True)
+    rows = store.frame(con, "SELECT test, effect_size, ci_low, ci_high, p_value FROM results WHERE run_id = ?", [run_id])
+    con.close()
+    html = (out / "report.html").read_text()
+    table = re.search(r'<table class="sortable" id="table4-table">.*?</table>', html, re.S).group(0)
+    root = ET.fromstring(re.search(r'<svg[^>]*id="fig-significance-matrix".*?</svg>', html, re.S).group(0))
+    tips = sorted(t.text for t in root.iter(f"{SVG}title"))
+    assert len(tips) == rows.height
+    for r in rows.iter_rows(named=True):
+        d, interval = re.escape(f"{r['effect_size']:+.2f}"), re.escape(f"[{r['ci_low']:.2f}, {r['ci_high']:.2f}]")
+        assert re.search(rf'<td>{r["test"]}</td><td class="num">{d}\**(†)? {interval}</td>', table), r["test"]
+        assert (f"{r['test']} / glove-6b-50d: d = {r['effect_size']:+.3f}, 95% CI [{r['ci_low']:.3f}, {r['ci_high']:.3f}], "
+                f"p = {r['p_value']:.3g}") in " ".join(tips)
+
+
 def test_each_point_names_its_stimulus(built):
     out, path, run_id = built
     con = store.connect(path, read_only=True)

@@ -2,6 +2,7 @@
 --columns/--wide, machine formats with every column, LaTeX that compiles, Table 4 with display names."""
 
 import io
+import json
 import re
 import shutil
 import subprocess
@@ -65,23 +66,27 @@ def test_results_at_80_and_120_columns_keep_the_decision(monkeypatch, tables_db,
     text, notes = table_at(monkeypatch, tables_db, width)
     lines = text.splitlines()
     assert all(len(line) <= width for line in lines)
-    header = lines[1]
-    for column in ("test", "encoder", "d", "p_value", "p_adjusted", "rejected"):
+    body_at = next(i for i, line in enumerate(lines) if i and line.startswith("|-"))  # under the header
+    header = " ".join(lines[1:body_at])
+    for column in ("test", "encoder", "d", "ci", "p_value", "p_adjusted", "rejected"):  # d never without its CI
         assert f" {column} " in header, (column, header)
     _, df = family_frame(tables_db)
     assert df.height == 8 and sum(line.count(" true ") for line in lines) == int(df["rejected"].sum())
+    body = lines[body_at + 1:-1]
     # the long names fold over lines rather than push the decision out: joined again, they are whole
-    encoder_cells = "".join(line.split("|")[2].strip() for line in lines[3:-1])
-    assert LONG_ENCODER in encoder_cells and LONG_TEST in "".join(line.split("|")[1].strip() for line in lines[3:-1])
+    encoder_cells = "".join(line.split("|")[2].strip() for line in body)
+    assert LONG_ENCODER in encoder_cells and LONG_TEST in "".join(line.split("|")[1].strip() for line in body)
+    for r in df.iter_rows(named=True):
+        assert f"[{r['ci_low']:.2f}, {r['ci_high']:.2f}]" in text
     dropped = re.search(r"not shown to fit \d+ characters .*: (.*)$", notes, re.M)
-    assert dropped and set(dropped.group(1).split(", ")) <= {"n", "ci", "context"}
+    assert dropped and set(dropped.group(1).split(", ")) <= {"n", "context"}
     assert notes.count("family: m = 8") == 1 and "encoder fingerprint" not in notes  # short, once
     assert not BOX.search(text)  # not a terminal: ASCII rules
 
 
 def test_results_at_120_keeps_context_before_the_names_whole(monkeypatch, tables_db):
     text, notes = table_at(monkeypatch, tables_db, 120)
-    assert " context " in text.splitlines()[1] and "context" not in notes
+    assert " context " in "".join(text.splitlines()[1:3]) and "context" not in notes
 
 
 def test_verbose_and_json_give_the_full_family(tables_db):
@@ -211,6 +216,11 @@ def test_table4_at_80_columns_keeps_every_encoder(monkeypatch, tables_db):
     assert "not shown" not in notes and all(len(line) <= 80 for line in text.splitlines())
     assert "glove-6b-50d" in text and "hf:sentence-transformers/" in text.replace(" ", "").replace("|", "")
     assert text.count("**") == 8  # every hypothesis rejected, each in its own cell
+    _, df = family_frame(tables_db)
+    cells = " ".join(text.replace("|", " ").split())  # a cell may wrap at its interval's space
+    for r in df.iter_rows(named=True):  # each d with its 95% interval
+        assert f"{r['effect_size']:+.2f}** [{r['ci_low']:.2f}, {r['ci_high']:.2f}]" in cells, r["test"]
+    assert "[95% interval of d]" in notes
 
 
 def test_parquet_is_refused_on_a_terminal(monkeypatch):
@@ -220,3 +230,27 @@ def test_parquet_is_refused_on_a_terminal(monkeypatch):
     buf = io.BytesIO()
     output.emit(pl.DataFrame({"a": [1.5]}), "parquet", stream=buf)  # a file given: bytes go there
     assert pl.read_parquet(io.BytesIO(buf.getvalue()))["a"].to_list() == [1.5]
+
+
+def test_test_prints_each_d_with_its_interval(catalog_db, tmp_path):
+    path = tmp_path / "store.duckdb"
+    shutil.copy(catalog_db, path)
+    r = invoke("--db", path, "test", "weat6", "-e", "glove-6b-50d", "--budget", 500)
+    assert r.exit_code == 0, r.output
+    con = duckdb.connect(str(path), read_only=True)
+    d, lo, hi = con.execute("SELECT effect_size, ci_low, ci_high FROM results WHERE test = 'weat6'").fetchone()
+    con.close()
+    assert f"d={d:+.3f} [{lo:.2f}, {hi:.2f}] p" in r.stderr
+
+
+def test_check_shows_each_d_with_its_interval(tables_db):
+    r = invoke("--db", tables_db, "check", "-f", "json")
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.stdout)
+    rows = rows["rows"] if isinstance(rows, dict) else rows
+    row = next(c for c in rows if c["check_name"] == "word vs sentence" and c["encoder"] == "glove-6b-50d")
+    _, df = family_frame(tables_db)
+    by = {r["test"]: r for r in df.filter(pl.col("encoder") == "glove-6b-50d").iter_rows(named=True)}
+    w, s = by["weat6"], by["sent-weat6"]
+    assert row["detail"].startswith(f"d {w['effect_size']:.2f} [{w['ci_low']:.2f}, {w['ci_high']:.2f}] / "
+                                    f"{s['effect_size']:.2f} [{s['ci_low']:.2f}, {s['ci_high']:.2f}], p ")

@@ -302,10 +302,12 @@ def test_the_job_on_glove_fills_every_word_and_sent_cell(catalog_db, tmp_path):
         assert job.family.m == df.height == 64 and set(df["context"]) == {"word", "sentence"}
         assert set(df["run_id"]) == {run_id}
         table = tables.tan_celis(df, catalog.load_toml(), tc_rows())
-        assert table.height == 64 and table["glove-6b-50d"].str.contains(r"^[+-]\d\.\d\d\*?$").all()
-        # the weat+11 cell is that test's d, rounded
-        d = df.filter(pl.col("test") == "weat+11")["effect_size"][0]
-        assert table.filter((pl.col("test") == "+C11: M/F Names, P/U") & (pl.col("encoding") == "word"))["glove-6b-50d"][0].startswith(f"{d:+.2f}")
+        assert table.height == 64 and table["glove-6b-50d"].str.contains(r"^[+-]\d\.\d\d\*? \[-?\d\.\d\d, -?\d\.\d\d\]$").all()
+        # the weat+11 cell is that test's d, rounded, with its stored 95% interval
+        r = df.filter(pl.col("test") == "weat+11").row(0, named=True)
+        mark = "*" if r["rejected"] else ""
+        assert table.filter((pl.col("test") == "+C11: M/F Names, P/U") & (pl.col("encoding") == "word"))["glove-6b-50d"][0] \
+            == f"{r['effect_size']:+.2f}{mark} [{r['ci_low']:.2f}, {r['ci_high']:.2f}]"
         # same inputs and seed, same numbers
         again = s.run("tan-celis-2019", ["glove-6b-50d"], budget=2_000).run.run_id
         numbers = "SELECT test, context, effect_size, p_value FROM results WHERE run_id = ? ORDER BY test, context"

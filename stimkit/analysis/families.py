@@ -58,6 +58,9 @@ KINDS = ("test", "audit", "compare", "all")
 PTEXT = ("CREATE OR REPLACE TEMP MACRO ptext(p, floor) AS CASE WHEN p IS NULL THEN 'n/a' "
          "WHEN floor IS NOT NULL AND p <= floor * (1 + 1e-9) THEN '<= ' || printf('%.2g', floor) "
          "ELSE printf('%.2g', p) END")
+# d as the queries print it: with its 95% interval where one was computed
+DTEXT = ("CREATE OR REPLACE TEMP MACRO dtext(d, lo, hi) AS printf('%.2f', d) "
+         "|| CASE WHEN lo IS NOT NULL AND hi IS NOT NULL THEN printf(' [%.2f, %.2f]', lo, hi) ELSE '' END")
 
 
 def define_family(con, where: str | None = None, alpha: float = 0.01, run: str | None = None,
@@ -101,6 +104,7 @@ def define_family(con, where: str | None = None, alpha: float = 0.01, run: str |
     try:
         con.execute(f"CREATE OR REPLACE TEMP VIEW family AS {sql}")
         con.execute(PTEXT)
+        con.execute(DTEXT)
         con.execute(f"SET VARIABLE alpha = {alpha!r}")
         m = store.one(con, "SELECT count(*) FROM family")[0]
         stale = 0 if include_stale else store.one(con, f"""

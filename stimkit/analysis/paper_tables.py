@@ -27,6 +27,7 @@ from ..output import latex_escape, markdown_escape
 READ_COLUMNS = ("test", "encoder", "context", "d", "ci", "p_value", "p_adjusted", "rejected", "n")
 KEEP_COLUMNS = ("test", "encoder", "d", "p_value", "p_adjusted", "rejected")
 DROP_FIRST = ("n", "ci", "context")
+STACK = {"ci": "d"}  # a narrow terminal shows the CI under d rather than leave it out
 PAPER_COLUMNS = ("test", "encoder", "context", "d", "p_value", "p_adjusted", "n")
 HEADERS = {"test": "Test", "encoder": "Encoder", "context": "Context", "d": "d", "ci": "95% CI",
            "p_value": "p", "p_adjusted": "p (adj.)", "rejected": "Rejected", "n": "n (X/Y/A/B)",
@@ -180,7 +181,31 @@ class Table4:
     d: dict[tuple[str, str], float] = field(default_factory=dict)
     labels: dict[tuple[str, str], str] = field(default_factory=dict)
     ci: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)  # the interval of d, where computed
+    p: dict[tuple[str, str], tuple[float | None, float | None]] = field(default_factory=dict)  # (p, adjusted p)
     note: str = ""
+
+    def cell(self, label: str, encoder: str) -> str | None:
+        """What a reader sees in a cell: d with its marks and, where one was computed, its 95%
+        interval ("+1.71** [1.37, 1.82]"); None for a hypothesis with no result."""
+        text = self.labels.get((label, encoder))
+        ci = self.ci.get((label, encoder))
+        return None if text is None else text + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+
+    def tooltip(self, label: str, encoder: str, name: str | None = None) -> str | None:
+        """A cell said in full, for a figure's tooltip: test, encoder, d, interval, p and adjusted p."""
+        if (label, encoder) not in self.d:
+            return None
+        ci = self.ci.get((label, encoder))
+        p, p_adj = self.p.get((label, encoder), (None, None))
+        return (f"{label} / {name or encoder}: d = {self.d[(label, encoder)]:+.3f}"
+                + (f", 95% CI [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
+                + (f", p = {p:.3g}" if p is not None else "") + (f", adjusted p = {p_adj:.3g}" if p_adj is not None else ""))
+
+    def grid(self, names: dict[str, str] | None = None) -> tuple[list[str], list[dict]]:
+        """The columns (test, then each encoder under its display name) and a dict per row."""
+        names = names or {}
+        columns = ["test", *(names.get(e, e) for e in self.encoders)]
+        return columns, [{"test": r, **{names.get(e, e): self.cell(r, e) for e in self.encoders}} for r in self.rows]
 
 
 def table4(df: pl.DataFrame, alpha: float, order: list[str] | None = None,
@@ -210,6 +235,7 @@ def table4(df: pl.DataFrame, alpha: float, order: list[str] | None = None,
         out.labels[(label, r["encoder"])] = fmt_d(r["effect_size"]) + marks(r, alpha)
         if r.get("ci_low") is not None and r.get("ci_high") is not None:
             out.ci[(label, r["encoder"])] = (r["ci_low"], r["ci_high"])
+        out.p[(label, r["encoder"])] = (r.get("p_value"), r.get("p_adjusted"))
     out.rows = [label for *_, label in sorted(set(keys))]
     shown = sorted({c for cols in varying.values() for c in cols})
     if shown:
@@ -228,11 +254,7 @@ def table4_paper(df: pl.DataFrame, alpha: float, fmt: str, caption: str, display
     """Table 4 as LaTeX or Markdown: a row per hypothesis, a column per encoder (display names)."""
     t = table4(df, alpha, order, encoders)
     names = display_names if display_names is not None else globals()["display_names"](df)
-    def cell(label, e):  # d with its marks, and its 95% interval where one was computed
-        ci = t.ci.get((label, e))
-        return t.labels.get((label, e), "") + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
-
-    rows = [[label] + [cell(label, e) for e in t.encoders] for label in t.rows]
+    rows = [[label] + [t.cell(label, e) or "" for e in t.encoders] for label in t.rows]
     caption = caption + (f" ({t.note}.)" if t.note else "") + (" Brackets: the 95% interval of d." if t.ci else "")
     return render_table(["test", *t.encoders], rows, [False] + [True] * len(t.encoders), fmt, caption,
                         headers={e: names.get(e, e) for e in t.encoders})

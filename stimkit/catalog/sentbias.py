@@ -13,6 +13,7 @@ from . import tests as catalog
 from ..stimuli.generate import GENERATOR_VERSION, insert_set
 from ..stimuli.balance import balance as balance_sets
 from ..stimuli.inputs import check_name, read_text
+from ..stimuli.wordlists import clean_text
 
 
 def test_json(con, test: catalog.TestDef, balance: str | None = None, seed: int = 0) -> dict:
@@ -80,6 +81,16 @@ def read(path: Path) -> dict:
             raise StimkitError(f"{path}: {key!r} has an empty or non-string example")
         if not isinstance(entry.get("category", ""), str):
             raise StimkitError(f"{path}: {key!r} has a category that is not a string")
+        # as word lists are: NFC, no invisible or control character, no stimulus twice
+        cleaned, seen = [], {}
+        for i, text in enumerate(entry["examples"]):
+            text = clean_text(text, f"{path}: {key!r} example {i + 1}", "example")
+            if text in seen:
+                raise StimkitError(f"{path}: {key!r} example {i + 1} {text!r} repeats example {seen[text] + 1} "
+                                   "(after Unicode NFC normalisation)")
+            seen[text] = i
+            cleaned.append(text)
+        entry["examples"] = cleaned
     return data
 
 

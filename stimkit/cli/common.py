@@ -49,9 +49,9 @@ def handles_errors(fn):
     def wrapper(*args, **kwargs):
         import duckdb
 
-        from ..store import remove_if_empty
+        from ..store import holds_nothing
 
-        succeeded = False
+        succeeded = stopped = False
         interrupted = _watch_interrupts()
         try:
             result = fn(*args, **kwargs)
@@ -61,11 +61,13 @@ def handles_errors(fn):
             succeeded = not e.exit_code
             raise
         except (KeyboardInterrupt, duckdb.InterruptException, Interrupted):
+            stopped = True
             fail(INTERRUPTED, Interrupted.exit_code)
         except StimkitError as e:
             fail(str(e), e.exit_code)
         except Exception as e:
             if interrupted():  # Ctrl-C inside DuckDB or polars, surfacing as their own error
+                stopped = True
                 fail(INTERRUPTED, Interrupted.exit_code)
             if isinstance(e, duckdb.Error):  # an IO error of the store file itself (truncated, unreadable): exit 3
                 fail(f"store {db_path()}: {str(e).splitlines()[0]}", 3 if isinstance(e, duckdb.IOException) else 1)
@@ -77,10 +79,16 @@ def handles_errors(fn):
                  "(run with --debug for the traceback)", 1)
         finally:  # every store the command opened: a traceback kept alive must not keep the file open
             while _opened:
-                opened, created = _opened.pop()
+                opened, staging = _opened.pop()
                 opened.close()
-                if created and not succeeded:  # a failed command leaves no new empty store behind
-                    remove_if_empty(opened.path)
+                if staging is not None and not any(s is staging for _, s in _opened):
+                    # a new store moves to its path when the command ends. An interrupted command,
+                    # or one that failed having written nothing, leaves no file; one that reported
+                    # failed parts (exit 1) keeps what it committed, as on an existing store.
+                    try:
+                        staging.finish(keep=succeeded or (not stopped and not holds_nothing(staging.staged)))
+                    except StimkitError as e:
+                        fail(str(e), e.exit_code)
 
     return wrapper
 
@@ -113,17 +121,28 @@ def open_store(read_only: bool = False, allow_files: bool = False, **inputs):
     writes. `inputs`: wordlist_dir, template_dir, override (your own lists and templates);
     the test definitions folder is the global --catalog-dir."""
     from ..api import Store
+    from ..store.staging import Staging
 
-    created = not read_only and not db_path().exists()
-    opened = Store(db_path(), read_only, on_wait=lambda message: err.print(message, highlight=False), allow_files=allow_files,
-                   catalog_dir=state.get("catalog_dir"), **inputs)
-    _opened.append((opened, created))
+    path = db_path()
+    staging = next((s for _, s in _opened if s is not None and s.path == path), None)
+    if staging is None and not read_only and not path.exists():
+        staging = Staging.start(path)  # built beside the path, moved there when the command ends
+    try:
+        opened = Store(staging.staged if staging else path, read_only, allow_files=allow_files,
+                       on_wait=lambda message: err.print(message, highlight=False),
+                       catalog_dir=state.get("catalog_dir"), **inputs)
+    except BaseException:
+        if staging is not None and not any(s is staging for _, s in _opened):
+            staging.finish(keep=False)
+        raise
+    _opened.append((opened, staging))
     return opened
 
 
-# Stores opened by the running command, each with whether the command created its file:
-# all are closed when it ends, and one it created is removed again if it failed having
-# written nothing (a typo'd test name on a fresh path must not leave a store for reads to find).
+# Stores opened by the running command, each with its Staging where the command creates the
+# store: all are closed when it ends, and a new one moves to its path then, unless the
+# command failed having written nothing (a typo'd test name on a fresh path must not leave a
+# store for reads to find) or was killed (store.staging's guard removes it).
 _opened: list = []
 
 

@@ -39,6 +39,8 @@ def progress_callbacks(verbose: bool):
             if r.cuts:
                 notes.append(f"{r.cuts} cuts: d {r.cut_d_min:+.2f}..{r.cut_d_max:+.2f}, {r.cut_reject_share:.0%} reject")
             value = f"d={r.effect_size:+.3f}" if r.metric == "weat" else f"{r.metric}={r.statistic:+.3f}"
+            if r.metric == "weat" and r.ci_low is not None:
+                value += f" [{r.ci_low:.2f}, {r.ci_high:.2f}]"
             p = p_text(r.p_value, r.min_p) if r.p_value is not None else "n/a"
             err.print(f"[{done}/{total}] {r.test:<45} {r.encoder:<22} {value} p{'' if p.startswith('<') else '='}{p} "
                       f"({r.p_method or r.p_null_reason}) n={r.n_x}/{r.n_y}/{r.n_a}/{r.n_b}"
@@ -224,7 +226,8 @@ def results_cmd(
         if fmt in ("latex", "markdown"):
             sys.stdout.write(paper.tancelis_table(
                 frame, fmt, paper.caption(family, correct, alpha, "Effect size d (Tan and Celis 2019, Tables 7-8); c-word vs "
-                                                                  "sent: ✓ significant for c-word only, ✗ sent only, ▲ both"),
+                                                                  "sent: ✓ significant for c-word only, ✗ sent only, ▲ both; "
+                                                                  "brackets: the 95% interval of d"),
                 paper.display_names(df)))
         else:
             emit(frame, fmt)
@@ -236,9 +239,10 @@ def results_cmd(
         else:
             t4 = paper.table4(df, alpha, tests_order)
             import polars as pl
-            grid = pl.DataFrame([{"test": r, **{e: t4.labels.get((r, e)) for e in t4.encoders}} for r in t4.rows],
-                                schema={c: pl.String for c in ["test", *t4.encoders]})
-            err.print(f"d by test and encoder; {marks}" + (f"; {t4.note}" if t4.note else ""), highlight=False)
+            columns, rows = t4.grid()
+            grid = pl.DataFrame(rows, schema={c: pl.String for c in columns})
+            err.print(f"d by test and encoder; {marks}" + ("; [95% interval of d]" if t4.ci else "")
+                      + (f"; {t4.note}" if t4.note else ""), highlight=False)
             emit(grid, fmt, keep=tuple(grid.columns))  # every encoder's column: names fold, none is dropped
     elif fmt == "sentbias":
         sys.stdout.write(tables.sentbias_rows(df).write_csv(separator="\t", quote_style="never"))
@@ -252,7 +256,7 @@ def results_cmd(
         elif fmt == "json":
             emit_document({"family": family.as_dict(), "correction": {"method": correct, "alpha": alpha}}, view, fmt, chosen)
         else:
-            emit(view, fmt, chosen, keep=paper.KEEP_COLUMNS, drop_first=paper.DROP_FIRST)
+            emit(view, fmt, chosen, keep=paper.KEEP_COLUMNS, drop_first=paper.DROP_FIRST, stack=paper.STACK)
 
 
 @results_app.command("retire")
@@ -426,7 +430,7 @@ def run_cmd(
 
     if s.layout == "tan-celis":
         title = (f"{s.name}: d by test, encoding and encoder; * significant after {s.correction} at {alpha}; "
-                 "c-word vs sent: ✓ c-word only, ✗ sent only, ▲ both")
+                 "c-word vs sent: ✓ c-word only, ✗ sent only, ▲ both; [95% interval of d]")
         if fmt in ("latex", "markdown"):  # a paper's table: booktabs or pipes, with its caption
             import polars as pl
             frame = pl.DataFrame(job.table, schema={c: pl.String for c in job.columns})
@@ -435,7 +439,8 @@ def run_cmd(
         else:
             emit_rows(job.table, job.columns, title, fmt)
     else:
-        title = f"Effect size d; * p <= {alpha}; ** significant after {s.correction} over all {job.family.m} rows"
+        title = (f"Effect size d [95% interval]; * p <= {alpha}; ** significant after {s.correction} "
+                 f"over all {job.family.m} rows")
         if fmt in ("latex", "markdown"):
             order = [row["test"] for row in job.table]
             sys.stdout.write(paper.table4_paper(job.results, alpha, fmt, paper.caption(job.family, s.correction, alpha,

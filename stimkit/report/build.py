@@ -20,7 +20,7 @@ FORMATS = ("html", "svg", "png", "pdf")
 FIGURE_FORMATS = ("svg", "png", "pdf")
 OWN = ("report.html", "figures", "tables")  # what --force replaces; nothing else in the folder is touched
 RESULT_COLUMNS = ["test", "encoder", "display", "context", "metric", "n_x", "n_y", "n_a", "n_b", "effect_size",
-                  "ci_low", "ci_high", "ci_method", "p_value", "p_method", "p_adjusted", "rejected"]
+                  "ci_low", "ci_high", "ci_method", "ci_scheme", "p_value", "p_method", "p_adjusted", "rejected"]
 
 
 @dataclass
@@ -96,14 +96,24 @@ def write_manifest(out_dir: Path) -> None:
                                     encoding="utf-8")
 
 
-def matrix(data: ReportData) -> tuple[np.ndarray, list[list[str]], list[str], str]:
-    """d per hypothesis row and encoder, each cell's label (d with * and ** marks), the row
-    labels (a test with results in two contexts or alternatives has a row for each) and a note
-    saying so."""
+def matrix(data: ReportData) -> tuple[np.ndarray, list[list[str]], list[str], str, list[list[str | None]]]:
+    """d per hypothesis row and encoder, each cell's label (d with * and ** marks over its 95%
+    interval where one was computed), the row labels (a test with results in two contexts or
+    alternatives has a row for each), a note saying so, and each cell's tooltip."""
     t4 = paper.table4(data.results, data.alpha, data.tests, data.encoders)
+    names = paper.display_names(data.results)
     d = np.array([[t4.d.get((r, e), np.nan) for e in t4.encoders] for r in t4.rows], dtype=float).reshape(len(t4.rows), len(t4.encoders))
-    labels = [[t4.labels.get((r, e), "") for e in t4.encoders] for r in t4.rows]
-    return d, labels, t4.rows, t4.note
+    labels = [[(t4.cell(r, e) or "").replace(" [", "\n[") for e in t4.encoders] for r in t4.rows]
+    tips = [[t4.tooltip(r, e, names.get(e)) for e in t4.encoders] for r in t4.rows]
+    return d, labels, t4.rows, t4.note, tips
+
+
+def ci_text(data: ReportData) -> str:
+    """How the intervals were made, for the page: each method once (each result's scheme, in words,
+    is in its ci_scheme column)."""
+    methods = sorted(set(data.results["ci_method"].drop_nulls())) if "ci_method" in data.results.columns else []
+    return (f"method: {', '.join(methods)}; attributes fixed, targets sampled; each result's scheme is in the "
+            "ci_scheme column of the exact numbers" if methods else "no interval was computed")
 
 
 def correction_text(data: ReportData) -> str:
@@ -131,9 +141,7 @@ def write_tables(data: ReportData, folder: Path, written: Written) -> tuple[list
     results = data.results.select([c for c in RESULT_COLUMNS if c in data.results.columns])
     results.write_csv(folder / "results.csv")
     written.tables.append(folder / "results.csv")
-    t4 = paper.table4(data.results, data.alpha, data.tests, data.encoders)
-    columns = ["test", *(names.get(e, e) for e in t4.encoders)]
-    rows = [{"test": r, **{names.get(e, e): t4.labels.get((r, e), "") for e in t4.encoders}} for r in t4.rows]
+    columns, rows = paper.table4(data.results, data.alpha, data.tests, data.encoders).grid(names)
     return columns, rows, results
 
 
@@ -156,11 +164,12 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
 
     m = data.results.height
     family = f"family: {data.family}"
-    d, labels, rows, note = matrix(data)
+    d, labels, rows, note, cell_tips = matrix(data)
     names = paper.display_names(data.results)
-    emit_figure(figures.significance_matrix(d, labels, rows, [names.get(e, e) for e in data.encoders],
-                                            f"d by test and encoder\n{correction_text(data)} (m = {m}, a cell each)"),
-                "significance-matrix")
+    fig, tips = figures.significance_matrix(d, labels, rows, [names.get(e, e) for e in data.encoders],
+                                            f"d by test and encoder\n{correction_text(data)} (m = {m}, a cell each)",
+                                            cell_tips)
+    emit_figure(fig, "significance-matrix", tips)
     strips = []
     for test, items in data.strips.items():
         fig, tips = figures.strip(items, test)
@@ -195,6 +204,7 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
         html = ENV.get_template("report.html.j2").render(
             family=family, m=m, matrix_note=note, alpha=data.alpha, correction=data.correction, correction_text=correction_text(data),
             sections=sections, matrix_svg=inline["significance-matrix"], t4_columns=t4_columns, t4_rows=t4_rows,
+            ci_text=ci_text(data),
             result_columns=results.columns, result_rows=results.to_dicts(), strips=strips, forests=forests,
             cuts_svg=cuts_svg, layers_svg=layers_svg, metric_rows=metric_rows, wefats=wefats, consistency_columns=cons.columns, consistency_rows=cons.to_dicts(),
             consistency_counts={v: (cons["verdict"] == v).sum() if cons.height else 0

@@ -13,6 +13,7 @@ import numpy as np
 import polars as pl
 from matplotlib import rc_context
 from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 
 from ..seeding import rng_for
 
@@ -67,8 +68,11 @@ def new_figure(width: float, height: float) -> Figure:
         return Figure(figsize=(width, height), layout="constrained")
 
 
-def significance_matrix(d: np.ndarray, labels: list[list[str]], tests: list[str], encoders: list[str], title: str) -> Figure:
-    """Tests x encoders, coloured by d on a diverging scale, each cell labelled with d and its marks.
+def significance_matrix(d: np.ndarray, labels: list[list[str]], tests: list[str], encoders: list[str], title: str,
+                        cell_tips: list[list[str | None]] | None = None) -> tuple[Figure, dict[str, str]]:
+    """Tests x encoders, coloured by d on a diverging scale, each cell labelled with d and its
+    marks (and its interval on a second line, where the label has one); returns the figure and
+    a tooltip per cell id (`cell_tips`, row by row).
 
     Names are wrapped (encoders over their column, tests at the left) and the figure is sized
     from the wrapped labels, so that nothing is clipped whatever their length."""
@@ -76,9 +80,12 @@ def significance_matrix(d: np.ndarray, labels: list[list[str]], tests: list[str]
     test_labels = [wrap(t, 30) for t in tests]
     enc_chars, enc_lines = _lines(enc_labels)
     test_chars, test_lines = _lines(test_labels)
+    cell_chars, cell_lines = _lines([text for row in labels for text in row])
     title = "\n".join(wrap(line, 90) for line in title.split("\n"))
-    cell_w = max(0.55, enc_chars * CHAR_IN + 0.1)
-    row_h = max(0.17, test_lines * LINE_IN + 0.05)
+    # cell text is 5.5 pt, 5.5/6.5 of the tick labels' size
+    cell_w = max(0.55, enc_chars * CHAR_IN + 0.1, cell_chars * CHAR_IN * 5.5 / 6.5 + 0.1)
+    row_h = max(0.17, test_lines * LINE_IN + 0.05, cell_lines * LINE_IN * 5.5 / 6.5 + 0.05)
+    tips: dict[str, str] = {}
     width = max(COLUMN_IN, test_chars * CHAR_IN + 0.35 + cell_w * len(encoders) + 0.2,
                 min(len(title.split("\n")[0]), 90) * CHAR_IN * 1.2)
     height = 0.35 + 0.15 * title.count("\n") + enc_lines * LINE_IN + 0.15 + row_h * len(tests) + 0.75
@@ -92,7 +99,13 @@ def significance_matrix(d: np.ndarray, labels: list[list[str]], tests: list[str]
             for j, text in enumerate(row):
                 if text:
                     dark = np.isfinite(d[i, j]) and abs(d[i, j]) > 0.6 * limit
-                    ax.text(j + 0.5, i + 0.5, text, ha="center", va="center", fontsize=5.5, color="white" if dark else "black")
+                    ax.text(j + 0.5, i + 0.5, text, ha="center", va="center", fontsize=5.5, color="white" if dark else "black",
+                            linespacing=1.0)
+                tip = cell_tips[i][j] if cell_tips else None
+                if tip:  # a clear rectangle over the cell carries its tooltip (the mesh is one shape)
+                    gid = f"cell-{i}-{j}"
+                    ax.add_patch(Rectangle((j, i), 1, 1, fill=False, lw=0, zorder=5, gid=gid))  # above the text
+                    tips[gid] = tip
         ax.set_xticks(np.arange(len(encoders)) + 0.5, enc_labels, rotation=0, ha="center", va="bottom")
         ax.xaxis.tick_top()  # encoder names above the first rows, where a long matrix is read from
         ax.set_yticks(np.arange(len(tests)) + 0.5, test_labels)
@@ -102,7 +115,7 @@ def significance_matrix(d: np.ndarray, labels: list[list[str]], tests: list[str]
         fig.suptitle(title, x=0.01, ha="left", fontsize=8)  # over the whole figure: long test names take the left
         bar = fig.colorbar(im, ax=ax, location="bottom", shrink=0.6, aspect=30, pad=0.02, label="effect size d (unitless)")
         bar.solids.set_rasterized(False)  # matplotlib rasterizes long colour bars; keep the figure all vector
-        return fig
+        return fig, tips
 
 
 def strip(items: pl.DataFrame, test: str, target_names: tuple[str, str] | None = None) -> tuple[Figure, dict[str, str]]:
@@ -293,4 +306,5 @@ def inline_svg(fig: Figure, figure_id: str, tips: dict[str, str] | None = None) 
             title = ET.Element(f"{{{SVG_NS}}}title")
             title.text = tip
             el.insert(0, title)
+            el.set("pointer-events", "all")  # a clear shape is hovered too (a painted-only default would skip it)
     return ET.tostring(root, encoding="unicode")

@@ -136,7 +136,7 @@ def _resolve_word(entry, defaults: dict, lexicon, where) -> Word:
     text = entry.get("word")
     if not isinstance(text, str) or not text.strip():
         raise StimkitError(f"{where}: empty word")
-    text = _check_text(text.strip(), where, "word")
+    text = clean_text(text.strip(), where, "word")
     kind = entry.get("kind", defaults.get("kind"))
     if kind is None and " " in text and grammar.infer_kind(text, lexicon) == "count_noun" \
             and not text.endswith("American") and not any(text in words for words in lexicon.values()):
@@ -160,7 +160,7 @@ def _resolve_word(entry, defaults: dict, lexicon, where) -> Word:
         for form in (singular, plural):
             if not isinstance(form, str) or not form.strip():
                 raise StimkitError(f"{where}: word {text!r}: singular and plural must be non-empty strings, not {form!r}")
-        singular, plural = _check_text(singular, where, "form"), _check_text(plural, where, "form")
+        singular, plural = clean_text(singular, where, "form"), clean_text(plural, where, "form")
     elif text in lexicon.get("plural_count_noun", ()):
         singular, plural = grammar.singular(text), text
     else:
@@ -168,7 +168,7 @@ def _resolve_word(entry, defaults: dict, lexicon, where) -> Word:
     return Word(text, kind, person, singular, plural, gender)
 
 
-def _check_text(text: str, where: str, what: str) -> str:
+def clean_text(text: str, where: str, what: str) -> str:
     """`text` in Unicode NFC, or a one-line error: control and invisible format characters
     (a zero-width space, a direction mark) make two words that look the same differ; the
     private markers would corrupt the word's span."""

@@ -75,26 +75,19 @@ def connect(path: str | Path | None = None, read_only: bool = False, wait: float
     return con
 
 
-def remove_if_empty(path: str | Path) -> bool:
-    """Delete a store file that holds nothing but its schema (no row in any table besides
-    schema_migrations); True if it was removed."""
-    path = Path(path)
-    if not path.exists():
-        return False
+def holds_nothing(path: str | Path) -> bool:
+    """Whether a store file holds nothing but its schema (no row in any table besides
+    schema_migrations); False for a file another process has open."""
     try:
         con = duckdb.connect(str(path), read_only=True)
     except duckdb.Error:
-        return False  # another process has it: it is not ours to remove
+        return False  # another process has it: it is not ours to judge
     try:
         tables = [r[0] for r in con.execute("SELECT table_name FROM information_schema.tables WHERE table_type = "
                                             "'BASE TABLE' AND table_name <> 'schema_migrations'").fetchall()]
-        empty = all(not con.execute(f'SELECT 1 FROM "{t}" LIMIT 1').fetchall() for t in tables)
+        return all(not con.execute(f'SELECT 1 FROM "{t}" LIMIT 1').fetchall() for t in tables)
     finally:
         con.close()
-    if empty:
-        path.unlink()
-        Path(f"{path}.wal").unlink(missing_ok=True)
-    return empty
 
 
 def refresh_vector_view(con) -> None:

@@ -65,10 +65,18 @@ def check_reading(sql: str) -> str:
     return sql.strip().rstrip(";")
 
 
+AS_TEXT = ("VARIANT",)  # DuckDB types polars has no type for
+
+
 def read(con, sql: str, params=None, what: str = "query"):
     """Run a (checked) reading statement; a polars frame, or one line naming `what`."""
     try:
-        return con.sql(sql, params=params or None).pl()
+        rel = con.sql(sql, params=params or None)
+        loose = [c for c, t in zip(rel.columns, rel.types) if str(t).startswith(AS_TEXT)]
+        if loose:  # types a frame cannot hold or print (VARIANT: duckdb_settings()) are read as text
+            quoted = {c: '"' + c.replace('"', '""') + '"' for c in rel.columns}
+            rel = rel.project(", ".join(f"{q}::VARCHAR AS {q}" if c in loose else q for c, q in quoted.items()))
+        return rel.pl()
     except duckdb.Error as e:
         if isinstance(e, duckdb.IOException) and (path := _store_path(con)) and path in str(e):
             raise StoreError(f"{path}: damaged store: {first_line(e)}") from None  # the store's own file, not the user's

@@ -1,0 +1,128 @@
+"""A new store is built under a hidden name beside its path and moved into place when the
+command that creates it ends, so that a command that fails or is killed on a new `--db`
+path leaves no file there.
+
+The hidden file is `.NAME.PID.new` in the store's folder (the same file system, so the move
+is one atomic rename). Python cannot run code after SIGKILL, so a guard process started
+with the staging file waits on a pipe from the command: when the command dies, the pipe
+closes and the guard removes whatever is still staged. A guard that was itself killed (a
+machine that went down) leaves a file whose owner is dead: the next command on that path
+removes it (`remove_stale`).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import StoreError
+
+SUFFIX = ".new"
+
+# The guard: block until the pipe from the command closes (it ended, however it ended),
+# then remove the staged files if they are still there (a published store was renamed away).
+_GUARD = """
+import os, sys
+sys.stdin.buffer.read()
+for p in sys.argv[1:]:
+    try:
+        os.unlink(p)
+    except OSError:
+        pass
+"""
+
+
+def staging_path(path: Path, pid: int | None = None) -> Path:
+    return path.parent / f".{path.name}.{os.getpid() if pid is None else pid}{SUFFIX}"
+
+
+def _files(staged: Path) -> list[Path]:
+    return [staged, Path(f"{staged}.wal")]  # DuckDB's write-ahead log sits beside its file
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
+
+
+def remove_stale(path: Path) -> list[Path]:
+    """Remove staged stores for `path` whose command is no longer running; returns them."""
+    removed = []
+    prefix = f".{path.name}."
+    for p in path.parent.glob(f".{path.name}.*{SUFFIX}"):
+        pid = p.name[len(prefix):-len(SUFFIX)]
+        if pid.isdigit() and not _alive(int(pid)):
+            for f in _files(p):
+                if f.exists():
+                    f.unlink()
+                    removed.append(f)
+    return removed
+
+
+@dataclass
+class Staging:
+    """A store being created at `path`, built at `staged` until `finish`."""
+    path: Path
+    staged: Path
+    guard: subprocess.Popen | None = field(default=None, repr=False)
+
+    @classmethod
+    def start(cls, path: Path) -> "Staging":
+        path = Path(path)
+        remove_stale(path)
+        staged = staging_path(path)
+        for f in _files(staged):  # this pid's leftovers (a pid reused after a crash)
+            f.unlink(missing_ok=True)
+        guard = subprocess.Popen([sys.executable, "-S", "-c", _GUARD, *map(str, _files(staged))],
+                                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                 start_new_session=True)  # a Ctrl-C to the command's group is not the guard's
+        return cls(path, staged, guard)
+
+    def finish(self, keep: bool) -> None:
+        """Move the staged store to its path (`keep`) or remove it, then release the guard.
+        The store must be closed. Another process may have created the path meanwhile: the
+        store is then kept beside it under a visible name, and that is an error."""
+        try:
+            if keep and self.staged.exists():
+                self._publish()
+            else:
+                for f in _files(self.staged):
+                    f.unlink(missing_ok=True)
+        finally:
+            if self.guard is not None:
+                self.guard.stdin.close()  # the guard finds nothing left to remove, and exits
+                self.guard.wait()
+                self.guard = None
+
+    def _publish(self) -> None:
+        wal = Path(f"{self.staged}.wal")
+        try:
+            os.link(self.staged, self.path)  # fails if the path exists: never replaces another's store
+        except FileExistsError:
+            self._aside(wal)
+        except OSError:  # a file system without hard links: check, then rename
+            if self.path.exists():
+                self._aside(wal)
+            os.replace(self.staged, self.path)
+            if wal.exists():
+                os.replace(wal, f"{self.path}.wal")
+            return
+        if wal.exists():
+            os.replace(wal, f"{self.path}.wal")
+        self.staged.unlink()
+
+    def _aside(self, wal: Path):
+        aside = self.path.with_name(f"{self.path.stem}.{os.getpid()}{self.path.suffix or '.duckdb'}")
+        os.replace(self.staged, aside)
+        if wal.exists():
+            os.replace(wal, f"{aside}.wal")
+        raise StoreError(f"{self.path}: another command created this store while this one ran; "
+                         f"this command's store is kept at {aside}")
