@@ -117,6 +117,16 @@ def test_report_in_chromium(built, browser, tmp_path):  # noqa: F811
     for f in shown.values():
         assert f["width"] > 100 and f["height"] > 50 and f["paths"] > 0, f
 
+    # the pointer over a matrix cell finds that cell's tooltip: d, its interval and p
+    hovered = browser.call("Runtime.evaluate", returnByValue=True, expression="""(() =>
+        Array.from(document.querySelectorAll("#fig-significance-matrix g[id^='cell-']")).map(g => {
+          g.scrollIntoView({block: "center"});
+          const r = g.getBoundingClientRect(), x = r.left + r.width * 0.8, y = r.top + r.height * 0.5;
+          const hit = document.elementFromPoint(x, y), cell = hit && hit.closest("g[id^='cell-']");
+          return {id: g.id, hit: cell ? cell.id : null, title: cell ? cell.querySelector("title").textContent : null};
+        }))()""")["result"]["value"]
+    assert hovered and all(h["hit"] == h["id"] and "95% CI [" in h["title"] and ", p = " in h["title"] for h in hovered), hovered
+
     # sorting Table 4 by a column reorders it without an error
     order = browser.call("Runtime.evaluate", returnByValue=True, expression="""(() => {
         const t = document.getElementById("results-table"), col = Array.from(t.tHead.rows[0].cells).findIndex(c => c.textContent === "p_value");

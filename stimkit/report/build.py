@@ -167,7 +167,8 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
     d, labels, rows, note, cell_tips = matrix(data)
     names = paper.display_names(data.results)
     fig, tips = figures.significance_matrix(d, labels, rows, [names.get(e, e) for e in data.encoders],
-                                            f"d by test and encoder\n{correction_text(data)} (m = {m}, a cell each)",
+                                            "d by test and encoder" + (" [95% interval]" if paper.has_ci(data.results) else "")
+                                            + f"\n{correction_text(data)} (m = {m}, a cell each)",
                                             cell_tips)
     emit_figure(fig, "significance-matrix", tips)
     strips = []
