@@ -26,8 +26,10 @@ run: $(STAMP)
 	$(VENV)/bin/stimkit run
 	$(VENV)/bin/stimkit report -o report --force
 
+# One worker a core (at most 4), a test file each: the suite's subprocess and model tests are
+# single-threaded, so two cores halve its time. `pytest` alone runs it in one process.
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --maxprocesses 4 --dist loadfile
 
 bench: $(STAMP)
 	$(PY) bench/bench_stats.py

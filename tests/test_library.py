@@ -201,16 +201,23 @@ def test_a_reader_waits_for_a_writer_and_gets_results(catalog_db, tmp_path):
     assert len(reader.stdout.splitlines()) == 2
 
 
-@pytest.mark.parametrize("command", [["encode", "-e", "minilm", "--all", "--batch-size", "256"],
-                                     ["test", "sent-weat*", "-e", "minilm", "--budget", "1000", "-q"],
-                                     ["run", "-e", "minilm", "--budget", "1000", "--format", "csv"],
-                                     ["audit", "templates", "-e", "minilm", "--budget", "1000"]])
+# four sentence tests: about 2,000 texts, some 15 s of MiniLM on one thread
+READERS_IN = ["sent-weat1", "sent-weat6", "sent-weat7", "sent-weat8"]
+
+
+@pytest.mark.parametrize("command", [["encode", "-e", "minilm", "--batch-size", "256", *(f"--test={t}" for t in READERS_IN)],
+                                     ["test", *READERS_IN, "-e", "minilm", "--budget", "1000", "-q"],
+                                     ["run", "{study}", "-e", "minilm", "--budget", "1000", "--format", "csv"],
+                                     ["audit", "templates", *(f"-t{t}" for t in READERS_IN), "-e", "minilm", "--budget", "1000"]])
 def test_a_long_encode_lets_readers_in(catalog_db, tmp_path, command):
     """While the model runs (in `encode`, or in the encode phase of `test`, `run` or `audit`), the store is closed:
     another process reads it (giving up after 2 s of waiting for the lock) and sees the
     vectors written so far, before the command ends."""
     path = tmp_path / "encoding.duckdb"
     shutil.copy(catalog_db, path)
+    study = tmp_path / "readers-in.toml"
+    study.write_text(f'name = "readers-in"\ntests = {READERS_IN!r}\n'.replace("'", '"'))
+    command = [str(study) if c == "{study}" else c for c in command]
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     writer = subprocess.Popen([sys.executable, "-m", "stimkit", "--db", str(path), *command], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
