@@ -73,3 +73,15 @@ def catalog_store(catalog_db, tmp_path):
     shutil.copy(catalog_db, path)
     with stimkit.open(path) as s:
         yield s
+
+
+# The files that take longest (seconds of one worker, measured with --durations=0), run first:
+# `make test` gives each worker a file at a time, and a long file handed out last would leave
+# the other workers idle while it runs.
+SLOW_FILES = ("test_reliability.py", "test_library.py", "test_hostile.py", "test_ray.py", "test_read_commands.py",
+              "test_encode_speed.py")
+
+
+def pytest_collection_modifyitems(items):
+    rank = {name: i for i, name in enumerate(SLOW_FILES)}
+    items.sort(key=lambda item: rank.get(Path(str(item.fspath)).name, len(rank)))  # stable: file order kept otherwise

@@ -507,6 +507,20 @@ def test_failed_write_on_a_new_path_leaves_no_file(tmp_path):
                  ["import", "sentbias", tmp_path / "nothing"]):
         r = cli("--db", path, *args)
         assert r.exit_code != 0 and not path.exists() and not Path(f"{path}.wal").exists(), r.output
+        assert list(tmp_path.iterdir()) == [], r.output  # nor the hidden store it was built as
+
+
+def test_a_new_store_in_a_missing_or_locked_folder_names_the_path(tmp_path):
+    missing = tmp_path / "no" / "such" / "s.duckdb"
+    r = cli("--db", missing, "generate", "-w", "flowers", "-t", "word")
+    assert r.exit_code == 3 and r.output == f"error: {missing}: cannot create a store: no folder {missing.parent}\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    if os.geteuid() != 0:  # root may write anywhere
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        r = cli("--db", locked / "s.duckdb", "generate", "-w", "flowers", "-t", "word")
+        assert r.exit_code == 3 and r.output == f"error: {locked / 's.duckdb'}: cannot create a store: folder {locked} is not writable\n"
+        assert list(locked.iterdir()) == []
 
 
 def test_report_force_keeps_files_it_did_not_write(db, tmp_path):

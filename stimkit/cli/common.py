@@ -131,9 +131,11 @@ def open_store(read_only: bool = False, allow_files: bool = False, **inputs):
         opened = Store(staging.staged if staging else path, read_only, allow_files=allow_files,
                        on_wait=lambda message: err.print(message, highlight=False),
                        catalog_dir=state.get("catalog_dir"), **inputs)
-    except BaseException:
+    except BaseException as e:
         if staging is not None and not any(s is staging for _, s in _opened):
             staging.finish(keep=False)
+            if isinstance(e, StimkitError):  # name the path the user gave, not the hidden one
+                raise type(e)(str(e).replace(str(staging.staged), str(path))) from None
         raise
     _opened.append((opened, staging))
     return opened

@@ -77,6 +77,10 @@ class Staging:
     @classmethod
     def start(cls, path: Path) -> "Staging":
         path = Path(path)
+        if not path.parent.is_dir():
+            raise StoreError(f"{path}: cannot create a store: no folder {path.parent}")
+        if not os.access(path.parent, os.W_OK | os.X_OK):
+            raise StoreError(f"{path}: cannot create a store: folder {path.parent} is not writable")
         remove_stale(path)
         staged = staging_path(path)
         for f in _files(staged):  # this pid's leftovers (a pid reused after a crash)
