@@ -109,7 +109,7 @@ def emit(df, fmt: str | None = None, columns: list[str] | None = None, *, title:
     fmt = check_format(fmt)
     df, more = _select(df, columns, limit, more)
     if fmt == "table":
-        _print_table(_grid_from_frame(df), title, stream, width, notes, keep, drop_first, stack or {})
+        _print_table(_grid_from_frame(df), title, stream, width, notes, keep, drop_first, stack)
     elif fmt == "parquet":
         if title:
             _note(title, notes)
@@ -477,6 +477,17 @@ def _fit(grid: _Grid, available: int, protected: list[int] = (), drop_first: lis
     if excess > 0 and len(keep) == 1:  # a lone column wider than the screen folds
         widths[keep[0]] = max(1, available - _overhead(1))
     return keep, widths
+
+
+def interval_text(low: float | None, high: float | None) -> str:
+    """A 95% interval of d as every view prints it, "[1.37, 1.82]"; "" where none was computed."""
+    return "" if low is None or high is None else f"[{low:.2f}, {high:.2f}]"
+
+
+def with_interval(text: str, low: float | None, high: float | None, sep: str = " ") -> str:
+    """`text` (a d) followed by its interval, where one was computed: "+1.71** [1.37, 1.82]"."""
+    interval = interval_text(low, high)
+    return f"{text}{sep}{interval}" if interval else text
 
 
 def p_text(p: float | None, floor: float | None = None) -> str:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from ..errors import UsageError
-from ..output import latex_escape, markdown_escape
+from ..output import interval_text, latex_escape, markdown_escape, with_interval
 
 # results: what a terminal shows (in reading order), never drops, and drops first to fit
 READ_COLUMNS = ("test", "encoder", "context", "d", "ci", "p_value", "p_adjusted", "rejected", "n")
@@ -60,8 +60,8 @@ def results_view(df: pl.DataFrame) -> pl.DataFrame:
     if "effect_size" in df.columns and "d" not in df.columns:
         extra.append(pl.col("effect_size").alias("d"))
     if has_ci(df) and "ci" not in df.columns:
-        extra.append(pl.Series("ci", [None if lo is None or hi is None else f"[{lo:.2f}, {hi:.2f}]"
-                                      for lo, hi in zip(df["ci_low"], df["ci_high"])], dtype=pl.String))
+        extra.append(pl.Series("ci", [interval_text(lo, hi) or None for lo, hi in zip(df["ci_low"], df["ci_high"])],
+                               dtype=pl.String))
     if {"n_x", "n_y", "n_a", "n_b"} <= set(df.columns) and "n" not in df.columns:
         extra.append(pl.format("{}/{}/{}/{}", "n_x", "n_y", "n_a", "n_b").alias("n"))
     return df.with_columns(extra) if extra else df
@@ -115,9 +115,7 @@ def _cell(row: dict, column: str, alpha: float, names: dict[str, str], ci_in_d: 
     value = row.get(column)
     if column == "d":
         text = fmt_d(value) + marks(row, alpha)
-        if ci_in_d and row.get("ci_low") is not None:
-            text += f" [{row['ci_low']:.2f}, {row['ci_high']:.2f}]"
-        return text
+        return with_interval(text, row.get("ci_low"), row.get("ci_high")) if ci_in_d else text
     if column in ("p_value", "p_adjusted", "min_p"):
         return fmt_p(value)
     if column == "encoder":
@@ -184,12 +182,11 @@ class Table4:
     p: dict[tuple[str, str], tuple[float | None, float | None]] = field(default_factory=dict)  # (p, adjusted p)
     note: str = ""
 
-    def cell(self, label: str, encoder: str) -> str | None:
+    def cell(self, label: str, encoder: str, sep: str = " ") -> str | None:
         """What a reader sees in a cell: d with its marks and, where one was computed, its 95%
-        interval ("+1.71** [1.37, 1.82]"); None for a hypothesis with no result."""
+        interval after `sep` ("+1.71** [1.37, 1.82]"); None for a hypothesis with no result."""
         text = self.labels.get((label, encoder))
-        ci = self.ci.get((label, encoder))
-        return None if text is None else text + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+        return None if text is None else with_interval(text, *self.ci.get((label, encoder), (None, None)), sep=sep)
 
     def tooltip(self, label: str, encoder: str, name: str | None = None) -> str | None:
         """A cell said in full, for a figure's tooltip: test, encoder, d, interval, p and adjusted p."""

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from ..errors import UsageError
+from ..output import with_interval
 
 if TYPE_CHECKING:
     from ..catalog.tests import TestDef
@@ -51,8 +52,8 @@ def tan_celis(df: pl.DataFrame, tests: dict[str, TestDef], paper_rows: list[tupl
         test = tests.get(r["test"])
         if test is None or test.family not in families:
             continue
-        ci = (r["ci_low"], r["ci_high"]) if r.get("ci_low") is not None and r.get("ci_high") is not None else None
-        cells[(test.family, encoding(test, r["context"]), r["encoder"])] = (r["effect_size"], bool(r["rejected"]), ci)
+        cells[(test.family, encoding(test, r["context"]), r["encoder"])] = (r["effect_size"], bool(r["rejected"]),
+                                                                             r.get("ci_low"), r.get("ci_high"))
     present = list(dict.fromkeys(df["encoder"].to_list()))
     encs = [e for e in (encoder_order or []) if e in present] + [e for e in present if e not in (encoder_order or [])]
     with_cword = {e for (_, enc_name, e) in cells if enc_name.startswith("c-word")}
@@ -72,13 +73,13 @@ def cell(cells: dict, family: str, enc_name: str, encoder: str, has_cword: bool)
     got = cells.get((family, enc_name, encoder))
     if got is None:
         return "NA" if enc_name.startswith("c-word") and not has_cword else ""
-    d, significant, ci = got
+    d, significant, ci_low, ci_high = got
     text = f"{d:+.2f}" + ("*" if significant else "")
     if enc_name.startswith("c-word"):
         sent = cells.get((family, enc_name.replace("c-word", "sent"), encoder))
         if sent is not None:
             text += MARKS.get((significant, sent[1]), "")
-    return text + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")  # d's 95% interval, where one was computed
+    return with_interval(text, ci_low, ci_high)
 
 
 SEAT_NAMES = {"n_x": "num_targ1", "n_y": "num_targ2", "n_a": "num_attr1", "n_b": "num_attr2"}

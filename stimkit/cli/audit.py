@@ -10,6 +10,7 @@ import typer
 
 from .. import DEFAULT_BUDGET, StimkitError
 from ..errors import UsageError
+from ..output import with_interval
 from .common import OverrideOption, TemplateDirOption, WordlistDirOption, app, emit, emit_document, err, format_option, handles_errors, open_store, out
 
 audit_app = typer.Typer(help="Template audits: how template choice moves d and p.", no_args_is_help=True)
@@ -51,13 +52,10 @@ def _audit(
 
 
 def _audit_line(a) -> None:
-    def interval(ci):  # a d's 95% interval, where one was computed
-        return "" if ci is None or ci[0] is None else f" [{ci[0]:.2f}, {ci[1]:.2f}]"
-
     pooled = ("n/a" if a.pooled_d is None else
-              f"{a.pooled_d:+.2f}{interval((a.ci_low, a.ci_high))} tau2={a.tau2:.3f} I2={a.i2:.0%}")
+              f"{with_interval(f'{a.pooled_d:+.2f}', a.ci_low, a.ci_high)} tau2={a.tau2:.3f} I2={a.i2:.0%}")
     flips = "n/a" if a.decision_flip_share is None else f"{a.decision_flip_share:.0%}"
-    err.print(f"{a.test:<14} {a.template_set:<14} {a.encoder:<22} d={a.full_d:+.2f}{interval(a.full_ci)} p={a.full_p:.2g} "
+    err.print(f"{a.test:<14} {a.template_set:<14} {a.encoder:<22} d={with_interval(f'{a.full_d:+.2f}', *a.full_ci)} p={a.full_p:.2g} "
               f"templates={a.n_templates} pooled d={pooled} decision flips={flips}", highlight=False)
 
 

@@ -23,7 +23,7 @@ def progress_callbacks(verbose: bool):
     """Progress bar, a line per result (verbose) and a line per failure, all on stderr."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from ..output import p_text
+    from ..output import p_text, with_interval
     from .encode import progress_for
 
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
@@ -39,8 +39,8 @@ def progress_callbacks(verbose: bool):
             if r.cuts:
                 notes.append(f"{r.cuts} cuts: d {r.cut_d_min:+.2f}..{r.cut_d_max:+.2f}, {r.cut_reject_share:.0%} reject")
             value = f"d={r.effect_size:+.3f}" if r.metric == "weat" else f"{r.metric}={r.statistic:+.3f}"
-            if r.metric == "weat" and r.ci_low is not None:
-                value += f" [{r.ci_low:.2f}, {r.ci_high:.2f}]"
+            if r.metric == "weat":
+                value = with_interval(value, r.ci_low, r.ci_high)
             p = p_text(r.p_value, r.min_p) if r.p_value is not None else "n/a"
             err.print(f"[{done}/{total}] {r.test:<45} {r.encoder:<22} {value} p{'' if p.startswith('<') else '='}{p} "
                       f"({r.p_method or r.p_null_reason}) n={r.n_x}/{r.n_y}/{r.n_a}/{r.n_b}"

@@ -156,7 +156,7 @@ def audit_one(con, run_id: str, test: TestDef, template_set: str, planned, enc, 
         sign_flip_share=_share([r.sign_flip for r in alone]),
         templates=tuple(templates),
         words=tuple(AuditWord(res.result_id, r, w, n, d, None if d is None else d - full_d) for r, w, n, d in influence),
-        full_ci=(res.ci_low, res.ci_high) if res.ci_low is not None else None,
+        full_ci=(res.ci_low, res.ci_high),
     )
     store.insert(con, "audits", [audit])
     store.insert(con, "audit_templates", list(audit.templates))

@@ -203,7 +203,7 @@ class Audit:
     sign_flip_share: float | None
     templates: tuple[AuditTemplate, ...] = column((), stored=False)
     words: tuple[AuditWord, ...] = column((), stored=False)
-    full_ci: tuple[float, float] | None = column(None, stored=False)  # the full test's result row holds it
+    full_ci: tuple[float | None, float | None] = column((None, None), stored=False)  # stored in the full test's result row
 
 
 @dataclass(frozen=True)
