@@ -249,8 +249,12 @@ def _variant(column: str, value) -> str:
 def table4_paper(df: pl.DataFrame, alpha: float, fmt: str, caption: str, display_names: dict[str, str] | None = None,
                  order: list[str] | None = None, encoders: list[str] | None = None) -> str:
     """Table 4 as LaTeX or Markdown: a row per hypothesis, a column per encoder (display names)."""
-    t = table4(df, alpha, order, encoders)
     names = display_names if display_names is not None else globals()["display_names"](df)
+    return render_table4(table4(df, alpha, order, encoders), fmt, caption, names)
+
+
+def render_table4(t: Table4, fmt: str, caption: str, names: dict[str, str]) -> str:
+    """Table 4's cells as LaTeX or Markdown, the encoders under their display `names`."""
     rows = [[label] + [t.cell(label, e) or "" for e in t.encoders] for label in t.rows]
     caption = caption + (f" ({t.note}.)" if t.note else "") + (" Brackets: the 95% interval of d." if t.ci else "")
     return render_table(["test", *t.encoders], rows, [False] + [True] * len(t.encoders), fmt, caption,

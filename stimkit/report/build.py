@@ -96,16 +96,14 @@ def write_manifest(out_dir: Path) -> None:
                                     encoding="utf-8")
 
 
-def matrix(data: ReportData) -> tuple[np.ndarray, list[list[str]], list[str], str, list[list[str | None]]]:
-    """d per hypothesis row and encoder, each cell's label (d with * and ** marks over its 95%
-    interval where one was computed), the row labels (a test with results in two contexts or
-    alternatives has a row for each), a note saying so, and each cell's tooltip."""
-    t4 = paper.table4(data.results, data.alpha, data.tests, data.encoders)
-    names = paper.display_names(data.results)
+def matrix(t4: paper.Table4, names: dict[str, str]) -> tuple[np.ndarray, list[list[str]], list[list[str | None]]]:
+    """d per hypothesis row (t4.rows: a test with results in two contexts or alternatives has
+    a row for each) and encoder, each cell's label (d with * and ** marks over its 95% interval
+    where one was computed) and each cell's tooltip."""
     d = np.array([[t4.d.get((r, e), np.nan) for e in t4.encoders] for r in t4.rows], dtype=float).reshape(len(t4.rows), len(t4.encoders))
-    labels = [[(t4.cell(r, e) or "").replace(" [", "\n[") for e in t4.encoders] for r in t4.rows]
+    labels = [[t4.cell(r, e, sep="\n") or "" for e in t4.encoders] for r in t4.rows]  # the interval under d
     tips = [[t4.tooltip(r, e, names.get(e)) for e in t4.encoders] for r in t4.rows]
-    return d, labels, t4.rows, t4.note, tips
+    return d, labels, tips
 
 
 def ci_text(data: ReportData) -> str:
@@ -129,19 +127,18 @@ def caption(data: ReportData) -> str:
             f"Family: m = {data.results.height} hypotheses ({data.family}).")
 
 
-def write_tables(data: ReportData, folder: Path, written: Written) -> tuple[list[str], list[dict], pl.DataFrame]:
+def write_tables(data: ReportData, t4: paper.Table4, names: dict[str, str], folder: Path,
+                 written: Written) -> tuple[list[str], list[dict], pl.DataFrame]:
     """Table 4 as markdown and LaTeX (booktabs) under the encoders' display names, every result's
     exact numbers as CSV."""
     folder.mkdir()
-    names = paper.display_names(data.results)
     for name, fmt in (("table4.md", "markdown"), ("table4.tex", "latex")):
-        (folder / name).write_text(paper.table4_paper(data.results, data.alpha, fmt, caption(data), names,
-                                                      data.tests, data.encoders))
+        (folder / name).write_text(paper.render_table4(t4, fmt, caption(data), names))
         written.tables.append(folder / name)
     results = data.results.select([c for c in RESULT_COLUMNS if c in data.results.columns])
     results.write_csv(folder / "results.csv")
     written.tables.append(folder / "results.csv")
-    columns, rows = paper.table4(data.results, data.alpha, data.tests, data.encoders).grid(names)
+    columns, rows = t4.grid(names)
     return columns, rows, results
 
 
@@ -164,9 +161,10 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
 
     m = data.results.height
     family = f"family: {data.family}"
-    d, labels, rows, note, cell_tips = matrix(data)
+    t4 = paper.table4(data.results, data.alpha, data.tests, data.encoders)  # the matrix, the page's and the files' Table 4
     names = paper.display_names(data.results)
-    fig, tips = figures.significance_matrix(d, labels, rows, [names.get(e, e) for e in data.encoders],
+    d, labels, cell_tips = matrix(t4, names)
+    fig, tips = figures.significance_matrix(d, labels, t4.rows, [names.get(e, e) for e in t4.encoders],
                                             "d by test and encoder" + (" [95% interval]" if paper.has_ci(data.results) else "")
                                             + f"\n{correction_text(data)} (m = {m}, a cell each)",
                                             cell_tips)
@@ -194,7 +192,7 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
         wefats.append({"svg": emit_figure(figures.wefat_scatter(r, items), name),
                        "caption": f"WEFAT {r['name']} on {r['encoder']}: s(w) against the property, least-squares line."})
 
-    t4_columns, t4_rows, results = write_tables(data, out_dir / "tables", written)
+    t4_columns, t4_rows, results = write_tables(data, t4, names, out_dir / "tables", written)
     if "html" in formats:
         cons = data.consistency if data.consistency is not None else pl.DataFrame()
         sections = [("matrix", "Significance matrix"), ("table4", "Table 4")]
@@ -203,7 +201,7 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
                                              ("metrics", "Metrics", metric_rows), ("wefat", "WEFAT", wefats)) if on]
         sections += [("consistency", "Consistency checks"), ("provenance", "Provenance")]
         html = ENV.get_template("report.html.j2").render(
-            family=family, m=m, matrix_note=note, alpha=data.alpha, correction=data.correction, correction_text=correction_text(data),
+            family=family, m=m, matrix_note=t4.note, alpha=data.alpha, correction=data.correction, correction_text=correction_text(data),
             sections=sections, matrix_svg=inline["significance-matrix"], t4_columns=t4_columns, t4_rows=t4_rows,
             ci_text=ci_text(data),
             result_columns=results.columns, result_rows=results.to_dicts(), strips=strips, forests=forests,
