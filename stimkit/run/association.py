@@ -191,7 +191,7 @@ def described(result_id: str, run_id: str, planned: PlannedTest, enc: Encoder, p
         # which sampler drew the partitions: same seed and sampler, same p-value
         options=json.dumps({**asdict(opts), "sampler": sampler.NAME}), stimkit_version=__version__,
         seconds=time.perf_counter() - started, kind=kind, display=getattr(enc, "_display", None),
-        centering=opts.centering,
+        centering=opts.centering, language=planned.language,
     )
 
 
