@@ -18,3 +18,7 @@ ALTER TABLE imported_tests ADD COLUMN IF NOT EXISTS cross_lingual BOOLEAN DEFAUL
 -- The language of the test a result ran: `de`, or targets+attributes for a cross-lingual test
 -- (`en+de`); NULL where no set records one (sets selected by a SELECT of their own).
 ALTER TABLE results ADD COLUMN IF NOT EXISTS language VARCHAR;
+
+-- How many of a result's stimuli have the vector of another word's (stats.shared_vectors): an
+-- encoder that cannot tell words apart (use-m3 on Bengali, Punjabi, Telugu) gives them one.
+ALTER TABLE results ADD COLUMN IF NOT EXISTS n_shared_vectors INTEGER;
