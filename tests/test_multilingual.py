@@ -171,7 +171,7 @@ def test_import_weathub_on_the_command_line(tmp_path):
     db = tmp_path / "s.duckdb"
     r = runner.invoke(app, ["--db", str(db), "import", "weathub", str(FIXTURE), "--only", "de_new", "--only", "en"])
     assert r.exit_code == 0, r.output
-    assert "weathub:de_new:weat11" in r.stdout and " de " in r.stdout and "(1 repeat left out)" in r.stdout
+    assert "weathub:de_new:weat11" in r.stdout and " de " in r.stdout and "  1 repeat left out" in r.stdout
     assert "imported 17 tests in 2 languages" in r.stderr
     r = runner.invoke(app, ["--db", str(db), "sets", "de_new:weat11", "--format", "csv"])
     assert r.stdout.splitlines()[0].startswith("name,version,language,translation,")
@@ -322,7 +322,7 @@ def test_a_test_across_languages_is_refused_unless_declared(weathub_store, tmp_p
     assert failure.cause == ("its sets are in different languages: X weathub:en:weat1/targ1 (en), "
                              "Y weathub:en:weat1/targ2 (en), A weathub:de_human:weat1/attr1 (de), "
                              "B weathub:de_human:weat1/attr2 (de); a test across languages must say so "
-                             "(cross_lingual = true in its definition)")
+                             "(cross_lingual = true in its definition; --cross-lingual for an ad-hoc test)")
     assert report.run_id is None and snapshot(weathub_store.con) == before  # refused before anything is encoded
     # declared, its targets must still share a language, and its attributes
     report = weathub_store.test(encoders=["use-m3"], cross_lingual=True, **{**mixed, "y": "weathub:fr_human:weat1/targ2"})
@@ -583,3 +583,18 @@ def test_a_planted_grammatical_gender_imbalance_is_flagged(tmp_path):
     assert calm["verdict"] == "consistent"
     assert calm["detail"] == ("X 2 masculine, 3 feminine, 1 neuter; Y 2 masculine, 3 feminine, 1 neuter; "
                               "share distance 0.00, exact p 1")
+
+
+def test_the_report_gives_the_language_and_provenance_of_every_set(m3):
+    path, _, _ = m3
+    from stimkit.report import gather
+    from stimkit.report.build import RESULT_COLUMNS
+
+    with stimkit.open(path, read_only=True) as s:
+        data = gather(s.con, "test LIKE 'weathub:%:weat1' OR test LIKE 'weathub:ja_new:%'")
+    sets = {r["name"]: r for r in data.provenance["sets"].iter_rows(named=True)}
+    assert {k: sets["weathub:ja_new:weat14/targ1"][k] for k in ("language", "translation", "licence")} == \
+        {"language": "ja", "translation": "human", "licence": "CC-BY-4.0"}
+    assert sets["weathub:fr_gt:weat1/attr2"]["translation"] == "machine"
+    assert sets["weathub:fr_gt:weat1/attr2"]["translated_from"] == "en"
+    assert "language" in RESULT_COLUMNS and set(data.results["language"]) >= {"ja", "fr"}

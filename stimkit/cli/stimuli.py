@@ -186,8 +186,8 @@ def import_weathub(
         report = store.import_weathub(directory, only)
     if not quiet:
         for r in report:
-            repeats = f"  ({count(len(r['repeats']), 'repeat')} left out)" if r["repeats"] else ""
-            out.print(f"{r['test']:<34} {r['language']:<4} {r['translation']:<8} X/Y/A/B = "
+            repeats = f"  {count(len(r['repeats']), 'repeat')} left out" if r["repeats"] else ""
+            out.print(f"{r['test']:<26} {r['language']:<3} {r['translation']:<7} X/Y/A/B "
                       f"{'/'.join(map(str, r['sizes']))}{repeats}", highlight=False, markup=False, emoji=False)
     languages = sorted({r["language"] for r in report})
     left = sum(len(r["repeats"]) for r in report)

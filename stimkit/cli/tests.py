@@ -304,13 +304,15 @@ def check_cmd(
     wide: WideOption = False,
     verbose: VerboseFamily = False,
 ):
-    """Consistency checks over the family: C7 vs C8, C3/C4/C5, word vs sentence, across encoders.
+    """Consistency checks over the family: C7 vs C8, C3/C4/C5, word vs sentence, across encoders, human vs machine translation.
 
     Every comparison the family allows is listed with its verdict: a violation is a tested
     claim (the two d differ beyond their joint uncertainty, by a jackknife test on the stored
     s(w) with shared words deleted together; or both are significant with opposite signs);
     a note is what decision heuristics see (decisions either side of alpha, p orders apart);
-    consistent; or not comparable (the partner named). --metrics compares the metrics instead.
+    consistent; or not comparable (the partner named). Target sets whose words differ in
+    grammatical gender composition (where the lists mark it) get a note. --metrics compares
+    the metrics instead.
 
     Examples:
       stimkit check

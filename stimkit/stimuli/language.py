@@ -133,7 +133,8 @@ def language_of(test: str, sets: dict[str, tuple[str, list[str]]], cross_lingual
         return label(roles)
     if not cross_lingual:
         raise InputError(f"test {test!r}: its sets are in different languages: {named('xyab')}; a test across "
-                         "languages must say so (cross_lingual = true in its definition)")
+                         "languages must say so (cross_lingual = true in its definition; --cross-lingual for an "
+                         "ad-hoc test)")
     for pair in (["x", "y"], ["a", "b"]):
         if mixed([r for r in pair if r in roles]):
             raise InputError(f"test {test!r} is cross-lingual, but its {'targets' if pair[0] == 'x' else 'attributes'} "
