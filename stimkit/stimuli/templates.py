@@ -35,7 +35,7 @@ from .. import StimkitError
 from ..errors import InputError
 from . import grammar
 from .inputs import check_name, inside, read_text, read_toml
-from .language import ANY, DEFAULT_LANGUAGE, inflected, normalise
+from .language import DEFAULT_LANGUAGE, inflected, normalise
 from ..paths import data_dir
 from .wordlists import PRONOUNS, Word
 
