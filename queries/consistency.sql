@@ -52,7 +52,7 @@ c345 AS (
 -- A word-level test and its bleached sentence version (sent-<test>) should agree in sign and decision.
 word_tests AS (
     SELECT DISTINCT regexp_replace(test, '^sent-', '') AS word_test, fingerprint, encoder, alternative, clustered
-    FROM r WHERE regexp_matches(test, '^(sent-)?weat')
+    FROM r WHERE regexp_matches(test, '^(sent-)?weat') AND NOT starts_with(test, 'weathub:')  -- WEATHub's have no sentence form
 ),
 word_sentence AS (
     SELECT 'word vs sentence' AS check_name, true AS heuristic, t.encoder, t.word_test || ' / sent-' || t.word_test AS tests,
@@ -65,6 +65,40 @@ word_sentence AS (
     FROM word_tests t CROSS JOIN alpha
     LEFT JOIN r w ON w.test = t.word_test AND w.fingerprint = t.fingerprint AND w.alternative IS NOT DISTINCT FROM t.alternative AND w.clustered IS NOT DISTINCT FROM t.clustered
     LEFT JOIN r s ON s.test = 'sent-' || t.word_test AND s.fingerprint = t.fingerprint AND s.alternative IS NOT DISTINCT FROM t.alternative AND s.clustered IS NOT DISTINCT FROM t.clustered
+),
+
+-- Human against machine translation: the same test in the same language on the same encoder,
+-- once on people's translation and once on a machine's: how far the machine moves d. Pairs are
+-- tests named alike but for the variant (WEATHub's weathub:<lang>_human:<test> and
+-- weathub:<lang>_gt:<test>; `_machine` names a machine translation too) whose sets all record
+-- translation = human on the one side and machine on the other (stimulus_sets.translation).
+translated AS (
+    SELECT r.result_id, any_value(s.translation) AS translation, r.test, r.fingerprint, r.encoder, r.alternative,
+           r.clustered, r.language, regexp_replace(r.test, '_(human|gt|machine):', '_*:') AS translated_test
+    FROM r, unnest(r.set_versions) AS u(version) JOIN stimulus_sets s ON s.version = u.version
+    WHERE regexp_matches(r.test, '_(human|gt|machine):')
+    GROUP BY ALL HAVING count(DISTINCT s.translation) = 1 AND any_value(s.translation) IN ('human', 'machine')
+),
+human_machine AS (
+    SELECT 'human vs machine' AS check_name, false AS heuristic, k.encoder,
+           coalesce(h.test, replace(k.translated_test, '_*:', '_human:')) || ' / '
+               || coalesce(m.test, replace(k.translated_test, '_*:', '_gt:')) AS tests,
+           list_value(h.result_id, m.result_id) AS result_ids,
+           printf('%s: d %s / %s, p %s / %s', k.language, dtext(h.effect_size, h.ci_low, h.ci_high), dtext(m.effect_size, m.ci_low, m.ci_high), ptext(h.p_value, h.min_p), ptext(m.p_value, m.min_p)) AS detail,
+           CASE WHEN h.result_id IS NULL THEN replace(k.translated_test, '_*:', '_human:')
+                WHEN m.result_id IS NULL THEN replace(k.translated_test, '_*:', '_gt:') END AS missing,
+           concat_ws('; ',
+               CASE WHEN (h.p_value <= a) <> (m.p_value <= a) THEN 'different decision at alpha' END,
+               CASE WHEN sign(h.effect_size) <> sign(m.effect_size) THEN 'opposite signs of d' END,
+               CASE WHEN abs(h.effect_size - m.effect_size) >= 0.5 THEN 'd differs by 0.5 or more' END) AS findings
+    FROM (SELECT DISTINCT translated_test, fingerprint, encoder, alternative, clustered, language FROM translated) k
+    CROSS JOIN alpha
+    LEFT JOIN (SELECT t.translated_test, r.* FROM translated t JOIN r USING (result_id) WHERE t.translation = 'human') h
+        ON h.translated_test = k.translated_test AND h.fingerprint = k.fingerprint AND h.alternative IS NOT DISTINCT FROM k.alternative
+       AND h.clustered IS NOT DISTINCT FROM k.clustered AND h.language IS NOT DISTINCT FROM k.language
+    LEFT JOIN (SELECT t.translated_test, r.* FROM translated t JOIN r USING (result_id) WHERE t.translation = 'machine') m
+        ON m.translated_test = k.translated_test AND m.fingerprint = k.fingerprint AND m.alternative IS NOT DISTINCT FROM k.alternative
+       AND m.clustered IS NOT DISTINCT FROM k.clustered AND m.language IS NOT DISTINCT FROM k.language
 ),
 
 -- One test across encoders: do they agree on the direction of the association?
@@ -88,5 +122,6 @@ SELECT check_name, heuristic, encoder, tests, missing, nullif(findings, '') AS f
        list_filter(result_ids, lambda x: x IS NOT NULL) AS result_ids
 FROM (
     SELECT * FROM c7_c8 UNION ALL SELECT * FROM c345 UNION ALL SELECT * FROM word_sentence UNION ALL SELECT * FROM across
+    UNION ALL SELECT * FROM human_machine
 )
 ORDER BY check_name, tests, encoder;

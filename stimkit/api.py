@@ -212,8 +212,8 @@ class Store:
     def sets(self, like: str | None = None, all_versions: bool = False) -> pl.DataFrame:
         view = "stimulus_sets" if all_versions else "current_sets"
         where = "WHERE name LIKE ?" if like else ""
-        return store.frame(self.con, f"SELECT name, version, n_words, n_stimuli, created_at FROM {view} {where} "
-                                     "ORDER BY name, created_at", [f"%{like}%"] if like else None)
+        return store.frame(self.con, f"SELECT name, version, language, translation, n_words, n_stimuli, created_at "
+                                     f"FROM {view} {where} ORDER BY name, created_at", [f"%{like}%"] if like else None)
 
     def catalog(self, paper: str | None = None) -> pl.DataFrame:
         """The tests (catalog and imported; `paper`: one paper's) and the WEFAT entries, a row each."""
@@ -241,6 +241,15 @@ class Store:
 
         self._writable("import")
         return sentbias.import_dir(self.con, Path(directory), prefix, override)
+
+    def import_weathub(self, directory: str | Path, only: list[str] | None = None) -> list[dict]:
+        """WEATHub as published (its data/ folder of <lang>_<variant> folders): word tests named
+        weathub:<folder>:<file stem>, their sets with the folder's language and provenance.
+        `only`: folder patterns ('de_*', '*_human')."""
+        from .catalog import weathub
+
+        self._writable("import")
+        return weathub.import_dir(self.con, Path(directory), only)
 
     # ------------------------------------------------------------------ vectors
 
@@ -303,7 +312,7 @@ class Store:
              source: str | None = None, x: str | None = None, y: str | None = None, a: str | None = None,
              b: str | None = None, name: str = "adhoc", context: str | None = None, command: str = "library",
              options: Options | None = None, on_result=None, on_failure=None, progress=None, save: str | Path | None = None,
-             **option_values) -> RunReport:
+             cross_lingual: bool = False, **option_values) -> RunReport:
         """Run tests (names or shell patterns over catalog and imported tests, or `everything`,
         or one ad-hoc test from four set names or SELECTs) on each encoder, in one run.
         `context="c-word"` runs sentence tests on each encoder's inserted-word vectors.
@@ -312,7 +321,8 @@ class Store:
         that the store lacks is generated first (and said so in the report's notes).
 
         An ad-hoc test is stored by its `name`, so `test([name])` runs it again; its context is
-        word when all four sets are `list@word` names. `save`: write the (single) test's
+        word when all four sets are `list@word` names; `cross_lingual`: its targets and its
+        attributes are in different languages on purpose (else such a test is refused). `save`: write the (single) test's
         definition as TOML, for a --catalog-dir folder."""
         from .catalog import tests as catalog
         from .run import cword, plan as run_plan
@@ -323,7 +333,7 @@ class Store:
         if any((x, y, a, b)):
             if not all((x, y, a, b)):
                 raise UsageError("an ad-hoc test needs all four of --x --y --a --b")
-            adhoc = catalog.adhoc(name, (x, y, a, b), context, opts.balance or "none", opts.alternative)
+            adhoc = catalog.adhoc(name, (x, y, a, b), context, opts.balance or "none", opts.alternative, cross_lingual)
             known = catalog.load(None, self.catalog_dir)
             if name in known and not self.override:
                 raise UsageError(f"ad-hoc test {name!r} has the name of a {known[name].source} test: choose another "

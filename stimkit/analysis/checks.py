@@ -1,5 +1,7 @@
 """Consistency checks that test instead of comparing decisions (May et al. 2019, section 6:
-C7 vs C8, C3/C4/C5; word vs sentence; one test across encoders).
+C7 vs C8, C3/C4/C5; word vs sentence; one test across encoders; human against machine
+translation of one test), and a diagnostic of the stimuli: X and Y differing in grammatical
+gender composition (stimuli.language.gender_composition).
 
 The difference between significant and not significant is not itself significant. A
 `violation` is a tested claim: the two effects differ beyond their joint uncertainty (the
@@ -16,9 +18,11 @@ import polars as pl
 from .. import store
 from ..stats import InvalidInput
 from ..stats.difference import classify, difference_test
+from ..stimuli.language import gender_composition
 from .families import named_query, run_sql
 
-PAIRWISE = ("C7 vs C8", "word vs sentence")
+PAIRWISE = ("C7 vs C8", "word vs sentence", "human vs machine")
+GENDER_CHECK = "grammatical gender"
 COLUMNS = ["check_name", "heuristic", "encoder", "tests", "verdict", "reason", "test_used", "diff_p", "detail",
            "result_ids"]
 
@@ -27,7 +31,8 @@ def consistency(con, alpha: float) -> pl.DataFrame:
     """Every comparison the temp view `family` allows, with its verdict (consistent, note,
     violation, not comparable), its reason, and the test used with its p where one ran."""
     found = run_sql(con, named_query("consistency"))
-    if found.height == 0:
+    genders = grammatical_gender(con)
+    if found.height == 0 and not genders:
         return pl.DataFrame(schema={c: (pl.Float64 if c == "diff_p" else pl.List(pl.String) if c == "result_ids"
                                         else pl.Boolean if c == "heuristic" else pl.String) for c in COLUMNS})
     ids = sorted({i for row in found["result_ids"].to_list() for i in row})
@@ -38,11 +43,45 @@ def consistency(con, alpha: float) -> pl.DataFrame:
                                  for i in row["result_ids"]])
     rows = []
     for row in found.iter_rows(named=True):
-        verdict, reason, test_used, diff_p = _verdict(con, row, results, items, alpha)
-        rows.append({**{c: row[c] for c in ("check_name", "heuristic", "encoder", "tests", "detail", "result_ids")},
-                     "verdict": verdict, "reason": reason, "test_used": test_used, "diff_p": diff_p})
+        verdict, reason, test_used, diff = _verdict(con, row, results, items, alpha)
+        detail = row["detail"]
+        if row["check_name"] == "human vs machine" and diff is not None:  # how far the machine moved d
+            detail += f"; d human - machine {diff.diff:+.2f} [{diff.low:.2f}, {diff.high:.2f}]"
+        rows.append({**{c: row[c] for c in ("check_name", "heuristic", "encoder", "tests", "result_ids")},
+                     "detail": detail, "verdict": verdict, "reason": reason, "test_used": test_used,
+                     "diff_p": diff.p if diff is not None else None})
+    rows = sorted(rows + genders, key=lambda r: (r["check_name"], r["tests"], r["encoder"]))
     return pl.DataFrame(rows, schema_overrides={"diff_p": pl.Float64, "test_used": pl.String, "reason": pl.String,
                                                 "detail": pl.String}).select(COLUMNS)
+
+
+def grammatical_gender(con) -> list[dict]:
+    """For each WEAT result of the family whose target words mark their grammatical gender:
+    whether X and Y differ in composition (a `note`: d may partly measure grammatical
+    gender, Omrani Sabbaghi & Caliskan 2022), with the counts, the share distance and the
+    exact test's p. A word counts once, by the words that took part."""
+    frame = store.frame(con, """
+        WITH marked AS (
+            SELECT f.result_id, f.test, f.encoder, i.role, coalesce(i.word, i.stimulus) AS unit,
+                   any_value(s.grammatical_gender) AS genus
+            FROM family f JOIN result_items i USING (result_id)
+            JOIN stimuli s ON s.set_version = i.set_version AND s.stimulus = i.stimulus
+            WHERE coalesce(f.metric, 'weat') = 'weat' AND i.role IN ('X', 'Y') AND i.association IS NOT NULL
+            GROUP BY ALL)
+        SELECT * FROM marked WHERE result_id IN (SELECT result_id FROM marked WHERE genus IS NOT NULL)
+        ORDER BY result_id, role, unit""")
+    rows = []
+    for (result_id,), part in frame.group_by(["result_id"], maintain_order=True):
+        found = gender_composition(*(part.filter(pl.col("role") == r)["genus"].to_list() for r in ("X", "Y")))
+        verdict = ("not comparable" if found.distance is None else "note" if found.imbalanced else "consistent")
+        reason = {"not comparable": "X or Y has no word marked with its grammatical gender",
+                  "note": "X and Y differ in grammatical gender composition: d may partly measure grammatical gender "
+                          "(Omrani Sabbaghi & Caliskan 2022)", "consistent": None}[verdict]
+        rows.append({"check_name": GENDER_CHECK, "heuristic": True, "encoder": part["encoder"][0],
+                     "tests": part["test"][0], "verdict": verdict, "reason": reason,
+                     "test_used": "Freeman-Halton exact (X/Y by gender)" if found.p_value is not None else None,
+                     "diff_p": found.p_value, "detail": found.text(), "result_ids": [result_id]})
+    return rows
 
 
 def _verdict(con, row: dict, results: dict, items: dict, alpha: float):
@@ -59,7 +98,7 @@ def _verdict(con, row: dict, results: dict, items: dict, alpha: float):
             except InvalidInput:  # too few words to estimate the difference's error
                 diff = None
         v = classify(a["effect_size"], a["p_value"], b["effect_size"], b["p_value"], alpha, diff.p if diff else None)
-        return v.verdict, v.reason or None, diff.test if diff else None, diff.p if diff else None
+        return v.verdict, v.reason or None, diff.test if diff else None, diff
     if row["check_name"] == "across encoders":
         group = [results[i] for i in row["result_ids"]]
         up = sorted(r["encoder"] for r in group if r["p_value"] <= alpha and r["effect_size"] > 0)

@@ -24,12 +24,12 @@ from ..errors import UsageError
 from ..output import interval_text, latex_escape, markdown_escape, with_interval
 
 # results: what a terminal shows (in reading order), never drops, and drops first to fit
-READ_COLUMNS = ("test", "encoder", "context", "d", "ci", "p_value", "p_adjusted", "rejected", "n")
+READ_COLUMNS = ("test", "encoder", "context", "language", "d", "ci", "p_value", "p_adjusted", "rejected", "n")
 KEEP_COLUMNS = ("test", "encoder", "d", "p_value", "p_adjusted", "rejected")
-DROP_FIRST = ("n", "ci", "context")
+DROP_FIRST = ("n", "ci", "context", "language")
 STACK = {"ci": "d"}  # a narrow terminal shows the CI under d rather than leave it out
 PAPER_COLUMNS = ("test", "encoder", "context", "d", "p_value", "p_adjusted", "n")
-HEADERS = {"test": "Test", "encoder": "Encoder", "context": "Context", "d": "d", "ci": "95% CI",
+HEADERS = {"test": "Test", "encoder": "Encoder", "context": "Context", "language": "Language", "d": "d", "ci": "95% CI",
            "p_value": "p", "p_adjusted": "p (adj.)", "rejected": "Rejected", "n": "n (X/Y/A/B)",
            "encoding": "Encoding", "section": "Section"}
 LATEX_HEADERS = {"d": "$d$", "p_value": "$p$", "p_adjusted": "$p_{\\mathrm{adj}}$", "n": "$n$ (X/Y/A/B)"}
@@ -68,8 +68,10 @@ def results_view(df: pl.DataFrame) -> pl.DataFrame:
 
 
 def read_columns(df: pl.DataFrame) -> list[str]:
-    """The default terminal columns present in `df` (`ci` only where a CI exists)."""
-    return [c for c in READ_COLUMNS if c in df.columns]
+    """The default terminal columns present in `df` (`ci` only where a CI exists; `language`
+    only where a result is not in English)."""
+    english = "language" not in df.columns or df["language"].drop_nulls().is_in(["en"]).all()
+    return [c for c in READ_COLUMNS if c in df.columns and not (c == "language" and english)]
 
 
 def choose_columns(df: pl.DataFrame, spec: str | None, default: list[str] | None) -> list[str] | None:

@@ -1,4 +1,8 @@
-"""The published SEAT JSON format (targ1/targ2/attr1/attr2 -> {category, examples}): export and import."""
+"""The published SEAT JSON format (targ1/targ2/attr1/attr2 -> {category, examples}): export and import.
+
+Import is two steps, so an importer of a collection in this format (catalog.weathub) reads
+its files here too: `parse_dir` reads and checks every file of a folder (as tests with
+their language, provenance and context), `write_tests` stores them in one transaction."""
 
 from __future__ import annotations
 
@@ -6,13 +10,15 @@ import hashlib
 import json
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from .. import StimkitError, store
 from . import tests as catalog
-from ..stimuli.generate import GENERATOR_VERSION, insert_set
+from ..stimuli.generate import GENERATOR_VERSION, insert_sets, set_record
 from ..stimuli.balance import balance as balance_sets
 from ..stimuli.inputs import check_name, read_text
+from ..stimuli.language import Provenance
 from ..stimuli.wordlists import clean_text
 
 
@@ -68,7 +74,9 @@ def export(con, outdir: Path, names: list[str], balance: str | None = None, seed
     return written
 
 
-def read(path: Path) -> dict:
+def read(path: Path, repeats: list[str] | None = None) -> dict:
+    """A published-format file, checked. An example that repeats one before it is refused,
+    unless `repeats` is a list: then it is left out and named there ("targ1 'idiot'")."""
     try:
         data = json.loads(read_text(path))
     except json.JSONDecodeError as e:
@@ -85,6 +93,9 @@ def read(path: Path) -> dict:
         cleaned, seen = [], {}
         for i, text in enumerate(entry["examples"]):
             text = clean_text(text, f"{path}: {key!r} example {i + 1}", "example")
+            if text in seen and repeats is not None:
+                repeats.append(f"{key} {text!r}")
+                continue
             if text in seen:
                 raise StimkitError(f"{path}: {key!r} example {i + 1} {text!r} repeats example {seen[text] + 1} "
                                    "(after Unicode NFC normalisation)")
@@ -94,53 +105,99 @@ def read(path: Path) -> dict:
     return data
 
 
+@dataclass(frozen=True)
+class ImportedTest:
+    """One published-format file, read and checked, as the test it becomes."""
+    name: str
+    path: Path
+    data: dict                          # targ1, targ2, attr1, attr2 -> {category, examples}
+    origin: Provenance = Provenance()   # the language and provenance of its four sets
+    context: str | None = None          # None: sentence (May et al.'s files); word
+    repeats: tuple[str, ...] = ()       # examples left out as repeats of one before them
+
+
 def import_dir(con, directory: Path, prefix: str = "import:", override: bool = False) -> list[dict]:
     """Every published-format file of `directory` as a test `<prefix><file stem>`. A name
     that is a catalog test's would replace it: refused unless `override`, and then
     recorded in the imported sets' provenance."""
+    return write_tests(con, parse_dir(directory, prefix, override))
+
+
+def parse_dir(directory: Path, prefix: str = "import:", override: bool = False, origin: Provenance = Provenance(),
+              context: str | None = None, drop_repeats: bool = False) -> list[ImportedTest]:
+    """Every published-format file of `directory`, read and checked (nothing written), as
+    tests named `<prefix><file stem>` whose sets have the language and provenance `origin`.
+    drop_repeats: an example repeating one before it is left out (named in the test's
+    `repeats`) instead of refused."""
     directory = Path(directory)
     files = sorted(directory.glob("*.jsonl")) + sorted(directory.glob("*.json"))
     if not files:
         raise StimkitError(f"{directory}: no .jsonl or .json files to import")
-    parsed = [(p, read(p)) for p in files]  # validate every file before writing any
     builtin = catalog.load_toml()
+    found = []
     for p in files:
         name = check_name(f"{prefix}{p.stem}", "test", f"{p} with --prefix {prefix!r}")
         if name in builtin and not override:
             raise StimkitError(f"{p}: test {name!r} would replace the catalog test of that name; "
                                "choose a --prefix, or pass --override")
-    report = []
+        repeats: list[str] | None = [] if drop_repeats else None
+        found.append(ImportedTest(name, p, read(p, repeats), origin, context, tuple(repeats or ())))
+    return found
+
+
+def write_tests(con, tests: list[ImportedTest]) -> list[dict]:
+    """Store parsed tests (their sets, new versions only, and their definitions) in one
+    transaction, a few appends in all (an import of hundreds of files is one write)."""
+    import pyarrow as pa
+
+    builtin = catalog.load_toml()
+    sets, log, defined, report = {}, [], [], []
+    for test in tests:
+        set_names = []
+        for key in catalog.SENTBIAS_KEYS.values():
+            entry, name = test.data[key], f"{test.name}/{key}"
+            version = set_version(name, entry, test.origin)
+            if version not in sets:
+                replaced = [{"test": test.name, "builtin": "catalog", "user": str(test.path)}] if test.name in builtin else []
+                sets[version] = set_rows(version, name, entry, key, test, {"overrides": replaced} if replaced else None)
+            log.append((name, version))
+            set_names.append(name)
+        defined.append({"name": test.name, "source": str(test.path), **dict(zip(("x_set", "y_set", "a_set", "b_set"),
+                                                                                set_names)), "context": test.context})
+        report.append({"test": test.name, "file": str(test.path), "language": test.origin.language,
+                       "translation": test.origin.translation, "repeats": list(test.repeats),
+                       "sizes": [len(test.data[k]["examples"]) for k in catalog.SENTBIAS_KEYS.values()]})
     with store.transaction(con):
+        stored = {v for (v,) in store.rows(con, "SELECT version FROM stimulus_sets WHERE version IN (SELECT unnest(?))",
+                                           [list(sets)])}
+        insert_sets(con, [s for v, s in sets.items() if v not in stored])
         seq = store.next_seq(con)
-        for path, data in parsed:
-            test_name = f"{prefix}{path.stem}"
-            set_names = []
-            for role, key in catalog.SENTBIAS_KEYS.items():
-                entry = data[key]
-                examples = entry["examples"]
-                name = f"{test_name}/{key}"
-                payload = json.dumps({"generator": GENERATOR_VERSION, "name": name, "imported": entry}, sort_keys=True)
-                version = hashlib.sha256(payload.encode()).hexdigest()[:16]
-                if not store.one(con, "SELECT 1 FROM stimulus_sets WHERE version = ?", [version]):
-                    n = len(examples)
-                    rows = {
-                        "ordinal": list(range(n)), "wordlist": [name] * n, "word_ordinal": list(range(n)),
-                        "word": examples, "kind": ["text"] * n, "person": [None] * n,
-                        "template_id": [None] * n, "template_text": [None] * n, "stimulus": examples,
-                        "span_start": [0] * n, "span_end": [len(e) for e in examples],
-                    }
-                    replaced = [{"test": test_name, "builtin": "catalog", "user": str(path)}] if test_name in builtin else []
-                    insert_set(con, version, name, name, None, None, entry.get("category") or key,
-                               str(path), n, rows, {"overrides": replaced} if replaced else None)
-                con.execute("INSERT INTO set_log (name, version, seq) VALUES (?, ?, ?)", [name, version, seq])
-                seq += 1
-                set_names.append(name)
-            con.execute(
-                "INSERT OR REPLACE INTO imported_tests (name, source, x_set, y_set, a_set, b_set) VALUES (?, ?, ?, ?, ?, ?)",
-                [test_name, str(path), *set_names],
-            )
-            report.append({"test": test_name, "file": str(path), "sizes": [len(data[k]["examples"]) for k in catalog.SENTBIAS_KEYS.values()]})
+        store.insert(con, "set_log", pa.table({"name": [n for n, _ in log], "version": [v for _, v in log],
+                                               "seq": list(range(seq, seq + len(log)))}))
+        con.execute("DELETE FROM imported_tests WHERE name IN (SELECT unnest(?))", [[d["name"] for d in defined]])
+        store.insert(con, "imported_tests", pa.Table.from_pylist(defined, schema=pa.schema(
+            [(k, pa.string()) for k in ("name", "source", "x_set", "y_set", "a_set", "b_set", "context")])))
     return report
+
+
+def set_version(name: str, entry: dict, origin: Provenance) -> str:
+    """An imported set's version: its name and examples, and its language and provenance where
+    they are not the defaults (as generate hashes a word list's)."""
+    hashed = {"generator": GENERATOR_VERSION, "name": name, "imported": entry}
+    if origin.hashed():
+        hashed["language"] = origin.hashed()
+    return hashlib.sha256(json.dumps(hashed, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def set_rows(version: str, name: str, entry: dict, key: str, test: ImportedTest, replaced: dict | None):
+    """The stimulus_sets row and stimuli of an imported set (each example one item, its own word)."""
+    examples = entry["examples"]
+    n = len(examples)
+    rows = {"ordinal": list(range(n)), "wordlist": [name] * n, "word_ordinal": list(range(n)), "word": examples,
+            "kind": ["text"] * n, "person": [None] * n, "template_id": [None] * n, "template_text": [None] * n,
+            "stimulus": examples, "span_start": [0] * n, "span_end": [len(e) for e in examples]}
+    return set_record(version, name, name, None, None, entry.get("category") or key, str(test.path), n, n,
+                      replaced, test.origin), rows
 
 
 def category(con, test: catalog.TestDef, role: str, df) -> str:

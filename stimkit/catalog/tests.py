@@ -41,6 +41,7 @@ class TestDef:
     unbleached: bool = False      # sentences with semantic content ("[Name] is an engineer.")
     alternative: str | None = None  # the test's own alternative (None: greater, unless a run says otherwise)
     metrics: tuple[str, ...] | None = None  # the test's own metrics (None: weat, unless a run says otherwise)
+    cross_lingual: bool = False   # targets in one language, attributes in another (XWEAT), on purpose
 
     def sql(self, role: str) -> str:
         return set_sql(self.sets[ROLES.index(role)])
@@ -50,7 +51,7 @@ class TestDef:
 
 
 TEST_KEYS = {"sets", "context", "family", "balance", "categories", "paper", "unbleached", "alternative", "metrics",
-             "description"}
+             "description", "cross_lingual"}
 
 
 def parse_tests(raw: dict, path, source: str = "catalog", paper: str | None = DEFAULT_PAPER) -> dict[str, TestDef]:
@@ -80,11 +81,13 @@ def parse_tests(raw: dict, path, source: str = "catalog", paper: str | None = DE
         metrics = body.get("metrics")
         if metrics is not None and not (isinstance(metrics, list) and metrics and all(isinstance(m, str) for m in metrics)):
             raise UsageError(f"{where}: `metrics` must list metric names (e.g. [\"weat\", \"ripa\"])")
+        if not isinstance(body.get("cross_lingual", False), bool):
+            raise UsageError(f"{where}: `cross_lingual` must be true or false")
         tests[name] = TestDef(
             name, tuple(sets), context, body.get("family"), balance,
             tuple((list(body.get("categories", [])) + [None] * 4)[:4]), source=source,
             paper=body.get("paper", paper), unbleached=bool(body.get("unbleached", False)), alternative=alternative,
-            metrics=tuple(metrics) if metrics else None,
+            metrics=tuple(metrics) if metrics else None, cross_lingual=body.get("cross_lingual", False),
         )
     return tests
 
@@ -138,6 +141,8 @@ def to_toml(test: TestDef) -> str:
         lines.append("metrics = [" + ", ".join(q(m) for m in test.metrics) + "]")
     if any(test.categories):
         lines.append("categories = [" + ", ".join(q(c or "") for c in test.categories) + "]")
+    if test.cross_lingual:
+        lines.append("cross_lingual = true")
     return "\n".join(lines) + "\n"
 
 
@@ -178,11 +183,12 @@ def load(con=None, directory=None, override: bool = False) -> dict[str, TestDef]
                 t = replace(t, source=f"{t.source} (overrides catalog)")
             tests[name] = t
     if con is not None:
-        for name, source, x, y, a, b, context, balance, alternative in con.execute(
-            "SELECT name, source, x_set, y_set, a_set, b_set, context, balance, alternative FROM imported_tests ORDER BY name"
+        for name, source, x, y, a, b, context, balance, alternative, cross_lingual in con.execute(
+            "SELECT name, source, x_set, y_set, a_set, b_set, context, balance, alternative, cross_lingual "
+            "FROM imported_tests ORDER BY name"
         ).fetchall():
             tests.setdefault(name, TestDef(name, (x, y, a, b), context or "sentence", None, balance or "none",
-                                           source=source, alternative=alternative))
+                                           source=source, alternative=alternative, cross_lingual=bool(cross_lingual)))
     return tests
 
 
@@ -261,22 +267,22 @@ def sizes(con, test: TestDef) -> pl.DataFrame:
 
 
 def adhoc(name: str, refs: tuple[str, str, str, str], context: str | None, balance: str,
-          alternative: str | None = None) -> TestDef:
+          alternative: str | None = None, cross_lingual: bool = False) -> TestDef:
     """A test given on the command line (--x --y --a --b): checked as a catalog test is."""
     check_name(name, "test", "--name")
     if context not in (None, "word", "sentence"):
         raise UsageError(f"unknown context {context!r} for an ad-hoc test (known: word, sentence)")
     return TestDef(name, tuple(refs), context or infer_context(refs), None, balance, source="adhoc",
-                   alternative=alternative)
+                   alternative=alternative, cross_lingual=cross_lingual)
 
 
 def store_adhoc(con, test: TestDef) -> None:
     """Remember an ad-hoc test by name, so `stimkit test NAME` runs it again."""
     with store.transaction(con):
         con.execute("DELETE FROM imported_tests WHERE name = ?", [test.name])
-        con.execute("INSERT INTO imported_tests (name, source, x_set, y_set, a_set, b_set, context, balance, alternative) "
-                    "VALUES (?, 'adhoc', ?, ?, ?, ?, ?, ?, ?)", [test.name, *test.sets, test.context, test.balance,
-                                                                    test.alternative])
+        con.execute("INSERT INTO imported_tests (name, source, x_set, y_set, a_set, b_set, context, balance, alternative, "
+                    "cross_lingual) VALUES (?, 'adhoc', ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [test.name, *test.sets, test.context, test.balance, test.alternative, test.cross_lingual])
 
 
 def table(con, paper: str | None = None, directory=None) -> pl.DataFrame:

@@ -162,3 +162,34 @@ def import_sentbias(
     out.print(f"imported {count(len(report), 'test')}", highlight=False)
 
 
+
+
+@import_app.command("weathub")
+@handles_errors
+def import_weathub(
+    directory: Path,
+    only: Annotated[Optional[list[str]], typer.Option("--only", help="Only folders matching this pattern (repeatable): 'de_*', '*_human', en.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the summary line, not a line per test.")] = False,
+):
+    """Import WEATHub (Mukherjee et al. 2023) as published: word tests weathub:<folder>:<file stem>.
+
+    DIR is WEATHub's data/ folder (or the folder holding it), with one folder per language and
+    variant: <lang>_human (translated by people), <lang>_gt (machine translated), <lang>_all
+    (both pooled), <lang>_new, <lang>_india, and en. Each set records its language and
+    translation from the folder's name; a word repeated within a list is kept once.
+
+    Examples:
+      stimkit import weathub weathub/data
+      stimkit import weathub weathub/data --only 'de_*' --only en
+    """
+    with open_store() as store:
+        report = store.import_weathub(directory, only)
+    if not quiet:
+        for r in report:
+            repeats = f"  {count(len(r['repeats']), 'repeat')} left out" if r["repeats"] else ""
+            out.print(f"{r['test']:<26} {r['language']:<3} {r['translation']:<7} X/Y/A/B "
+                      f"{'/'.join(map(str, r['sizes']))}{repeats}", highlight=False, markup=False, emoji=False)
+    languages = sorted({r["language"] for r in report})
+    left = sum(len(r["repeats"]) for r in report)
+    err.print(f"imported {count(len(report), 'test')} in {count(len(languages), 'language')}"
+              + (f"; {count(left, 'repeated word')} left out (kept once)" if left else ""), highlight=False)

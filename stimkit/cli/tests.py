@@ -102,6 +102,7 @@ def test_cmd(
     b: Annotated[Optional[str], typer.Option("--b", help="Ad-hoc test: SQL or set name for the attribute set B.")] = None,
     name: Annotated[str, typer.Option("--name", help="Name of the ad-hoc test (stored: `stimkit test NAME` runs it again).")] = "adhoc",
     save: Annotated[Optional[Path], typer.Option("--save", help="Write the test's definition as TOML (for a --catalog-dir folder).")] = None,
+    cross_lingual: Annotated[bool, typer.Option("--cross-lingual", help="Ad-hoc test: targets in one language, attributes in another, on purpose (else refused).")] = False,
     context: Annotated[Optional[str], typer.Option("--context", help="word | sentence | c-word (a sentence test's inserted word; default: the test's own; an ad-hoc test of four list@word sets is word).")] = None,
     budget: Annotated[int, typer.Option("--budget", help="Permutation sample budget.")] = DEFAULT_BUDGET,
     method: Annotated[str, typer.Option("--method", help="auto | exact | sampled | parametric.")] = "auto",
@@ -140,7 +141,7 @@ def test_cmd(
         with bar:
             report = store.test(patterns, encoders=encoder or ["glove-6b-50d"], everything=everything, source=source,
                                 x=x, y=y, a=a, b=b, name=name, context=context, command=" ".join(sys.argv[1:]),
-                                options=opts, save=save, **callbacks)
+                                options=opts, save=save, cross_lingual=cross_lingual, **callbacks)
     warn_cannot_reject(report, alpha)
     finish(report)
 
@@ -303,13 +304,15 @@ def check_cmd(
     wide: WideOption = False,
     verbose: VerboseFamily = False,
 ):
-    """Consistency checks over the family: C7 vs C8, C3/C4/C5, word vs sentence, across encoders.
+    """Consistency checks over the family: C7 vs C8, C3/C4/C5, word vs sentence, across encoders, human vs machine translation.
 
     Every comparison the family allows is listed with its verdict: a violation is a tested
     claim (the two d differ beyond their joint uncertainty, by a jackknife test on the stored
     s(w) with shared words deleted together; or both are significant with opposite signs);
     a note is what decision heuristics see (decisions either side of alpha, p orders apart);
-    consistent; or not comparable (the partner named). --metrics compares the metrics instead.
+    consistent; or not comparable (the partner named). Target sets whose words differ in
+    grammatical gender composition (where the lists mark it) get a note. --metrics compares
+    the metrics instead.
 
     Examples:
       stimkit check

@@ -21,6 +21,14 @@ larger than one GPU. `layer=all` sweeps every hidden layer in one forward pass: 
 each layer are stored under the fingerprint of `layer=<i>` (see `layers`).
 `st:` takes `prompt=<name>` (one of the model's named prompts) or `prompt_text="..."`.
 
+Languages: an encoder reads the languages it declares (`Encoder.languages`), and a test in
+another language is refused on it in one line, not run on out-of-vocabulary words. The
+embedded ones declare theirs: glove-6b-50d and minilm English, use-m3 any (it is
+multilingual). Every other encoder reads any language unless its spec declares some with
+`lang=`: `vectors:cc.de.300.vec,lang=de`, `hf:<model>,lang=en+fr`, or `minilm,lang=*` to run
+one on any language on purpose. `lang` is no option of the model: it changes neither the
+vectors nor the fingerprint.
+
 A value in double quotes may hold commas; inside it `\\"`, `\\\\` and `\\n` are a quote, a
 backslash and a line break. `NAME=SPEC` gives the encoder a display name (`MiniLM=minilm`),
 shown in tables and figures and never part of the fingerprint: the fingerprint is the content
@@ -111,8 +119,32 @@ def layers(enc: Encoder) -> list[Encoder]:
     return enc.layer_encoders()
 
 
+# The languages the embedded encoders were trained on (None: multilingual; use-m3 reads any,
+# trained on 16: ar, de, en, es, fr, it, ja, ko, nl, pl, pt, ru, th, tr, zh-Hans, zh-Hant).
+EMBEDDED_LANGUAGES = {"glove-6b-50d": frozenset({"en"}), "minilm": frozenset({"en"}), "use-m3": None}
+
+
 def _build(spec: str) -> Encoder:
     head, options = parse(spec)
+    declared = options.pop("lang", None)
+    enc = _construct(spec, head, options)
+    if declared is not None:
+        enc.languages = declared_languages(declared, spec)
+    elif head in EMBEDDED_LANGUAGES:
+        enc.languages = EMBEDDED_LANGUAGES[head]
+    return enc
+
+
+def declared_languages(value: str, spec: str) -> frozenset[str] | None:
+    """`lang=en`, `lang=en+de` (BCP 47 tags; their primary subtags are kept), `lang=*` (any)."""
+    from ..stimuli.language import ANY, normalise, primary
+
+    if value.strip() == ANY:
+        return None
+    return frozenset(primary(normalise(t, f"encoder {spec!r}: lang")) for t in value.split("+"))
+
+
+def _construct(spec: str, head: str, options: dict) -> Encoder:
     try:
         if head == "glove-6b-50d":
             from .wordvectors import glove_6b_50d

@@ -39,6 +39,9 @@ class Encoder:
     dim: int = 0
     uses_span: bool = False  # True when the vector depends on the word's span (token pooling)
     options: dict = {}
+    # The languages the encoder reads (primary subtags): None for any (multilingual, or not
+    # declared). A test in another language is refused on it (run.plan); `lang=` declares them.
+    languages: frozenset[str] | None = None
 
     def identity(self) -> dict:
         """What the weights are (path, file sizes/hashes, package versions)."""

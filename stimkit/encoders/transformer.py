@@ -112,7 +112,9 @@ class TransformerEncoder(Encoder):
 
     def with_options(self, **changes) -> "TransformerEncoder":
         """The same model with some options changed (the c-word variant, one layer of a sweep)."""
-        return TransformerEncoder(self.model_id, **{**self._kwargs, **changes})
+        enc = TransformerEncoder(self.model_id, **{**self._kwargs, **changes})
+        enc.languages = self.languages  # the same model reads the same languages
+        return enc
 
     @property
     def spec(self) -> str:  # a template may hold commas and line breaks: quoted as parse reads it

@@ -19,8 +19,9 @@ from .data import ReportData
 FORMATS = ("html", "svg", "png", "pdf")
 FIGURE_FORMATS = ("svg", "png", "pdf")
 OWN = ("report.html", "figures", "tables")  # what --force replaces; nothing else in the folder is touched
-RESULT_COLUMNS = ["test", "encoder", "display", "context", "metric", "n_x", "n_y", "n_a", "n_b", "effect_size",
-                  "ci_low", "ci_high", "ci_method", "ci_scheme", "p_value", "p_method", "p_adjusted", "rejected"]
+RESULT_COLUMNS = ["test", "encoder", "display", "context", "language", "metric", "n_x", "n_y", "n_a", "n_b",
+                  "effect_size", "ci_low", "ci_high", "ci_method", "ci_scheme", "p_value", "p_method", "p_adjusted",
+                  "rejected"]
 
 
 @dataclass

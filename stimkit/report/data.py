@@ -198,7 +198,8 @@ def provenance(con, df: pl.DataFrame) -> dict:
         WHERE run_id IN (SELECT DISTINCT run_id FROM results WHERE result_id IN (SELECT unnest(?))) ORDER BY started_at""", [ids])
     sets = store.frame(con, """
         WITH used AS (SELECT DISTINCT unnest(set_versions) AS version FROM results WHERE result_id IN (SELECT unnest(?)))
-        SELECT s.name, u.version, s.n_stimuli, s.created_at FROM used u LEFT JOIN stimulus_sets s USING (version)
+        SELECT s.name, u.version, s.language, s.translation, s.translated_from, s.licence, s.n_stimuli, s.created_at
+        FROM used u LEFT JOIN stimulus_sets s USING (version)
         ORDER BY s.name, u.version""", [ids])
     encoders = store.frame(con, """
         SELECT spec, fingerprint, dim, details FROM encoders

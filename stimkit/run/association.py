@@ -35,6 +35,12 @@ class Prepared:
     policy: str
 
     @property
+    def n_shared_vectors(self) -> int:
+        """Stimuli whose vector another word's stimulus has too: the encoder cannot tell them apart."""
+        units = [u for r in ROLES for u in self.kept[r]["word" if "word" in self.kept[r].columns else "stimulus"]]
+        return stats.shared_vectors(np.concatenate([self.vectors[r] for r in ROLES]), units)
+
+    @property
     def n_cut(self) -> int:
         """How many target items balancing removed (0: the targets were already equal)."""
         return sum(self.unbalanced[r][0].height - self.kept[r].height for r in ("x", "y"))
@@ -191,7 +197,7 @@ def described(result_id: str, run_id: str, planned: PlannedTest, enc: Encoder, p
         # which sampler drew the partitions: same seed and sampler, same p-value
         options=json.dumps({**asdict(opts), "sampler": sampler.NAME}), stimkit_version=__version__,
         seconds=time.perf_counter() - started, kind=kind, display=getattr(enc, "_display", None),
-        centering=opts.centering,
+        centering=opts.centering, language=planned.language, n_shared_vectors=prep.n_shared_vectors,
     )
 
 

@@ -55,4 +55,21 @@ def execute(con, plan: Plan, command: str, on_result=None, on_failure=None, fail
             report.run_id = run_id
         else:
             con.execute("DELETE FROM runs WHERE run_id = ?", [run_id])
+    report.notes += shared_vector_notes(report.results)
     return report
+
+
+def shared_vector_notes(results) -> list[str]:
+    """One warning per encoder that gave different words one vector in some tests."""
+    found: dict[str, list] = {}
+    for r in results:
+        if r.n_shared_vectors and r.metric == "weat":
+            found.setdefault(r.encoder, []).append(r)
+    notes = []
+    for encoder, hit in found.items():
+        worst = max(hit, key=lambda r: r.n_shared_vectors / (r.n_x + r.n_y + r.n_a + r.n_b))
+        notes.append(f"warning: {encoder} gives different words one vector in {len(hit)} test"
+                     f"{'s' if len(hit) != 1 else ''} (most in {worst.test}: {worst.n_shared_vectors} of "
+                     f"{worst.n_x + worst.n_y + worst.n_a + worst.n_b} stimuli): it cannot tell them apart (words it has "
+                     "no pieces for?); their d measures little. See n_shared_vectors in `stimkit results --wide`.")
+    return notes

@@ -1,8 +1,9 @@
 """A run is a plan, made once: what it computes, on what, and what it refuses.
 
 `make` resolves the encoders, selects every test's four sets (generating the sets that are
-missing, and saying so), refuses what the selected stimuli alone show to be meaningless,
-checks c-word token spans, and reads WEFAT properties: once. Nothing after it re-resolves
+missing, and saying so), refuses what the selected stimuli alone show to be meaningless
+(and a test whose sets are in different languages, or in a language an encoder does not
+read), checks c-word token spans, and reads WEFAT properties: once. Nothing after it re-resolves
 or re-fetches: encoding reads `Plan.encodings`, execution reads `Plan.pairs` and
 `Plan.wefats`. A plan is plain data (frozen dataclasses; frames are the selected stimuli).
 """
@@ -21,6 +22,7 @@ from ..encoders import Encoder, layers, resolve
 from ..encoders.embeddings import stimuli_of
 from ..errors import StimkitError, first_line
 from ..stats import check_exact
+from ..stimuli import language as languages
 from ..stimuli.properties import PropertyTable, read_property
 from ..stimuli.sets import SetSpec, fetch, set_sql, specs_of, versions
 from . import cword
@@ -33,6 +35,7 @@ class PlannedTest:
     test: TestDef                       # its context resolved (c-word applied)
     sets: dict[str, pl.DataFrame]       # the four selected sets, fetched once
     options: Options                    # the run's options as this test runs them (its alternative)
+    language: str | None = None         # its sets' language ("en+de": cross-lingual); None: not recorded
 
     @property
     def name(self) -> str:
@@ -116,6 +119,47 @@ def refuse_early(test: TestDef, sets: dict[str, pl.DataFrame], opts: Options) ->
 
 
 
+def test_language(con, test: TestDef, sets: dict[str, pl.DataFrame]) -> str | None:
+    """The language of a test's sets (their versions' `language`), refused in one line when
+    they differ and the test is not cross-lingual (stimuli.language.language_of)."""
+    found = {role: versions([f]) for role, f in sets.items()}
+    every = sorted({v for vs in found.values() for v in vs})
+    tags = dict(con.execute("SELECT version, language FROM stimulus_sets WHERE version IN (SELECT unnest(?))",
+                            [every]).fetchall()) if every else {}
+    named = {role: (ref if len(ref) <= 60 else ref[:57] + "...", sorted({tags[v] for v in found[role] if tags.get(v)}))
+             for role, ref in zip(("x", "y", "a", "b"), test.sets)}
+    return languages.language_of(test.name, named, test.cross_lingual)
+
+
+def read_languages(pairs):
+    """The (test, encoder) pairs whose encoder reads the test's language, and a refusal for
+    each other: a static English vocabulary on a German list is a wrong question, not 100% OOV."""
+    kept, refused = [], []
+    for p, enc in pairs:
+        if p.language is None or languages.covers(enc.languages, p.language):
+            kept.append((p, enc))
+        else:
+            spec = getattr(enc, "base_spec", enc.spec)
+            refused.append(Failure(p.name, spec, f"encoder {spec!r} reads {', '.join(sorted(enc.languages))} only, and "
+                                                 f"the test is in {p.language} (a multilingual encoder such as use-m3 "
+                                                 f"reads it; lang= declares an encoder's languages)"))
+    return kept, refused
+
+
+def grammatical_gender_notes(test: TestDef, sets: dict[str, pl.DataFrame]) -> list[str]:
+    """A warning when X's and Y's words differ in grammatical gender composition (where the
+    lists mark it): WEAT then partly measures grammatical gender (stimuli.language)."""
+    if "grammatical_gender" not in sets["x"].columns or "grammatical_gender" not in sets["y"].columns:
+        return []
+    x, y = (sets[r].unique("word", keep="first", maintain_order=True)["grammatical_gender"].to_list()
+            if "word" in sets[r].columns else sets[r]["grammatical_gender"].to_list() for r in ("x", "y"))
+    found = languages.gender_composition(x, y)
+    if found is None or not found.imbalanced:
+        return []
+    return [f"warning: test {test.name!r}: X and Y differ in grammatical gender ({found.text()}): d may measure "
+            "grammatical gender (Omrani Sabbaghi & Caliskan 2022); see `stimkit check`"]
+
+
 def make(con, tests: list[TestDef], encoder_specs: list[str], options: Options, *, wefats: list[WefatDef] = (),
          wefat_options: WefatOptions | None = None, cword_optional: bool = False,
          generate_missing: Callable[[list[SetSpec]], list[str]] | None = None) -> Plan:
@@ -151,10 +195,12 @@ def make(con, tests: list[TestDef], encoder_specs: list[str], options: Options, 
         try:
             sets = fetch_sets(con, t)
             refuse_early(t, sets, options)
+            language = test_language(con, t, sets)
         except StimkitError as e:
             refused.append(Failure(t.name, "*", first_line(e), e))
             continue
-        planned.append(PlannedTest(t, sets, options.resolved(t)))
+        planned.append(PlannedTest(t, sets, options.resolved(t), language))
+        notes += grammatical_gender_notes(t, sets)
     plain = [p for p in planned if p.test.context != "c-word"]
     in_cword = [p for p in planned if p.test.context == "c-word"]
     pairs = [(p, enc) for enc in encs for p in plain]
@@ -168,6 +214,8 @@ def make(con, tests: list[TestDef], encoder_specs: list[str], options: Options, 
                 refused.append(Failure("*", enc.spec, first_line(e), e))
             continue
         pairs += [(p, token) for p in in_cword]
+    pairs, unread = read_languages(pairs)
+    refused += unread
 
     planned_wefats = []
     for w in wefats:

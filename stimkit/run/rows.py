@@ -70,6 +70,8 @@ class Result:
     centering: str | None = None   # 'mean ref=test', 'abtt:1 ref=SET': vectors centred before cosines
     p_null_reason: str | None = None  # why p_value is NULL: the metric has no permutation null
     display: str | None = None     # the encoder's display name, if one was given
+    language: str | None = None    # the test's language: "de", or "en+de" (targets+attributes) cross-lingual
+    n_shared_vectors: int | None = None  # stimuli whose vector another word has too (the encoder cannot tell them apart)
     items: pl.DataFrame | None = column(stored=False)        # result_items: one row per selected stimulus
     cut_rows: tuple["CutRow", ...] = column((), stored=False)  # result_cuts
 

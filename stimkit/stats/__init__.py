@@ -8,4 +8,4 @@ from .bootstrap import bootstrap_d  # noqa: F401
 from .pvalues import (ALTERNATIVES, EXACT_LIMIT, METHODS, PValue, all_subsets, check_exact, check_method,  # noqa: F401
                       clustered_p, exact_subset_sums, min_p, permutation_p, subset_p, subset_sum_chunks)
 from .weat import (InvalidInput, association, check_associations, check_inputs, effect_size, group_ids,  # noqa: F401
-                   test_statistic, unit_rows)
+                   shared_vectors, test_statistic, unit_rows)

@@ -45,6 +45,40 @@ def _rows(m) -> set:
     return {r.tobytes() for r in m}
 
 
+def shared_vectors(V: np.ndarray, units: list, atol: float = 1e-9) -> int:
+    """How many rows share their vector (cosine at least 1 - atol: equal but for the last
+    float bits, which batching moves) with a row of another unit (word): an encoder that
+    gives different words one vector cannot tell them apart, as use-m3 with words of a
+    script it has few pieces for. Rows of one unit (a word's
+    sentences, which word order alone may not tell apart in a CBoW) do not count.
+
+    Without comparing every pair: two unit vectors that close lie within sqrt(2 atol) of each
+    other, so their projections on any unit direction do too; only rows whose projections
+    are that close (a window over the sorted projections) are compared."""
+    V = np.asarray(V)
+    n = len(V)
+    if n < 2:
+        return 0
+    codes = np.unique(np.asarray([str(u) for u in units], dtype=object), return_inverse=True)[1]
+    norms = np.sqrt(np.einsum("ij,ij->i", V, V, dtype=np.float64))
+    direction = np.random.default_rng(0).normal(size=V.shape[1])
+    projected = (V @ (direction / np.linalg.norm(direction)).astype(V.dtype)) / norms
+    order = np.argsort(projected, kind="stable")
+    sorted_p = projected[order]
+    slack = np.sqrt(2 * atol) + 1e-5  # and the float32 rounding of a projection
+    width = np.searchsorted(sorted_p, sorted_p + slack, side="right") - np.arange(n) - 1
+    first = np.repeat(np.arange(n), width)
+    second = first + 1 + np.arange(width.sum()) - np.repeat(np.cumsum(width) - width, width)
+    a, b = order[first], order[second]
+    other = codes[a] != codes[b]  # pairs within a word never count: compare only the others
+    a, b = a[other], b[other]
+    cos = np.einsum("ij,ij->i", V[a].astype(np.float64), V[b].astype(np.float64)) / (norms[a] * norms[b])
+    close = cos >= 1 - atol
+    hit = np.zeros(n, dtype=bool)
+    hit[a[close]] = hit[b[close]] = True
+    return int(hit.sum())
+
+
 def check_associations(sx: np.ndarray, sy: np.ndarray, what: str = "test") -> None:
     if np.std(np.concatenate([sx, sy])) == 0:
         raise InvalidInput(f"{what}: every target has the same association s(w): d is undefined (0/0)")

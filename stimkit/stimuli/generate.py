@@ -3,7 +3,8 @@
 A set is named `<wordlist>@<template set>[/<template file>]`. Its version is a content
 hash of the resolved words, the template files used and GENERATOR_VERSION, so
 regenerating unchanged input is a no-op and any change makes a new version beside
-the old one.
+the old one. The hash covers the list's language and provenance where they are not the
+defaults (English, original): every set hashed before they existed keeps its version.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ import pyarrow as pa
 
 from ..checks import suggest
 from .. import StimkitError, store
+from .language import ANY, Provenance, same_language
 from .sets import SetSpec  # noqa: F401  (generate.SetSpec: a set to render)
-from .templates import TemplateSet, current_limits
+from .templates import TemplateSet, check_language, current_limits
 from .wordlists import WordList
 
 # Bump when rendering changes in a way the hashed inputs do not show.
@@ -25,7 +27,7 @@ GENERATOR_VERSION = "stimkit-generate/1"
 
 STIMULUS_COLUMNS = (
     "ordinal", "wordlist", "word_ordinal", "word", "kind", "person",
-    "template_id", "template_text", "stimulus", "span_start", "span_end",
+    "template_id", "template_text", "stimulus", "span_start", "span_end", "grammatical_gender",
 )
 
 
@@ -51,6 +53,9 @@ def render(spec: SetSpec, wordlists: dict[str, WordList], template_sets: dict[st
     if spec.template_set not in template_sets:
         template_sets[spec.template_set] = TemplateSet(spec.template_set)
     tset = template_sets[spec.template_set]
+    language = wl.provenance.language
+    check_same_language(spec, wl, tset)
+    where = f"{wl.name!r} ({wl.path}:{wl.line})"
     rows: dict[str, list] = {c: [] for c in STIMULUS_COLUMNS}
     files_used = []
     limits = current_limits()
@@ -60,6 +65,7 @@ def render(spec: SetSpec, wordlists: dict[str, WordList], template_sets: dict[st
         files_used.append(file)
         produced = 0
         for template in tset.templates(file):
+            check_language(template, word, language, where)
             rendered = template.render(word, limits)
             if rendered is None:
                 continue
@@ -73,7 +79,7 @@ def render(spec: SetSpec, wordlists: dict[str, WordList], template_sets: dict[st
                                    f"{template.id}; {limits.how_to_raise('per_set')})")
             text, start, end = rendered
             values = (len(rows["ordinal"]), wl.name, word_ordinal, word.text, word.kind, word.person,
-                      template.id, template.text, text, start, end)
+                      template.id, template.text, text, start, end, word.grammatical_gender)
             for column, value in zip(STIMULUS_COLUMNS, values):
                 rows[column].append(value)
         if not produced:
@@ -86,11 +92,23 @@ def render(spec: SetSpec, wordlists: dict[str, WordList], template_sets: dict[st
         "template_file": spec.template_file,
         "templates": tset.digest(files_used),
     }
+    if wl.provenance.hashed():
+        payload["language"] = wl.provenance.hashed()
     version = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
     replaced = [{"word_list": wl.name, "builtin": wl.overrides, "user": f"{wl.path}:{wl.line}"}] if wl.overrides else []
     replaced += [{"template_set": s.name, "builtin": s.overrides, "user": str(s.path)} for s in tset.chain() if s.overrides]
     provenance = {"overrides": replaced} if replaced else None
     return RenderedSet(spec, wl, version, rows, provenance)
+
+
+def check_same_language(spec: SetSpec, wl: WordList, tset: TemplateSet) -> None:
+    """A list is rendered only through templates in its language, or through a set with no
+    words of its own (`*`, as `word`): a sentence is in one language."""
+    if not same_language(tset.language, wl.provenance.language):
+        raise StimkitError(f"set {spec.name!r}: word list {wl.name!r} ({wl.path}:{wl.line}) is in "
+                           f"{wl.provenance.language}, template set {tset.name!r} ({tset.path}) in {tset.language}: "
+                           f"use a template set in {wl.provenance.language} (its _set.toml: language = "
+                           f"\"{wl.provenance.language}\"), or one with no words of its own (language = \"{ANY}\", as `word`)")
 
 
 def write(con, rendered: list[RenderedSet]) -> list[dict]:
@@ -102,7 +120,8 @@ def write(con, rendered: list[RenderedSet]) -> list[dict]:
             exists = store.one(con, "SELECT 1 FROM stimulus_sets WHERE version = ?", [r.version])
             if not exists:
                 insert_set(con, r.version, r.spec.name, r.wordlist.name, r.spec.template_set, r.spec.template_file,
-                           r.wordlist.category, r.wordlist.path, len(r.wordlist.words), r.rows, r.provenance)
+                           r.wordlist.category, r.wordlist.path, len(r.wordlist.words), r.rows, r.provenance,
+                           r.wordlist.provenance)
             current = store.one(con, 
                 "SELECT version FROM current_sets WHERE name = ?", [r.spec.name]
             )
@@ -116,24 +135,41 @@ def write(con, rendered: list[RenderedSet]) -> list[dict]:
 
 
 def insert_set(con, version, name, wordlist, template_set, template_file, category, source, n_words, rows,
-               provenance: dict | None = None):
+               provenance: dict | None = None, origin: Provenance = Provenance()):
+    """One set version and its stimuli (see set_record and insert_sets)."""
+    insert_sets(con, [(set_record(version, name, wordlist, template_set, template_file, category, source, n_words,
+                                  len(rows["stimulus"]), provenance, origin), rows)])
+
+
+def set_record(version, name, wordlist, template_set, template_file, category, source, n_words, n_stimuli,
+               provenance: dict | None = None, origin: Provenance = Provenance()) -> dict:
+    """A stimulus_sets row. provenance: what built-in input the set replaced (JSON); origin:
+    its language, translation, licence and citation (their own columns, named only where they
+    are not the defaults, as provenance only where there is one)."""
     values = {"version": version, "name": name, "wordlist": wordlist, "template_set": template_set,
               "template_file": template_file, "category": category, "source": source,
-              "generator_version": GENERATOR_VERSION, "n_words": n_words, "n_stimuli": len(rows["stimulus"])}
+              "generator_version": GENERATOR_VERSION, "n_words": n_words, "n_stimuli": n_stimuli}
+    default = Provenance().columns()  # the columns' defaults (db/016)
+    values.update({k: v for k, v in origin.columns().items() if v != default[k]})
     if provenance:  # the column comes with db/010; plain sets leave it NULL
         values["provenance"] = json.dumps(provenance, sort_keys=True)
-    con.execute(f"INSERT INTO stimulus_sets ({', '.join(values)}) VALUES ({', '.join('?' * len(values))})",
-                list(values.values()))
-    table = pa.table({c: rows[c] for c in STIMULUS_COLUMNS})
-    con.register("_new_stimuli", table)
-    try:
-        con.execute(
-            f"INSERT INTO stimuli (set_version, {', '.join(STIMULUS_COLUMNS)}) "
-            f"SELECT ?, {', '.join(STIMULUS_COLUMNS)} FROM _new_stimuli",
-            [version],
-        )
-    finally:
-        con.unregister("_new_stimuli")
+    return values
+
+
+def insert_sets(con, sets: list[tuple[dict, dict[str, list]]]) -> None:
+    """Set versions (set_record rows) with their stimuli (STIMULUS_COLUMNS lists), one append
+    per table and kind of row: an importer's thousands of sets in a few statements."""
+    groups: dict[tuple, list[dict]] = {}
+    for record, _ in sets:
+        groups.setdefault(tuple(record), []).append(record)
+    for records in groups.values():
+        store.insert(con, "stimulus_sets", pa.Table.from_pylist(records))
+    marked = any(any(rows.get("grammatical_gender") or ()) for _, rows in sets)
+    columns = [c for c in STIMULUS_COLUMNS if c != "grammatical_gender" or marked]  # the column where marked
+    table = {"set_version": [record["version"] for record, rows in sets for _ in rows["stimulus"]]}
+    for c in columns:
+        table[c] = [v for _, rows in sets for v in rows.get(c, [None] * len(rows["stimulus"]))]
+    store.insert(con, "stimuli", pa.table(table))
 
 
 def generate(con, specs: list[SetSpec], wordlists: dict[str, WordList], template_sets=None) -> list[dict]:

@@ -5,6 +5,12 @@ See templates/README.md for the file format. Each template line has a stable id,
 
 Every rendered sentence must contain the word (its marked span) unless the line or its
 file declares itself word-less with the comment `{# word-less #}`.
+
+A set's language is declared in its `_set.toml` (`language = "de"`; `"*"`: the set adds no
+words of its own and serves any language), else inherited through `_base`, else English.
+The English helpers (the filters a, article, plural, singular and the pronoun variables he,
+him, his) serve only the languages stimuli.grammar inflects; `check_language` refuses them
+for a list in another language, whose templates use the forms the list gives.
 """
 
 from __future__ import annotations
@@ -26,8 +32,10 @@ from jinja2.sandbox import SandboxedEnvironment, SecurityError
 
 from ..checks import suggest
 from .. import StimkitError
+from ..errors import InputError
 from . import grammar
-from .inputs import check_name, inside, read_text
+from .inputs import check_name, inside, read_text, read_toml
+from .language import DEFAULT_LANGUAGE, inflected, normalise
 from ..paths import data_dir
 from .wordlists import PRONOUNS, Word
 
@@ -36,6 +44,11 @@ _PRELUDE = re.compile(r"^\s*\{%-?\s*(import|from|set)\b")
 _WORDLESS = re.compile(r"\{#-?\s*word-less\s*-?#\}")
 # Beyond these, `*` and `**` in a template are refused: a typo must not fill the memory.
 MAX_REPEAT, MAX_EXPONENT = 10_000, 64
+# What makes English forms: filters (stimuli.grammar) and the pronoun variables (wordlists.PRONOUNS).
+ENGLISH_FILTERS = frozenset({"a", "article", "plural", "singular"})
+ENGLISH_VARIABLES = frozenset({"he", "him", "his"})
+SET_FILE = "_set.toml"  # a set's metadata (its language), not a template helper: no part of a version
+SET_KEYS = {"language", "description"}
 
 
 @dataclass(frozen=True)
@@ -132,6 +145,8 @@ class Template:
     compiled: jinja2.Template
     wordless: bool = False
     depends: tuple[Path, ...] = ()  # every file it includes or imports, directly or not
+    filters: frozenset[str] = frozenset()    # the filters it (and what it includes or imports) applies
+    variables: frozenset[str] = frozenset()  # the variables it reads from a word's context
 
     def render(self, word: Word, limits: Limits | None = None) -> tuple[str, int | None, int | None] | None:
         """(stimulus, span_start, span_end), or None when the line renders to nothing; a
@@ -177,11 +192,14 @@ def context_for(word: Word) -> dict:
         "text": word.text,  # the word unmarked, for conditions: {% if text in people %}
         "word": grammar.mark(word.text),
         "singular": grammar.mark(word.singular),
-        "plural": grammar.mark(word.plural),
+        "plural": grammar.mark(word.plural or ""),
         "kind": word.kind,
         "person": word.person,
         "gender": word.gender,
+        "grammatical_gender": word.grammatical_gender,
     }
+    if word.plural is None:  # a list outside English that gives no plural (check_language names the word)
+        del ctx["plural"]
     if word.gender:  # pronouns exist only for gendered lists: elsewhere `he` is undefined, an error
         ctx.update(PRONOUNS[word.gender])
     return ctx
@@ -280,7 +298,22 @@ class TemplateSet:
         return self.base.owner(file)
 
     def helper_files(self) -> list[Path]:
-        return sorted(self.path.glob("_*")) + (self.base.helper_files() if self.base else [])
+        own = [p for p in sorted(self.path.glob("_*")) if p.name != SET_FILE]
+        return own + (self.base.helper_files() if self.base else [])
+
+    @cached_property
+    def language(self) -> str:
+        """The language of the set's own words: its `_set.toml`'s, else its base's, else English
+        (`*`: it has none, and serves any list)."""
+        path = self.path / SET_FILE
+        if not path.exists():
+            return self.base.language if self.base else DEFAULT_LANGUAGE
+        inside(path, self.path, "set file")
+        table = read_toml(path)
+        unknown = set(table) - SET_KEYS
+        if unknown:
+            raise InputError(f"{path}: unknown key {sorted(unknown)[0]!r} (known: {', '.join(sorted(SET_KEYS))})")
+        return normalise(table.get("language", DEFAULT_LANGUAGE), str(path), allow_any=True)
 
     def templates(self, file: str) -> list[Template]:
         owner = self.owner(file)
@@ -358,11 +391,22 @@ class TemplateSet:
                 raise StimkitError(f"{path}:{number}: template error: {_first_line(e)}") from None
             depends: dict[str, Path] = {}
             self._depends("\n".join(padded), f"{path}:{number}", depends)
+            filters, variables = self._names("\n".join(padded), depends.values())
             templates.append(Template(f"{self.name}/{file}:{number}", file, number, line.strip(), compiled,
-                                      file_wordless or number in declared, tuple(sorted(set(depends.values())))))
+                                      file_wordless or number in declared, tuple(sorted(set(depends.values()))),
+                                      filters, variables))
         if not templates:
             raise StimkitError(f"{path}: no templates (one Jinja template per line)")
         return templates
+
+    def _names(self, source: str, depends) -> tuple[frozenset[str], frozenset[str]]:
+        """The filters a template applies (itself and every file it includes or imports) and the
+        variables it reads."""
+        import jinja2.nodes
+
+        trees = [self.env.parse(source)] + [self.env.parse(read_text(p)) for p in depends]
+        filters = {f.name for tree in trees for f in tree.find_all(jinja2.nodes.Filter)}
+        return frozenset(filters), frozenset(jinja2.meta.find_undeclared_variables(trees[0]))
 
     def digest(self, files: list[str]) -> str:
         """Content hash of the files used, the set's helpers, and every other file their
@@ -379,6 +423,22 @@ class TemplateSet:
             h.update(b"include\0" + str(p.relative_to(next(r for r in self.roots if p.is_relative_to(r)))).encode()
                      + b"\0" + p.read_bytes() + b"\0")
         return h.hexdigest()
+
+
+def check_language(template: Template, word: Word, language: str, wordlist: str) -> None:
+    """Refuse English forms for a word of a list in a language stimuli.grammar does not
+    inflect: an English filter or pronoun, or a plural the list does not give. One line naming
+    the template line, the list (`wordlist`: its name and place) and what to do."""
+    if inflected(language):
+        return
+    english = sorted(template.filters & ENGLISH_FILTERS) or sorted(template.variables & ENGLISH_VARIABLES)
+    if english:
+        what = "filter" if english[0] in ENGLISH_FILTERS else "pronoun variable"
+        raise InputError(f"{template.id}: the {what} {english[0]!r} makes English forms, and list {wordlist} is in "
+                         f"{language}: give the forms in the list (plural = \"...\") and use them ({{{{ plural }}}})")
+    if "plural" in template.variables and word.plural is None:
+        raise InputError(f"{template.id}: word {word.text!r} of list {wordlist} ({language}) has no plural: "
+                         "give it in the list (plural = \"...\")")
 
 
 def _contents(folder: Path) -> list[tuple[str, bytes]]:

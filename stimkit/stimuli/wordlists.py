@@ -6,9 +6,27 @@
     source = "Caliskan et al. 2017, Table 1 row C1; Greenwald et al. 1998"
     words = ["aster", "clover", { word = "friend", kind = "count_noun", person = true }]
 
-A list may set `kind`, `person` or `gender` for all its words; a word entry may set
-`kind`, `person`, `gender`, `singular` and `plural`. Untagged words get the default
-inference of `grammar.infer_kind` (May et al. 2019's generator).
+A list may set `kind`, `person`, `gender` or `grammatical_gender` for all its words; a word
+entry may set `kind`, `person`, `gender`, `grammatical_gender`, `singular` and `plural`.
+Untagged words of an English list get the default inference of `grammar.infer_kind` (May et
+al. 2019's generator).
+
+Language and provenance (stimuli.language): `language` (BCP 47, default "en"), `translation`
+(original | human | machine | mixed), `translated_from`, `licence`, beside `source`:
+
+    [blumen]
+    language = "de"
+    translation = "human"
+    translated_from = "en"
+    licence = "CC-BY-4.0"
+    source = "WEATHub (Mukherjee et al. 2023), de_human/weat1"
+    words = [{ word = "Rose", grammatical_gender = "feminine", plural = "Rosen" }, ...]
+
+English grammar is English: in a list in another language, a word's kind is its own or the
+list's (else count_noun), `person` is false unless given, and its plural is the `plural` it
+gives (none otherwise; a template that uses it names the word). `gender` is natural gender
+(the pronouns he/she of the templates); `grammatical_gender` is the word's grammatical
+gender (masculine, feminine, neuter, common), which `check` compares between X and Y.
 
 Rules that derive a list from its source as published (Tan & Celis 2019's WinoBias
 occupations): `split = true` makes each word of a multi-word entry a word of its own,
@@ -30,10 +48,12 @@ from pathlib import Path
 from .. import StimkitError
 from . import grammar
 from .inputs import check_name, inside, read_text
+from .language import GRAMMATICAL_GENDERS, Provenance, inflected
 from ..paths import data_dir
 
-LIST_KEYS = {"category", "description", "source", "words", "kind", "person", "gender", "split", "lowercase", "drop"}
-WORD_KEYS = {"word", "kind", "person", "gender", "singular", "plural"}
+LIST_KEYS = {"category", "description", "source", "words", "kind", "person", "gender", "split", "lowercase", "drop",
+             "grammatical_gender", *Provenance.KEYS}
+WORD_KEYS = {"word", "kind", "person", "gender", "singular", "plural", "grammatical_gender"}
 GENDERS = {"male", "female"}
 # Unicode categories refused in words: controls, invisible format characters (zero-width
 # space and joiners, direction marks, soft hyphen), line and paragraph separators, unassigned.
@@ -50,11 +70,15 @@ class Word:
     kind: str
     person: bool
     singular: str
-    plural: str
+    plural: str | None            # None: a list outside English that gives no plural
     gender: str | None = None
+    grammatical_gender: str | None = None
 
     def as_dict(self) -> dict:
-        return {k: getattr(self, k) for k in ("text", "kind", "person", "singular", "plural", "gender")}
+        """What a set version hashes of the word (grammatical gender only where marked, so
+        every list hashed before it existed keeps its version)."""
+        found = {k: getattr(self, k) for k in ("text", "kind", "person", "singular", "plural", "gender")}
+        return {**found, "grammatical_gender": self.grammatical_gender} if self.grammatical_gender else found
 
 
 @dataclass(frozen=True)
@@ -67,6 +91,7 @@ class WordList:
     words: tuple[Word, ...] = field(default=())
     line: int = 1
     overrides: str | None = None  # `file:line` of the built-in list this user list replaces (--override)
+    provenance: Provenance = Provenance()  # its language, translation, licence and source
 
 
 _STRING = re.compile(r"\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'")
@@ -127,7 +152,7 @@ def _check_keys(table: dict, allowed: set[str], where: str) -> None:
         raise StimkitError(f"{where}: unknown key {sorted(unknown)[0]!r} (allowed: {', '.join(sorted(allowed))})")
 
 
-def _resolve_word(entry, defaults: dict, lexicon, where) -> Word:
+def _resolve_word(entry, defaults: dict, lexicon, where, language: str = "en") -> Word:
     if isinstance(entry, str):
         entry = {"word": entry}
     if not isinstance(entry, dict):
@@ -138,6 +163,9 @@ def _resolve_word(entry, defaults: dict, lexicon, where) -> Word:
         raise StimkitError(f"{where}: empty word")
     text = clean_text(text.strip(), where, "word")
     kind = entry.get("kind", defaults.get("kind"))
+    english = inflected(language)
+    if kind is None and not english:
+        kind = "count_noun"  # English's inference (capitals, lexicon) says nothing of another language
     if kind is None and " " in text and grammar.infer_kind(text, lexicon) == "count_noun" \
             and not text.endswith("American") and not any(text in words for words in lexicon.values()):
         # "data scientist" is not "a thing" because nothing said otherwise: ask, do not guess
@@ -149,34 +177,53 @@ def _resolve_word(entry, defaults: dict, lexicon, where) -> Word:
         raise StimkitError(f"{where}: unknown kind {kind!r} for word {text!r} (known: {', '.join(grammar.KINDS)})")
     person = entry.get("person", defaults.get("person"))
     if person is None:
-        person = grammar.is_person(text)
+        person = grammar.is_person(text) if english else False
     if not isinstance(person, bool):
         raise StimkitError(f"{where}: `person` must be true or false for word {text!r}, not {person!r}")
     gender = entry.get("gender", defaults.get("gender"))
     if gender is not None and (not isinstance(gender, str) or gender not in GENDERS):
-        raise StimkitError(f"{where}: unknown gender {gender!r} for word {text!r} (known: male, female)")
+        raise StimkitError(f"{where}: unknown gender {gender!r} for word {text!r} (known: male, female; "
+                           "grammatical gender is `grammatical_gender`)")
+    genus = entry.get("grammatical_gender", defaults.get("grammatical_gender"))
+    if genus is not None and genus not in GRAMMATICAL_GENDERS:
+        raise StimkitError(f"{where}: unknown grammatical_gender {genus!r} for word {text!r} "
+                           f"(known: {', '.join(GRAMMATICAL_GENDERS)})")
     if "singular" in entry or "plural" in entry:
         singular, plural = entry.get("singular", text), entry.get("plural", text)
         for form in (singular, plural):
             if not isinstance(form, str) or not form.strip():
                 raise StimkitError(f"{where}: word {text!r}: singular and plural must be non-empty strings, not {form!r}")
         singular, plural = clean_text(singular, where, "form"), clean_text(plural, where, "form")
+    elif not english:  # the forms a list in another language gives, or none
+        singular, plural = text, None
     elif text in lexicon.get("plural_count_noun", ()):
         singular, plural = grammar.singular(text), text
     else:
         singular, plural = text, grammar.plural(text)
-    return Word(text, kind, person, singular, plural, gender)
+    return Word(text, kind, person, singular, plural, gender, genus)
 
 
 def clean_text(text: str, where: str, what: str) -> str:
     """`text` in Unicode NFC, or a one-line error: control and invisible format characters
     (a zero-width space, a direction mark) make two words that look the same differ; the
-    private markers would corrupt the word's span."""
-    bad = next((c for c in text if unicodedata.category(c) in BAD_CATEGORIES or c in (grammar.OPEN, grammar.CLOSE)), None)
+    private markers would corrupt the word's span. The zero-width joiner and non-joiner are
+    spelling between two letters of a script that shapes its letters (Devanagari, Telugu,
+    Persian: "अ\u200dॅन"), and are kept there."""
+    bad = next((c for i, c in enumerate(text) if (unicodedata.category(c) in BAD_CATEGORIES and not _joins(text, i))
+                or c in (grammar.OPEN, grammar.CLOSE)), None)
     if bad is not None:
         name = unicodedata.name(bad, "control character").lower()
         raise StimkitError(f"{where}: {what} {text!r} holds the character U+{ord(bad):04X} ({name})")
     return unicodedata.normalize("NFC", text)
+
+
+def _joins(text: str, i: int) -> bool:
+    """Whether text[i] is a zero-width (non-)joiner between two letters or marks of a script
+    other than Latin, where it changes how the letters join (and so is seen)."""
+    def shaped(c: str) -> bool:
+        return unicodedata.category(c)[0] in "LM" and not unicodedata.name(c, "").startswith("LATIN")
+
+    return text[i] in ("\u200c", "\u200d") and 0 < i < len(text) - 1 and shaped(text[i - 1]) and shaped(text[i + 1])
 
 
 def _derive(entries: list, body: dict, where: str) -> list:
@@ -221,14 +268,15 @@ def parse_file(path: Path, lexicon=None) -> list[WordList]:
             if not isinstance(body.get(key, ""), str):
                 raise StimkitError(f"{where}: `{key}` must be a string")
         entries = _derive(entries, body, where)
-        defaults = {k: body[k] for k in ("kind", "person", "gender") if k in body}
+        provenance = Provenance.parse(body, where, body.get("source", ""))
+        defaults = {k: body[k] for k in ("kind", "person", "gender", "grammatical_gender") if k in body}
         words, seen = [], {}
         for entry in entries:
             label = entry if isinstance(entry, str) else (entry.get("word") if isinstance(entry, dict) else entry)
             found = lines.next_string(label, at)
             at = at if found is None else found + 1
             line = lines.line(at if found is None else found)
-            word = _resolve_word(entry, defaults, lexicon, f"{path}:{line}: list {name!r}")
+            word = _resolve_word(entry, defaults, lexicon, f"{path}:{line}: list {name!r}", provenance.language)
             if word.text in seen:
                 raise StimkitError(f"{path}:{line}: list {name!r}: duplicate word {word.text!r} (first at line {seen[word.text]})")
             seen[word.text] = line
@@ -242,6 +290,7 @@ def parse_file(path: Path, lexicon=None) -> list[WordList]:
                 path=str(path),
                 words=tuple(words),
                 line=header,
+                provenance=provenance,
             )
         )
     return lists
@@ -274,7 +323,7 @@ def merge(builtin: dict[str, WordList], user: dict[str, WordList], override: boo
     merged = dict(builtin)
     for name, wl in user.items():
         base = builtin.get(name)
-        if base is not None and (base.category, base.words) != (wl.category, wl.words):
+        if base is not None and (base.category, base.words, base.provenance.hashed()) != (wl.category, wl.words, wl.provenance.hashed()):
             if not override:
                 raise StimkitError(f"{wl.path}:{wl.line}: list {name!r} would replace the built-in list of that name "
                                    f"({base.path}:{base.line}); rename it, or pass --override")
