@@ -22,9 +22,9 @@ from stimkit.run.options import Options, WefatOptions
 from stimkit.stats import wefat
 from stimkit.cli import app
 
-from conftest import REPO, snapshot
+from conftest import FIXTURES, REPO, snapshot
 
-WEFAT_REF = REPO.parent / "shared" / "reference" / "wefat"
+WEFAT_REF = FIXTURES / "wefat"
 
 
 # --------------------------------------------------------------------------- statistics
