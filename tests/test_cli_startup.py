@@ -71,3 +71,50 @@ def test_help_lists_every_command(tmp_path):
     for name in cli.COMMAND_MODULES:
         assert f" {name} " in proc.stdout, name
     assert not (tmp_path / "none.duckdb").exists()
+
+
+def run_main(capsys, *args):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main([str(a) for a in args])
+    out = capsys.readouterr()
+    return exit_.value.code, out.out, out.err
+
+
+EXAMPLE = REPO / "examples" / "care-tech"
+
+
+def test_global_options_go_before_or_after_the_command(tmp_path, capsys):
+    """`stimkit test T --db X` and `stimkit test T --catalog-dir D` work as with the options first."""
+    db = tmp_path / "s.duckdb"
+    code, _, err = run_main(capsys, "test", "care-tech-gender", "-e", "glove-6b-50d", "--budget", "1000", "-q",
+                            "--wordlist-dir", EXAMPLE / "wordlists", "--db", db, "--catalog-dir", EXAMPLE / "tests")
+    assert code == 0 and db.exists(), err
+    before = run_main(capsys, "--db", db, "results", "--format", "csv")
+    after = run_main(capsys, "results", "--format", "csv", "--db", db)
+    assert before == after and before[0] == 0 and "care-tech-gender," in before[1]
+    # a group's subcommand, and a read of the catalog with your folder (both before and after)
+    code, out, _ = run_main(capsys, "catalog", "show", "care-tech-gender", "--catalog-dir", EXAMPLE / "tests", "--db", db)
+    assert code == 0 and out.startswith("care-tech-gender  context=word")
+    assert run_main(capsys, "--catalog-dir", EXAMPLE / "tests", "catalog", "--format", "csv")[1] == \
+        run_main(capsys, "catalog", "--format", "csv", "--catalog-dir", EXAMPLE / "tests")[1]
+    # --debug after the command word too
+    code, _, err = run_main(capsys, "results", "--db", tmp_path / "absent.duckdb", "--debug")
+    assert code == 2 and "no store at" in err
+
+
+def test_a_commands_own_option_before_the_command_word_shows_where_it_goes(tmp_path, capsys):
+    code, out, err = run_main(capsys, "--db", tmp_path / "s.duckdb", "--wordlist-dir", EXAMPLE / "wordlists",
+                              "--override", "generate", "-t", "word")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert ("--wordlist-dir, --override are options of `stimkit generate`, so they go after the command: "
+            f"stimkit --db {tmp_path / 's.duckdb'} generate -t word --wordlist-dir {EXAMPLE / 'wordlists'} --override") in err
+    assert not (tmp_path / "s.duckdb").exists()
+    # an option no command has: Click's own message, pointing at the help
+    code, _, err = run_main(capsys, "--bogus", "test")
+    assert code == 2 and "No such option: --bogus (see `stimkit --help`)" in err
+
+
+def test_every_command_lists_the_global_options_in_its_help(capsys):
+    code, out, _ = run_main(capsys, "audit", "show", "--help")
+    assert code == 0 and "Global options (before or after the command)" in out
+    assert all(option in out for option in ("--db", "--catalog-dir", "--debug"))

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import app, count, db_path, emit, err, format_option, handles_errors, open_store, out
+from .common import app, count, db_path, emit, err, format_option, handles_errors, open_store, out, state
 
 catalog_app = typer.Typer(help="The test catalog: list tests, show their set queries.", invoke_without_command=True)
 export_app = typer.Typer(help="Export stimulus sets in other tools' formats.")
@@ -104,7 +104,7 @@ def catalog_list(
         return
     from ..catalog import tests as catalog
 
-    df = catalog.table(catalog_con(), paper)
+    df = catalog.table(catalog_con(), paper, state.get("catalog_dir"))
     emit(df, fmt, ["test", "context", "family", "X", "Y", "A", "B"] if fmt in (None, "table") else None)
 
 
@@ -118,7 +118,7 @@ def catalog_show(name: str):
     from ..catalog import tests as catalog
 
     con = catalog_con()
-    test = catalog.get(con, name)
+    test = catalog.get(con, name, state.get("catalog_dir"))
     out.print(f"{test.name}  context={test.context} family={test.family} balance={test.balance} source={test.source}",
               highlight=False)
     for r in catalog.sizes(con, test).iter_rows(named=True):

@@ -211,7 +211,7 @@ def results_cmd(
         if layout:
             from ..catalog import tests as catalog
             from ..study import study
-            tests_def = catalog.load(store.con)
+            tests_def = catalog.load(store.con, store.catalog_dir)
             rows = list(study.load("tan-celis-2019").rows)
         elif table:
             from ..catalog import tests as catalog
