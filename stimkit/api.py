@@ -173,11 +173,14 @@ class Store:
         """Render word lists through template sets into versioned sets (a no-op when nothing
         changed). Your own lists (`wordlist_dir`) and template sets (`template_dir`) join the
         built-in ones; one with a built-in name is refused unless `override` (recorded in the
-        set's provenance). With `wordlist_dir` and no names, only your lists are generated."""
+        set's provenance). With `wordlist_dir` and no names, only your lists are generated.
+        The folders default to the ones the store was opened with (`stimkit.open(path, wordlist_dir=...)`)."""
         from .catalog.tests import default_specs
         from .stimuli import generate, templates, wordlists
 
         self._writable("generate")
+        wordlist_dir, template_dir = wordlist_dir or self.wordlist_dir, template_dir or self.template_dir
+        override = override or self.override
         lists = wordlists.load_all()
         own = None
         if wordlist_dir:
@@ -240,7 +243,7 @@ class Store:
         from .catalog import sentbias
 
         self._writable("import")
-        return sentbias.import_dir(self.con, Path(directory), prefix, override)
+        return sentbias.import_dir(self.con, Path(directory), prefix, override or self.override)
 
     # ------------------------------------------------------------------ vectors
 

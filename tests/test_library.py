@@ -258,3 +258,19 @@ def test_a_long_encode_lets_readers_in(catalog_db, tmp_path, command):
         total = s.query("SELECT count(*) AS n FROM embeddings_384")["n"][0]
     assert 0 < seen_midway < total
     assert seen_midway == int(paused.split()[1])  # exactly what the writer had committed
+
+
+def test_a_store_generates_from_the_folders_it_was_opened_with(tmp_path):
+    """stimkit.open(path, wordlist_dir=, template_dir=) then generate([...]): the store's own
+    folders, as if the call had named them; a store opened without them does not know the lists."""
+    example = REPO / "examples" / "care-tech"
+    names, tsets = ["care_occupations", "women"], ["workplace"]
+    with stimkit.open(tmp_path / "own.duckdb", wordlist_dir=example / "wordlists", template_dir=example / "templates") as s:
+        opened_with = s.generate(names, tsets)
+    with stimkit.open(tmp_path / "named.duckdb") as s:
+        named_in_call = s.generate(names, tsets, example / "wordlists", example / "templates")
+        with pytest.raises(stimkit.StimkitError, match="unknown word list 'care_occupations'"):
+            s.generate(names, tsets)
+    assert [(r["name"], r["version"], r["n_stimuli"]) for r in opened_with] == \
+        [(r["name"], r["version"], r["n_stimuli"]) for r in named_in_call]
+    assert {r["name"] for r in opened_with} == {"care_occupations@workplace", "women@workplace"}
