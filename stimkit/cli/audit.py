@@ -11,7 +11,8 @@ import typer
 from .. import DEFAULT_BUDGET, StimkitError
 from ..errors import UsageError
 from ..output import with_interval
-from .common import OverrideOption, TemplateDirOption, WordlistDirOption, app, emit, emit_document, err, format_option, handles_errors, open_store, out
+from .common import (OverrideOption, TemplateDirOption, WordlistDirOption, app, emit, emit_tables, err, format_option,
+                     handles_errors, open_store)
 
 audit_app = typer.Typer(help="Template audits: how template choice moves d and p.", no_args_is_help=True)
 app.add_typer(audit_app, name="audit")
@@ -47,7 +48,8 @@ def _audit(
             raise UsageError("compare needs the tests to compare: --test/-t (repeatable)")
         run_id, rows = store.audit_compare(test, list(template_set or []), encoder or ["minilm"], alpha, command,
                                            progress_for, budget=budget, seed=seed)
-    emit(rows, fmt, title=f"d and p by template set (shift and flips against {template_set[0]}; alpha {alpha})")
+    emit(rows, fmt, title=f"d and p by template set (shift and flips against {template_set[0]}; alpha {alpha})",
+         keep=("d", "p", "significant"))
     err.print(f"run {run_id}", highlight=False)
 
 
@@ -93,27 +95,23 @@ def audit_show_cmd(
 ):
     """A summary of audits: pooled d, tau2, I2, flip rates, and the templates that move each test most.
 
-    A table shows both parts; JSON is one document {"audits": [...], "rows": [the templates]}; the
-    other formats print the audits (or, with --templates, the templates).
+    Both tables in every format: JSON is one document {"rows": [the audits], "templates": [...]};
+    csv and tsv print the audits, a blank line, then the templates, each with its header line;
+    ndjson and parquet name each row's table in a `table` column. --templates: the templates alone.
 
     Examples:
       stimkit audit show --top 3
       stimkit audit show --templates --format csv
     """
-    from ..output import default_format
-
     with open_store(read_only=True) as store:
         audits, movers_df = store.audits(where, top)
     if audits.height == 0:
         raise StimkitError("no audits" + (f" where {where}" if where else "") + " (run `stimkit audit templates`)")
-    fmt = fmt or default_format()
-    if fmt == "json":
-        import json
-
-        emit_document({"audits": json.loads(audits.drop("audit_id").write_json())}, movers_df, fmt)
-    elif fmt == "table" and not movers:
-        emit(audits.drop("audit_id"), fmt)
-        out.print("\nTemplates that move each test most (alone, ranked by |d_alone - d|):", highlight=False)
-        emit(movers_df, fmt)
+    templates_title = "Templates that move each test most (alone, ranked by |d_alone - d|)"
+    keep_templates = {"keep": ("d_alone", "decision_flip")}  # what a narrow terminal never drops
+    if movers:
+        emit(movers_df, fmt, title=templates_title, **keep_templates)
     else:
-        emit(movers_df if movers else audits.drop("audit_id"), fmt)
+        emit_tables({"audits": audits.drop("audit_id"), "templates": movers_df}, fmt,
+                    titles={"audits": "Template audits: the full test, the pooled d over its templates, flip rates",
+                            "templates": templates_title}, options={"templates": keep_templates})

@@ -11,7 +11,7 @@ import typer
 from .. import __version__
 from ..checks import check_alpha, check_correction  # noqa: F401  (commands check these before any work)
 from ..errors import Interrupted, StimkitError, UsageError
-from ..output import FORMATS, emit, emit_document, err, format_option, out, print_rows  # noqa: F401  (one output layer)
+from ..output import FORMATS, emit, emit_document, emit_tables, err, format_option, out, print_rows  # noqa: F401  (one output layer)
 from ..paths import default_db
 
 def _flags_take_no_value():

@@ -51,9 +51,10 @@ def progress_for(enc):
                    TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn(), console=err, transient=True)
     task = bar.add_task(f"encode {enc.spec}", total=None, rate="")
     started = time.perf_counter()
-    bar.start()
 
-    def tick(done, total):
+    def tick(done, total):  # shown from the first batch: an encoder with nothing to encode shows no bar
+        if not bar.live.is_started and done < total:
+            bar.start()
         bar.update(task, completed=done, total=total, rate=f"{done / max(time.perf_counter() - started, 1e-9):,.0f}/s")
         if done >= total:
             bar.stop()

@@ -10,8 +10,8 @@ import typer
 
 from .. import DEFAULT_BUDGET, DEFAULT_PAPER, UsageError
 from .common import (OverrideOption, TemplateDirOption, WordlistDirOption, app, check_alpha, check_correction,
-                     count as _count, db_path, emit, emit_document, err, family_line, format_option, handles_errors,
-                     open_store, print_rows)
+                     count as _count, db_path, emit, emit_document, emit_tables, err, family_line, format_option,
+                     handles_errors, open_store, print_rows)
 
 AlphaOption = Annotated[float, typer.Option("--alpha", help="Significance level, in (0, 1).")]
 RunOption = Annotated[Optional[str], typer.Option(
@@ -320,14 +320,10 @@ def check_cmd(
         with open_store(read_only=True) as store:
             agreement, tau = store.check_metrics(where, run, alpha, include_stale)
             family = store.family
-        if fmt == "json":
-            emit_document({"family": family.as_dict(), "alpha": alpha, "kendall_tau": tau.to_dicts()}, agreement, fmt)
-        else:
-            emit(agreement, fmt)
-            if tau.height:
-                err.print("Kendall's tau between metrics (bias strength over the family's tests and encoders):",
-                          highlight=False)
-                emit(tau, "table", stream=sys.stderr)
+        emit_tables({"agreement": agreement, "kendall_tau": tau}, fmt, meta={"family": family.as_dict(), "alpha": alpha},
+                    titles={"agreement": "Sign and decision of each metric, per test and encoder",
+                            "kendall_tau": "Kendall's tau between metrics (bias strength over the family's tests and encoders)"},
+                    options={"agreement": {"keep": ("signs_agree", "decisions_agree")}})
         err.print(f"{_count(agreement.height, 'test-encoder pair')} compared across metrics; m = {family.m}", highlight=False)
         return
     with open_store(read_only=True) as store:

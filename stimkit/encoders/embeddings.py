@@ -152,6 +152,8 @@ class Writer:
         self.enc, self.total, self.progress = enc, total, progress
         self.sweep = len(enc.layer_encoders()) > 1
         self.written, self.error, self.thread = 0, None, None
+        if progress and total:  # the work begins (a bar appears); with nothing to encode, no call at all
+            progress(0, total)
         # Inside the caller's open transaction another connection would not see its uncommitted
         # tables, and the caller wants all or nothing anyway: append in line, on its connection.
         self.inline = con is not None and id(con) in store._open_transactions
