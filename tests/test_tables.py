@@ -235,12 +235,19 @@ def test_parquet_is_refused_on_a_terminal(monkeypatch):
 def test_test_prints_each_d_with_its_interval(catalog_db, tmp_path):
     path = tmp_path / "store.duckdb"
     shutil.copy(catalog_db, path)
-    r = invoke("--db", path, "test", "weat6", "-e", "glove-6b-50d", "--budget", 500)
+    r = invoke("--db", path, "test", "weat6", "sent-weat7b", "-e", "glove-6b-50d",
+               "--budget", 500, "--cuts", 3)
     assert r.exit_code == 0, r.output
     con = duckdb.connect(str(path), read_only=True)
     d, lo, hi = con.execute("SELECT effect_size, ci_low, ci_high FROM results WHERE test = 'weat6'").fetchone()
     con.close()
     assert f"d={d:+.3f} [{lo:.2f}, {hi:.2f}] p" in r.stderr
+    # a short line per result, its figures and notes on indented lines: all within 80 columns
+    lines = r.stderr.splitlines()
+    assert all(len(line) <= 80 for line in lines), max(lines, key=len)
+    first = lines.index("[2/2] sent-weat7b  glove-6b-50d")
+    assert lines[first + 1].startswith("    d=") and " n=" in lines[first + 1]
+    assert lines[first + 2].startswith("    ") and "cut by balance=cut" in lines[first + 2] and "3 cuts: d" in r.stderr
 
 
 def test_check_shows_each_d_with_its_interval(tables_db):

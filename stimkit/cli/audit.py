@@ -12,7 +12,7 @@ from .. import DEFAULT_BUDGET, StimkitError
 from ..errors import UsageError
 from ..output import with_interval
 from .common import (OverrideOption, TemplateDirOption, WordlistDirOption, app, emit, emit_tables, err, format_option,
-                     handles_errors, open_store)
+                     handles_errors, open_store, result_lines)
 
 audit_app = typer.Typer(help="Template audits: how template choice moves d and p.", no_args_is_help=True)
 app.add_typer(audit_app, name="audit")
@@ -42,7 +42,8 @@ def _audit(
                                     budget=budget, seed=seed)
             if fmt is not None:  # the audits just stored, as `audit show` prints them
                 emit(store.audits(f"run_id = '{run_id}'")[0], fmt)
-            err.print(f"run {run_id}: see `stimkit audit show --where \"run_id = '{run_id}'\"`", highlight=False)
+            err.print(result_lines(f"run {run_id}:", f"see `stimkit audit show --where \"run_id = '{run_id}'\"`"),
+                      highlight=False)
             return
         if not test:
             raise UsageError("compare needs the tests to compare: --test/-t (repeatable)")
@@ -57,8 +58,10 @@ def _audit_line(a) -> None:
     pooled = ("n/a" if a.pooled_d is None else
               f"{with_interval(f'{a.pooled_d:+.2f}', a.ci_low, a.ci_high)} tau2={a.tau2:.3f} I2={a.i2:.0%}")
     flips = "n/a" if a.decision_flip_share is None else f"{a.decision_flip_share:.0%}"
-    err.print(f"{a.test:<14} {a.template_set:<14} {a.encoder:<22} d={with_interval(f'{a.full_d:+.2f}', *a.full_ci)} p={a.full_p:.2g} "
-              f"templates={a.n_templates} pooled d={pooled} decision flips={flips}", highlight=False)
+    err.print(result_lines(f"{a.test}  {a.template_set}  {a.encoder}",
+                           f"full test d={with_interval(f'{a.full_d:+.2f}', *a.full_ci)} p={a.full_p:.2g} "
+                           f"templates={a.n_templates}",
+                           f"pooled d={pooled} decision flips={flips}"), highlight=False)
 
 
 def _register(name: str, compare: bool, doc: str) -> None:

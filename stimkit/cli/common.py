@@ -237,6 +237,23 @@ def db_path() -> Path:
     return state["db"] or default_db()
 
 
+# Lines a person reads as a command runs (a result each) fit an 80-column terminal.
+LINE_WIDTH = 80
+
+
+def result_lines(head: str, *details: str, indent: int = 4) -> str:
+    """One result as a person reads it on an 80-column terminal: a short first line naming it
+    (test, template set, encoder), then each detail on its own indented line (numbers, then
+    notes), each wrapped at spaces to LINE_WIDTH, never inside a number or a name."""
+    import textwrap
+
+    def fill(text: str, first: str) -> str:
+        return textwrap.fill(text, LINE_WIDTH, initial_indent=first, subsequent_indent=" " * (indent + 2),
+                             break_long_words=False, break_on_hyphens=False)
+
+    return "\n".join([fill(head, ""), *(fill(d, " " * indent) for d in details if d)])
+
+
 IRREGULAR = {"stimulus": "stimuli", "hypothesis": "hypotheses", "analysis": "analyses"}
 
 

@@ -52,10 +52,10 @@ def progress_for(enc):
     task = bar.add_task(f"encode {enc.spec}", total=None, rate="")
     started = time.perf_counter()
 
-    def tick(done, total):  # shown from the first batch: an encoder with nothing to encode shows no bar
+    def tick(done, total):  # from the encode's start (0 of N): an encoder with nothing to encode shows no bar
+        bar.update(task, completed=done, total=total, rate=f"{done / max(time.perf_counter() - started, 1e-9):,.0f}/s")
         if not bar.live.is_started and done < total:
             bar.start()
-        bar.update(task, completed=done, total=total, rate=f"{done / max(time.perf_counter() - started, 1e-9):,.0f}/s")
         if done >= total:
             bar.stop()
 

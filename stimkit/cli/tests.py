@@ -11,7 +11,7 @@ import typer
 from .. import DEFAULT_BUDGET, DEFAULT_PAPER, UsageError
 from .common import (OverrideOption, TemplateDirOption, WordlistDirOption, app, check_alpha, check_correction,
                      count as _count, db_path, emit, emit_document, emit_tables, err, family_line, format_option,
-                     handles_errors, open_store, print_rows)
+                     handles_errors, open_store, print_rows, result_lines)
 
 AlphaOption = Annotated[float, typer.Option("--alpha", help="Significance level, in (0, 1).")]
 RunOption = Annotated[Optional[str], typer.Option(
@@ -42,9 +42,9 @@ def progress_callbacks(verbose: bool):
             if r.metric == "weat":
                 value = with_interval(value, r.ci_low, r.ci_high)
             p = p_text(r.p_value, r.min_p) if r.p_value is not None else "n/a"
-            err.print(f"[{done}/{total}] {r.test:<45} {r.encoder:<22} {value} p{'' if p.startswith('<') else '='}{p} "
-                      f"({r.p_method or r.p_null_reason}) n={r.n_x}/{r.n_y}/{r.n_a}/{r.n_b}"
-                      + (f"  [{'; '.join(notes)}]" if notes else ""), highlight=False)
+            err.print(result_lines(f"[{done}/{total}] {r.test}  {r.encoder}",
+                                   f"{value} p{'' if p.startswith('<') else '='}{p} ({r.p_method or r.p_null_reason}) "
+                                   f"n={r.n_x}/{r.n_y}/{r.n_a}/{r.n_b}", "; ".join(notes)), highlight=False)
 
     def on_failure(f):
         err.print(f"failed: {f}", style="red", highlight=False)
@@ -70,18 +70,19 @@ def warn_cannot_reject(report, alpha: float) -> None:
     if weak:
         tests = sorted({r.test for r in weak})
         names = ", ".join(tests[:5]) + (", ..." if len(tests) > 5 else "")
-        err.print(f"warning: {_count(len(weak), 'result')} cannot reach p <= {alpha} whatever the data "
-                  f"(smallest possible p above alpha; marked † in tables): {names}", highlight=False)
+        err.print(result_lines(f"warning: {_count(len(weak), 'result')} cannot reach p <= {alpha} whatever the data "
+                               f"(smallest possible p above alpha; marked † in tables): {names}"), highlight=False)
 
 
 def finish(report) -> None:
     """The run's notes and summary line; exit 1 when any test or encoder failed."""
     for note in report.notes:
-        err.print(note, highlight=False)
+        err.print(result_lines(note), highlight=False)
     if report.run_id:
-        err.print(f"run {report.run_id}: {_count(len(report.results), 'result')} from {_count(report.n_tests, 'test')} x "
-                  f"{_count(report.n_encoders, 'encoder')}, {_count(len(report.failures), 'failure')}. "
-                  f"See `stimkit results --run {report.run_id}`.", highlight=False)
+        err.print(result_lines(f"run {report.run_id}: {_count(len(report.results), 'result')} from "
+                               f"{_count(report.n_tests, 'test')} x {_count(report.n_encoders, 'encoder')}, "
+                               f"{_count(len(report.failures), 'failure')}.", f"see `stimkit results --run {report.run_id}`"),
+                  highlight=False)
     if report.failures:
         if not report.run_id and len(report.failures) > 1:  # a single failure has said it all in its line
             err.print(f"nothing stored: {_count(len(report.failures), 'failure')}", highlight=False)

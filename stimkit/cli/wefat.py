@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from .. import DEFAULT_BUDGET
-from .common import app, emit, err, format_option, handles_errors, open_store
+from .common import app, emit, err, format_option, handles_errors, open_store, result_lines
 
 SUMMARY_COLUMNS = ["name", "encoder", "context", "n", "r", "p_value", "rho", "slope", "intercept", "dropped_words"]
 WORD_COLUMNS = ["word", "association", "property", "word_p_value", "n_stimuli", "dropped"]
@@ -38,10 +38,11 @@ def document(result) -> dict:
 
 
 def summary_line(r) -> str:
-    dropped = f"; dropped {', '.join(r.dropped_words)}" if r.dropped_words else ""
-    return (f"{r.name} / {r.encoder} ({r.context}): r = {r.r:.3f}, p = {r.p_value:.3g}, "
-            f"rho = {r.rho:.3f}, n = {r.n}, slope = {r.slope:.3g} "
-            f"[{r.slope_ci_low:.3g}, {r.slope_ci_high:.3g}]{dropped}")
+    """A WEFAT's result in lines that fit 80 columns: what, its figures, the words left out."""
+    return result_lines(f"{r.name}  {r.encoder} ({r.context})",
+                        f"r = {r.r:.3f}, p = {r.p_value:.3g}, rho = {r.rho:.3f}, n = {r.n}, slope = {r.slope:.3g} "
+                        f"[{r.slope_ci_low:.3g}, {r.slope_ci_high:.3g}]",
+                        f"dropped {', '.join(r.dropped_words)}" if r.dropped_words else "")
 
 
 @app.command("wefat")
