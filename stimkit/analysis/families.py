@@ -11,7 +11,7 @@ import polars as pl
 import duckdb
 
 from .. import store
-from ..checks import CORRECTIONS, check_alpha, check_correction  # noqa: F401  (re-exported)
+from ..checks import CORRECTIONS, RESULT_KINDS as KINDS, check_alpha, check_correction  # noqa: F401  (re-exported)
 from ..paths import data_dir
 from ..errors import InputError, UsageError
 from ..store import usersql
@@ -53,7 +53,6 @@ def latest_run(con) -> str | None:
     return row[0] if row else None
 
 
-KINDS = ("test", "audit", "compare", "all")
 # p as the queries print it: `<= floor` when p is the smallest its procedure can give (output.p_text).
 PTEXT = ("CREATE OR REPLACE TEMP MACRO ptext(p, floor) AS CASE WHEN p IS NULL THEN 'n/a' "
          "WHEN floor IS NOT NULL AND p <= floor * (1 + 1e-9) THEN '<= ' || printf('%.2g', floor) "

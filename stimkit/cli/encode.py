@@ -6,6 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..checks import ENGINES, check_choice, choices
 from .common import app, emit, err, format_option, handles_errors, open_store
 
 
@@ -18,7 +19,7 @@ def encode_cmd(
     everything: Annotated[bool, typer.Option("--all", help="Every current stimulus.")] = False,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Texts handed to the encoder at a time "
                                             "(a transformer sorts them by length and batches by batch_tokens= inside).")] = 4096,
-    engine: Annotated[str, typer.Option("--engine", help="local, or ray: a Ray cluster (RAY_ADDRESS, else a local one).")] = "local",
+    engine: Annotated[str, typer.Option("--engine", help=f"{choices(ENGINES)} (ray: a Ray cluster: RAY_ADDRESS, else a local one).")] = "local",
     workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="Ray: model replicas (default: one per GPU, else one per CPU).")] = None,
     fmt: Annotated[Optional[str], format_option()] = None,
 ):
@@ -31,6 +32,7 @@ def encode_cmd(
     """
     import polars as pl
 
+    check_choice(engine, ENGINES, "--engine")
     with open_store() as store:
         reports = store.encode(encoder, sets, tests, everything, batch_size, progress_for, engine, workers)
     for r in reports:

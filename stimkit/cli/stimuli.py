@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..checks import BALANCE_POLICIES, check_choice, choices
 from .common import app, count, db_path, emit, err, format_option, handles_errors, open_store, out, state
 
 catalog_app = typer.Typer(help="The test catalog: list tests, show their set queries.", invoke_without_command=True)
@@ -133,7 +134,7 @@ def catalog_show(name: str):
 def export_sentbias(
     outdir: Path,
     tests: Annotated[Optional[list[str]], typer.Option("--test", help="Test name (repeatable); default: all.")] = None,
-    balance: Annotated[Optional[str], typer.Option("--balance", help="Apply a balancing policy: cut | drop-words.")] = None,
+    balance: Annotated[Optional[str], typer.Option("--balance", help=f"Apply a balancing policy: {choices(BALANCE_POLICIES)} (default: none, the sets as they are).")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the balancing cut (with --balance cut).")] = 0,
     force: Annotated[bool, typer.Option("--force", help="Write into a folder that is not empty (files of the same name are replaced).")] = False,
 ):
@@ -141,6 +142,8 @@ def export_sentbias(
 
     Example: stimkit export sentbias out/ --test sent-weat6
     """
+    if balance is not None:
+        check_choice(balance, BALANCE_POLICIES, "--balance")
     with open_store(read_only=True) as store:
         written = store.export_sentbias(outdir, tests, balance, seed, force)
     err.print(f"wrote {len(written)} files to {outdir}", highlight=False, markup=False, emoji=False)

@@ -9,6 +9,8 @@ from typing import Annotated, Optional
 import typer
 
 from .. import DEFAULT_BUDGET, DEFAULT_PAPER, UsageError
+from ..checks import (ALTERNATIVES, BALANCE_POLICIES, CENTERINGS, CONTEXTS, CORRECTIONS, LAYOUTS, METRIC_NAMES, P_METHODS,
+                      RESULT_KINDS, SOURCES, choices)
 from .common import (OverrideOption, TemplateDirOption, WordlistDirOption, app, check_alpha, check_correction,
                      count as _count, db_path, emit, emit_document, emit_tables, err, family_line, format_option,
                      handles_errors, open_store, print_rows, result_lines)
@@ -95,7 +97,7 @@ def test_cmd(
     patterns: Annotated[Optional[list[str]], typer.Argument(
         help="Tests by name or shell-style pattern over catalog and imported tests ('sent-weat*', '*angry*').")] = None,
     everything: Annotated[bool, typer.Option("--all", help="Every test: the catalog and imported ones.")] = False,
-    source: Annotated[Optional[str], typer.Option("--source", help="Only catalog or only imported tests.")] = None,
+    source: Annotated[Optional[str], typer.Option("--source", help=f"Only the tests of one source: {choices(SOURCES)}.")] = None,
     encoder: Annotated[Optional[list[str]], typer.Option("--encoder", "-e", help="Encoder spec (repeatable).")] = None,
     x: Annotated[Optional[str], typer.Option("--x", help="Ad-hoc test: SQL or set name for the target set X.")] = None,
     y: Annotated[Optional[str], typer.Option("--y", help="Ad-hoc test: SQL or set name for the target set Y.")] = None,
@@ -103,20 +105,20 @@ def test_cmd(
     b: Annotated[Optional[str], typer.Option("--b", help="Ad-hoc test: SQL or set name for the attribute set B.")] = None,
     name: Annotated[str, typer.Option("--name", help="Name of the ad-hoc test (stored: `stimkit test NAME` runs it again).")] = "adhoc",
     save: Annotated[Optional[Path], typer.Option("--save", help="Write the test's definition as TOML (for a --catalog-dir folder).")] = None,
-    context: Annotated[Optional[str], typer.Option("--context", help="word | sentence | c-word (a sentence test's inserted word; default: the test's own; an ad-hoc test of four list@word sets is word).")] = None,
+    context: Annotated[Optional[str], typer.Option("--context", help=f"{choices(CONTEXTS)} (a sentence test's inserted word; default: the test's own; an ad-hoc test of four list@word sets is word).")] = None,
     budget: Annotated[int, typer.Option("--budget", help="Permutation sample budget.")] = DEFAULT_BUDGET,
-    method: Annotated[str, typer.Option("--method", help="auto | exact | sampled | parametric.")] = "auto",
-    alternative: Annotated[Optional[str], typer.Option("--alternative", help="greater | less | two-sided (default: the test's own, else greater).")] = None,
+    method: Annotated[str, typer.Option("--method", help=f"{choices(P_METHODS)}.")] = "auto",
+    alternative: Annotated[Optional[str], typer.Option("--alternative", help=f"{choices(ALTERNATIVES)} (default: the test's own, else greater).")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the permutation samples and bootstrap draws (never of the cut).")] = 0,
     clustered: Annotated[bool, typer.Option("--clustered", help="Permute whole words with all their sentences.")] = False,
     bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates for a CI of d (0: none).")] = 0,
-    balance: Annotated[Optional[str], typer.Option("--balance", help="cut | drop-words | none (default: the test's).")] = None,
+    balance: Annotated[Optional[str], typer.Option("--balance", help=f"{choices(BALANCE_POLICIES)} (default: the test's).")] = None,
     cut_seed: Annotated[int, typer.Option("--cut-seed", help="Which items balance=cut drops (default 0: fixed per test).")] = 0,
     cuts: Annotated[int, typer.Option("--cuts", help="Also run K independent cuts and store the spread of d and p.")] = 1,
     alpha: AlphaOption = 0.01,
-    center: Annotated[Optional[str], typer.Option("--center", help="Centre the vectors before cosines: mean | abtt:K (also remove the reference's top K directions).")] = None,
+    center: Annotated[Optional[str], typer.Option("--center", help=f"Centre the vectors before cosines: {choices(CENTERINGS)} (abtt:K also removes the reference's top K directions).")] = None,
     center_ref: Annotated[str, typer.Option("--center-ref", help="The centring reference: test (the test's own four sets) or a set name or SELECT.")] = "test",
-    metric: Annotated[Optional[str], typer.Option("--metric", help="Association metrics, comma-separated: weat, gweat, ripa, rnd, semaxis, ect, rnsb, mac, same, direct_bias (one result each; default: the test's own, else weat).")] = None,
+    metric: Annotated[Optional[str], typer.Option("--metric", help=f"Association metrics, comma-separated: {', '.join(METRIC_NAMES)} (one result each; default: the test's own, else weat).")] = None,
     wordlist_dir: WordlistDirOption = None,
     template_dir: TemplateDirOption = None,
     override: OverrideOption = False,
@@ -164,15 +166,15 @@ def results_cmd(
     ctx: typer.Context,
     where: WhereOption = None,
     run: RunOption = None,
-    correct: Annotated[str, typer.Option("--correct", help="Multiple-testing correction: holm | bonferroni | bh | by | none.")] = "holm",
+    correct: Annotated[str, typer.Option("--correct", help=f"Multiple-testing correction: {choices(CORRECTIONS)}.")] = "holm",
     alpha: AlphaOption = 0.01,
     include_stale: Annotated[bool, typer.Option("--include-stale", help="Also results on superseded set versions.")] = False,
-    kind: Annotated[str, typer.Option("--kind", help="test (the tests you ran) | audit | compare | all.")] = "test",
+    kind: Annotated[str, typer.Option("--kind", help=f"{choices(RESULT_KINDS)} (test: the tests you ran; all: every kind).")] = "test",
     fmt: Annotated[Optional[str], format_option("sentbias")] = None,
     columns: ColumnsOption = None,
     wide: WideOption = False,
     table: Annotated[bool, typer.Option("--table", help="Tests x encoders with d and significance marks (Table 4 of May et al.).")] = False,
-    layout: Annotated[Optional[str], typer.Option("--layout", help="tan-celis: Tables 7/8 of Tan & Celis 2019 (tests x word/sent/c-word x encoders).")] = None,
+    layout: Annotated[Optional[str], typer.Option("--layout", help=f"{choices(LAYOUTS)} (tan-celis: Tables 7/8 of Tan & Celis 2019, tests x word/sent/c-word x encoders).")] = None,
     verbose: VerboseFamily = False,
 ):
     """Results with a multiple-testing correction over a family of hypotheses, each counted once.
@@ -202,8 +204,8 @@ def results_cmd(
         return
     check_correction(correct)
     check_alpha(alpha)
-    if layout not in (None, "tan-celis"):
-        raise UsageError(f"unknown layout {layout!r} (known: tan-celis)")
+    if layout is not None and layout not in LAYOUTS:
+        raise UsageError(f"unknown layout {layout!r} (known: {', '.join(LAYOUTS)})")
     fmt = fmt or default_format()
     with open_store(read_only=True) as store:
         df = store.results(where, run, correct, alpha, include_stale, kind)

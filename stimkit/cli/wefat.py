@@ -10,6 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from .. import DEFAULT_BUDGET
+from ..checks import WEFAT_CONTEXTS, WORD_P_METHODS, choices
 from .common import app, emit, err, format_option, handles_errors, open_store, result_lines
 
 SUMMARY_COLUMNS = ["name", "encoder", "context", "n", "r", "p_value", "rho", "slope", "intercept", "dropped_words"]
@@ -55,11 +56,11 @@ def wefat_cmd(
     prop: Annotated[Optional[str], typer.Option("--property", help="Property table (properties/<name>.csv or a .csv path), or SQL returning word, value.")] = None,
     label: Annotated[str, typer.Option("--name", help="Name of the ad-hoc WEFAT.")] = "adhoc",
     encoder: Annotated[str, typer.Option("--encoder", "-e", help="Encoder spec.")] = "glove-6b-50d",
-    context: Annotated[Optional[str], typer.Option("--context", help="word | sentence: bare list names go through `word` or --templates.")] = None,
+    context: Annotated[Optional[str], typer.Option("--context", help=f"{choices(WEFAT_CONTEXTS)}: bare list names go through `word` or --templates.")] = None,
     templates: Annotated[str, typer.Option("--templates", help="Template set of the sentence context.")] = "may2019",
     drop: Annotated[Optional[float], typer.Option("--drop-least-typical", help="Leave out this fraction of targets farthest from their centroid (e.g. 0.2; default: off, or the catalog entry's).")] = None,
     bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates for a CI of r (0: none).")] = 0,
-    method: Annotated[str, typer.Option("--method", help="Per-word p-value: auto | exact | sampled.")] = "auto",
+    method: Annotated[str, typer.Option("--method", help=f"Per-word p-value: {choices(WORD_P_METHODS)}.")] = "auto",
     budget: Annotated[int, typer.Option("--budget", help="Partitions per word beyond which p is sampled.")] = DEFAULT_BUDGET,
     seed: Annotated[int, typer.Option("--seed")] = 0,
     fmt: Annotated[Optional[str], format_option()] = None,

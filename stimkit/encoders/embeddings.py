@@ -17,6 +17,7 @@ import polars as pl
 import pyarrow as pa
 
 from .. import StimkitError, store
+from ..checks import ENGINES, check_choice
 from . import Encoder
 
 NO_SPAN = -1
@@ -267,8 +268,7 @@ def encode_missing_released(path, enc: Encoder, stimuli: pl.DataFrame, batch_siz
 
 
 def _check_engine(engine: str, enc: Encoder | None = None) -> None:
-    if engine not in ("local", "ray"):
-        raise StimkitError(f"engine must be local or ray, not {engine!r}")
+    check_choice(engine, ENGINES, "engine")
     if engine == "ray" and enc is not None and len(enc.layer_encoders()) > 1:
         raise StimkitError(f"encoder {enc.spec!r}: a layer sweep (layer=all) runs on the local engine")
 

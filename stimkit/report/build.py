@@ -13,10 +13,10 @@ import polars as pl
 
 from .. import StimkitError, UsageError
 from ..analysis import paper_tables as paper
+from ..checks import REPORT_FORMATS as FORMATS
 from . import figures
 from .data import ReportData
 
-FORMATS = ("html", "svg", "png", "pdf")
 FIGURE_FORMATS = ("svg", "png", "pdf")
 OWN = ("report.html", "figures", "tables")  # what --force replaces; nothing else in the folder is touched
 RESULT_COLUMNS = ["test", "encoder", "display", "context", "metric", "n_x", "n_y", "n_a", "n_b", "effect_size",
