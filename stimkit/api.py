@@ -518,6 +518,9 @@ class Store:
         """Write out_dir/report.html (figures inline), figures/ and tables/ from the store
         (reads only). Returns report.Written; its `notes` say what was asked for but absent.
         `study`: the study's latest run, with its correction and alpha."""
+        from .analysis import paper_tables
+        from .catalog import tests as catalog
+
         if study is not None:
             from .study import study as studies
 
@@ -530,6 +533,7 @@ class Store:
         except ImportError as e:
             raise StimkitError(f"the report needs {e.name}: pip install 'stimkit[report]'") from None
         data = report.gather(self.con, where, correct, alpha, tests, audits)
+        data.source = paper_tables.source(study, data.results, catalog.load_toml())  # the caption names it
         self._release()  # drawing takes seconds: let writers in
         written = report.write_report(data, Path(out_dir), formats, force)
         if audits and not data.audits:

@@ -6,6 +6,7 @@ import json
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import duckdb
 import polars as pl
@@ -261,3 +262,35 @@ def test_check_shows_each_d_with_its_interval(tables_db):
     w, s = by["weat6"], by["sent-weat6"]
     assert row["detail"].startswith(f"d {w['effect_size']:.2f} [{w['ci_low']:.2f}, {w['ci_high']:.2f}] / "
                                     f"{s['effect_size']:.2f} [{s['ci_low']:.2f}, {s['ci_high']:.2f}], p ")
+
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "care-tech"
+
+
+def test_captions_name_the_study_not_the_paper(catalog_db, tmp_path):
+    """A table of your study says it is your study's; only the paper's own study (or, with no
+    study, one paper's catalog tests alone) cites the paper's table."""
+    import dataclasses
+
+    import stimkit
+    from stimkit.study import study
+
+    assert paper.source(study.load("may-2019")) == "May et al. 2019, Table 4"
+    assert paper.source(study.load("tan-celis-2019")) == "Tan and Celis 2019, Tables 7-8"
+    assert paper.source(study.load(str(EXAMPLE / "study.toml"))) == "study care-tech"
+    assert paper.source(dataclasses.replace(study.load("may-2019"), name="my-replication")) == "study my-replication"
+    assert paper.source(dataclasses.replace(study.load("may-2019"), path=tmp_path / "may-2019.toml")) == "study may-2019"
+    db = tmp_path / "own.duckdb"
+    r = invoke("--db", db, "run", EXAMPLE / "study.toml", "-e", "glove-6b-50d", "--budget", 1000, "-f", "latex")
+    assert r.exit_code == 0, r.output
+    assert "Effect size d by test and encoder (study care-tech);" in r.stdout and "May et al." not in r.stdout
+    r = invoke("--db", db, "results", "--table", "-f", "markdown")
+    assert "Effect size d by test and encoder;" in r.stdout and "May et al." not in r.stdout
+    with stimkit.open(db, read_only=True) as s:
+        s.report(tmp_path / "report", formats=["svg"], study=str(EXAMPLE / "study.toml"))
+    assert "Effect size d by test and encoder (study care-tech);" in (tmp_path / "report" / "tables" / "table4.tex").read_text()
+    published = tmp_path / "published.duckdb"
+    shutil.copy(catalog_db, published)
+    assert invoke("--db", published, "test", "weat6", "weat7", "-e", "glove-6b-50d", "--budget", 500).exit_code == 0
+    r = invoke("--db", published, "results", "--table", "-f", "latex")
+    assert "Effect size d by test and encoder (May et al. 2019, Table 4);" in r.stdout

@@ -218,7 +218,8 @@ def results_cmd(
             rows = list(study.load("tan-celis-2019").rows)
         elif table:
             from ..catalog import tests as catalog
-            tests_order = list(catalog.load_toml())
+            catalog_tests = catalog.load_toml()
+            tests_order = list(catalog_tests)
     err.print(family_line(family, correct, alpha, verbose), highlight=False)
     for note in (family.stale_note, family.mixed_note):
         if note:
@@ -236,8 +237,8 @@ def results_cmd(
             emit(frame, fmt)
     elif table:
         if fmt in ("latex", "markdown"):
-            sys.stdout.write(paper.table4_paper(df, alpha, fmt, paper.caption(family, correct, alpha, "Effect size d by test "
-                                                                              "and encoder (May et al. 2019, Table 4)"),
+            what = paper.sourced("Effect size d by test and encoder", paper.source(results=df, tests=catalog_tests))
+            sys.stdout.write(paper.table4_paper(df, alpha, fmt, paper.caption(family, correct, alpha, what),
                                                 paper.display_names(df), tests_order))
         else:
             t4 = paper.table4(df, alpha, tests_order)
@@ -442,8 +443,8 @@ def run_cmd(
                  f"over all {job.family.m} rows")
         if fmt in ("latex", "markdown"):
             order = [row["test"] for row in job.table]
-            sys.stdout.write(paper.table4_paper(job.results, alpha, fmt, paper.caption(job.family, s.correction, alpha,
-                                                                                       "Effect size d by test and encoder"),
+            what = paper.sourced("Effect size d by test and encoder", paper.source(s))
+            sys.stdout.write(paper.table4_paper(job.results, alpha, fmt, paper.caption(job.family, s.correction, alpha, what),
                                                 paper.display_names(job.results), order))
         else:
             emit_rows(job.table, job.columns, title, fmt)

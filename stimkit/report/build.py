@@ -123,7 +123,7 @@ def caption(data: ReportData) -> str:
     name = paper.CORRECTION_NAMES.get(data.correction, data.correction)
     marks = (f"* p <= {data.alpha}; ** also significant after {name} correction" if data.correction != "none"
              else f"* p <= {data.alpha}, no correction")
-    return (f"Effect size d by test and encoder (May et al. 2019, Table 4); {marks}; † cannot reach p <= {data.alpha}. "
+    return (f"{paper.sourced('Effect size d by test and encoder', data.source)}; {marks}; † cannot reach p <= {data.alpha}. "
             f"Family: m = {data.results.height} hypotheses ({data.family}).")
 
 

@@ -37,6 +37,7 @@ class ReportData:
     metrics: pl.DataFrame | None = None                     # test x encoder x metric values, when several
     provenance: dict = field(default_factory=dict)
     family: str = ""                                        # the family's definition (analysis.Family)
+    source: str = ""                                        # where the table comes from (paper_tables.source)
 
 
 def has_rows(con, table: str) -> bool:
