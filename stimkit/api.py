@@ -306,7 +306,7 @@ class Store:
              source: str | None = None, x: str | None = None, y: str | None = None, a: str | None = None,
              b: str | None = None, name: str = "adhoc", context: str | None = None, command: str = "library",
              options: Options | None = None, on_result=None, on_failure=None, progress=None, save: str | Path | None = None,
-             **option_values) -> RunReport:
+             rerun: bool = False, **option_values) -> RunReport:
         """Run tests (names or shell patterns over catalog and imported tests, or `everything`,
         or one ad-hoc test from four set names or SELECTs) on each encoder, in one run.
         `context="c-word"` runs sentence tests on each encoder's inserted-word vectors.
@@ -316,7 +316,9 @@ class Store:
 
         An ad-hoc test is stored by its `name`, so `test([name])` runs it again; its context is
         word when all four sets are `list@word` names. `save`: write the (single) test's
-        definition as TOML, for a --catalog-dir folder."""
+        definition as TOML, for a --catalog-dir folder. `rerun` (the report's recipe for one
+        result): the ad-hoc test may carry an existing test's name, since its seed streams and
+        cut derive from the name, and is not stored, so it never stands in for that test."""
         from .catalog import tests as catalog
         from .run import cword, plan as run_plan
         from .run.options import Options
@@ -328,7 +330,7 @@ class Store:
                 raise UsageError("an ad-hoc test needs all four of --x --y --a --b")
             adhoc = catalog.adhoc(name, (x, y, a, b), context, opts.balance or "none", opts.alternative)
             known = catalog.load(None, self.catalog_dir)
-            if name in known and not self.override:
+            if name in known and not (self.override or rerun):
                 raise UsageError(f"ad-hoc test {name!r} has the name of a {known[name].source} test: choose another "
                                  "--name, or pass --override")
             chosen = [adhoc]
@@ -344,7 +346,7 @@ class Store:
             Path(save).write_text(catalog.to_toml(chosen[0]), encoding="utf-8")
         plan = run_plan.make(self.con, chosen, list(encoders), opts, generate_missing=self._generate_missing)
         report = self._execute(plan, command, progress, on_result, on_failure)
-        if report.run_id and chosen[0].source == "adhoc":
+        if report.run_id and chosen[0].source == "adhoc" and not rerun:
             catalog.store_adhoc(self.con, chosen[0])
         return report
 

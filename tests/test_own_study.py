@@ -195,12 +195,50 @@ def test_the_report_s_rerun_line_is_pinned_to_set_versions_and_reproduces_the_re
         (res,) = s.test(["sent-weat9"], encoders=["glove-6b-50d"], budget=2000, seed=4).results
         row = s.query("SELECT * FROM results WHERE result_id = $r", {"r": res.result_id}).row(0, named=True)
         line = rerun_command(row, item_versions(s.con, [res.result_id])[res.result_id])
-    assert "set_version = '" in line and "--override" in line
+    assert "set_version = '" in line and "--rerun" in line and "--override" not in line
     r = invoke(app, ["--db", str(path), *shlex.split(line)[1:]])
     assert r.exit_code == 0, r.output
     with stimkit.open(path) as s:
         again = s.query("SELECT effect_size, p_value, n_x, n_y FROM results ORDER BY created_at DESC LIMIT 1").row(0)
     assert again == (res.effect_size, res.p_value, res.n_x, res.n_y)
+
+
+def test_the_rerun_line_leaves_your_test_definition_in_force(example, tmp_path):
+    """The report's line for a result of your test reproduces it, but never stands in for your
+    test: afterwards `stimkit test NAME` without --catalog-dir does not know it (rather than run
+    the old word lists), and with it runs your definition on your current word lists."""
+    import shlex
+
+    from stimkit.report.data import item_versions, rerun_command
+
+    path = tmp_path / "s.duckdb"
+    folders = ["--catalog-dir", str(example / "tests"), "--wordlist-dir", str(example / "wordlists")]
+    r = invoke(app, ["--db", str(path), "test", "care-tech-gender", "-e", "glove-6b-50d", "--budget", "2000", *folders])
+    assert r.exit_code == 0, r.output
+    with stimkit.open(path) as s:
+        row = s.query("SELECT * FROM results").row(0, named=True)
+        line = rerun_command(row, item_versions(s.con, [row["result_id"]])[row["result_id"]])
+    assert shlex.split(line)[:5] == ["stimkit", "test", "--rerun", "--name", "care-tech-gender"]
+    r = invoke(app, ["--db", str(path), *shlex.split(line)[1:]])
+    assert r.exit_code == 0, r.output
+    with stimkit.open(path, read_only=True) as s:
+        again = s.query("SELECT effect_size, p_value FROM results ORDER BY created_at DESC LIMIT 1").row(0)
+        assert again == (row["effect_size"], row["p_value"])  # the same stimuli, the same name: the same numbers
+        assert s.query("SELECT count(*) AS n FROM imported_tests")["n"][0] == 0  # nothing stored under your name
+    # your word list changes: your test, by name, runs it; without your folder, the name is unknown
+    lists = example / "wordlists" / "occupations.toml"
+    lists.write_text(lists.read_text().replace('"nurse"', '"paramedic"', 1))
+    assert '"paramedic"' in lists.read_text()
+    r = invoke(app, ["--db", str(path), "generate", "-w", "care_occupations", "-t", "word", *folders[2:]])
+    assert r.exit_code == 0 and "1 new" in r.output, r.output
+    r = invoke(app, ["--db", str(path), "test", "care-tech-gender", "-e", "glove-6b-50d", "--budget", "2000"])
+    assert r.exit_code == 2 and "no test matches 'care-tech-gender'" in r.output
+    r = invoke(app, ["--db", str(path), "test", "care-tech-gender", "-e", "glove-6b-50d", "--budget", "2000", *folders])
+    assert r.exit_code == 0, r.output
+    with stimkit.open(path, read_only=True) as s:
+        words = s.query("""SELECT list(DISTINCT word) AS w FROM results_with_items
+                           WHERE result_id = (SELECT result_id FROM results ORDER BY created_at DESC LIMIT 1)""")["w"][0]
+    assert "paramedic" in words and "nurse" not in words
 
 
 def test_check_tests_differences_instead_of_comparing_decisions(catalog_db, tmp_path):

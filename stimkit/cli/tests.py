@@ -122,6 +122,7 @@ def test_cmd(
     wordlist_dir: WordlistDirOption = None,
     template_dir: TemplateDirOption = None,
     override: OverrideOption = False,
+    rerun: Annotated[bool, typer.Option("--rerun", help="Re-run one result (the report's recipe): the ad-hoc test may carry a test's name (its seed streams and cut derive from it) and is not stored, so it never stands in for that test.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose/--quiet", "-v/-q", help="A line per result.")] = True,
 ):
     """Run association tests (catalog, imported or ad-hoc) for one or more encoders; results go to the store.
@@ -143,7 +144,7 @@ def test_cmd(
         with bar:
             report = store.test(patterns, encoders=encoder or ["glove-6b-50d"], everything=everything, source=source,
                                 x=x, y=y, a=a, b=b, name=name, context=context, command=" ".join(sys.argv[1:]),
-                                options=opts, save=save, **callbacks)
+                                options=opts, save=save, rerun=rerun, **callbacks)
     warn_cannot_reject(report, alpha)
     finish(report)
 
