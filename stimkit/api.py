@@ -536,6 +536,7 @@ class Store:
             raise StimkitError(f"the report needs {e.name}: pip install 'stimkit[report]'") from None
         data = report.gather(self.con, where, correct, alpha, tests, audits)
         data.source = paper_tables.source(study, data.results, catalog.load_toml())  # the caption names it
+        data.left_out = analysis.left_out(self.con, where, run_id if study is not None else None)
         self._release()  # drawing takes seconds: let writers in
         written = report.write_report(data, Path(out_dir), formats, force)
         if audits and not data.audits:

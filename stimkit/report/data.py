@@ -38,6 +38,7 @@ class ReportData:
     provenance: dict = field(default_factory=dict)
     family: str = ""                                        # the family's definition (analysis.Family)
     source: str = ""                                        # where the table comes from (paper_tables.source)
+    left_out: pl.DataFrame | None = None                    # results of the scope not shown, and why (families.left_out)
 
 
 def has_rows(con, table: str) -> bool:
