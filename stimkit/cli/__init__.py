@@ -14,6 +14,7 @@ import shlex
 MODULES = ("stimuli", "encode", "tests", "audit", "wefat", "report")
 COMMAND_MODULES = {
     "generate": "stimuli", "sets": "stimuli", "catalog": "stimuli", "export": "stimuli", "import": "stimuli",
+    "templates": "stimuli",
     "encode": "encode", "encoders": "encode",
     "test": "tests", "results": "tests", "check": "tests", "query": "tests", "run": "tests",
     "audit": "audit", "wefat": "wefat", "wefat-results": "wefat", "report": "report",

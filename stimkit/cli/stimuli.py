@@ -71,6 +71,27 @@ def generate_cmd(
               highlight=False, markup=False, emoji=False)
 
 
+@app.command("templates")
+@handles_errors
+def templates_cmd(
+    template_dir: Annotated[Optional[Path], typer.Option("--template-dir", help="Folder of your own template sets, listed before the built-in ones.")] = None,
+    fmt: Annotated[Optional[str], format_option()] = None,
+):
+    """List the template sets, yours and the built-in ones, each with what it is or what it changes: for choosing the sets to compare in `audit templates -s` and `audit compare -s`.
+
+    A set's line lives with it, as `description = "..."` in its folder's `_set.toml` (templates/README.md).
+
+    Examples:
+      stimkit templates
+      stimkit templates --template-dir examples/care-tech/templates --format csv
+    """
+    import polars as pl
+
+    from ..stimuli.template_sets import listing
+
+    emit(pl.DataFrame(listing(template_dir)), fmt, keep=("description",), drop_first=("files", "inherits"))
+
+
 @app.command("sets")
 @handles_errors
 def sets_cmd(

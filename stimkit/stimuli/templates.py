@@ -28,6 +28,8 @@ from ..checks import suggest
 from .. import StimkitError
 from . import grammar
 from .inputs import check_name, inside, read_text
+from . import template_sets
+from .template_sets import SET_FILE
 from ..paths import data_dir
 from .wordlists import PRONOUNS, Word
 
@@ -255,6 +257,7 @@ class TemplateSet:
         self.env = make_environment(roots)
         self._files: dict[str, list[Template]] = {}
         self.overrides: str | None = None  # the built-in set's folder, when this user set replaces it
+        self.info = template_sets.info(self.path)  # its `_set.toml` (description), checked here
         base_file = self.path / "_base"
         self.base = None
         if base_file.exists():
@@ -280,7 +283,10 @@ class TemplateSet:
         return self.base.owner(file)
 
     def helper_files(self) -> list[Path]:
-        return sorted(self.path.glob("_*")) + (self.base.helper_files() if self.base else [])
+        """The set's `_*` files (macros, `_base`), which a version covers; not `_set.toml`, its
+        description, which renders nothing."""
+        own = [p for p in self.path.glob("_*") if p.name != SET_FILE]
+        return sorted(own) + (self.base.helper_files() if self.base else [])
 
     def templates(self, file: str) -> list[Template]:
         owner = self.owner(file)
@@ -382,7 +388,9 @@ class TemplateSet:
 
 
 def _contents(folder: Path) -> list[tuple[str, bytes]]:
-    return sorted((str(p.relative_to(folder)), p.read_bytes()) for p in folder.rglob("*") if p.is_file())
+    """What a set renders from (its description, `_set.toml`, aside)."""
+    return sorted((str(p.relative_to(folder)), p.read_bytes()) for p in folder.rglob("*")
+                  if p.is_file() and p.relative_to(folder) != Path(SET_FILE))
 
 
 def load_set(name: str, user_root: Path | None = None, override: bool = False) -> TemplateSet:
