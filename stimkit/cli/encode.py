@@ -32,7 +32,7 @@ def encode_cmd(
     """
     import polars as pl
 
-    check_choice(engine, ENGINES, "--engine")
+    check_choice(engine, ENGINES, "--engine", "engine")
     with open_store() as store:
         reports = store.encode(encoder, sets, tests, everything, batch_size, progress_for, engine, workers)
     for r in reports:

@@ -28,7 +28,7 @@ def report_cmd(
     check_correction(correct)
     check_alpha(alpha)
     for f in fmt or ():
-        check_choice(f, REPORT_FORMATS, "--format")
+        check_choice(f, REPORT_FORMATS, "--format", "format")
     with open_store(read_only=True) as store:
         written = store.report(out_dir, where, correct, alpha, fmt, test, audit, force, study)
     for note in written.notes:

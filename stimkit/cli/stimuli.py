@@ -164,7 +164,7 @@ def export_sentbias(
     Example: stimkit export sentbias out/ --test sent-weat6
     """
     if balance is not None:
-        check_choice(balance, BALANCE_POLICIES, "--balance")
+        check_choice(balance, BALANCE_POLICIES, "--balance", "balance policy")
     with open_store(read_only=True) as store:
         written = store.export_sentbias(outdir, tests, balance, seed, force)
     err.print(f"wrote {len(written)} files to {outdir}", highlight=False, markup=False, emoji=False)
