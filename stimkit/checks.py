@@ -40,7 +40,7 @@ def check_correction(method: str) -> str:
 def check_choice(value: str, values, option: str, what: str = "value") -> str:
     """An enumerated option's value, checked before any work: a usage error names the known ones."""
     if value not in values:
-        raise UsageError(f"{option} {value!r}: unknown {what} (known: {', '.join(values)})")
+        raise UsageError((f"{option}: " if option else "") + f"unknown {what} {value!r} (known: {', '.join(values)})")
     return value
 
 

@@ -268,7 +268,7 @@ def encode_missing_released(path, enc: Encoder, stimuli: pl.DataFrame, batch_siz
 
 
 def _check_engine(engine: str, enc: Encoder | None = None) -> None:
-    check_choice(engine, ENGINES, "engine", "engine")
+    check_choice(engine, ENGINES, "", "engine")
     if engine == "ray" and enc is not None and len(enc.layer_encoders()) > 1:
         raise StimkitError(f"encoder {enc.spec!r}: a layer sweep (layer=all) runs on the local engine")
 
