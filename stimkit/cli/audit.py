@@ -41,7 +41,7 @@ def _audit(
             run_id, _ = store.audit(test, encoder or ["minilm"], template_set, alpha, command, _audit_line, progress_for,
                                     budget=budget, seed=seed)
             if fmt is not None:  # the audits just stored, as `audit show` prints them
-                emit(store.audits(f"run_id = '{run_id}'")[0], fmt)
+                _show(*store.audits(f"run_id = '{run_id}'"), fmt)
             err.print(result_lines(f"run {run_id}:", f"see `stimkit audit show --where \"run_id = '{run_id}'\"`"),
                       highlight=False)
             return
@@ -110,11 +110,18 @@ def audit_show_cmd(
         audits, movers_df = store.audits(where, top)
     if audits.height == 0:
         raise StimkitError("no audits" + (f" where {where}" if where else "") + " (run `stimkit audit templates`)")
-    templates_title = "Templates that move each test most (alone, ranked by |d_alone - d|)"
-    keep_templates = {"keep": ("d_alone", "decision_flip")}  # what a narrow terminal never drops
-    if movers:
-        emit(movers_df, fmt, title=templates_title, **keep_templates)
+    _show(audits, movers_df, fmt, movers)
+
+
+TEMPLATES_TITLE = "Templates that move each test most (alone, ranked by |d_alone - d|)"
+KEEP_TEMPLATES = {"keep": ("d_alone", "decision_flip")}  # what a narrow terminal never drops
+
+
+def _show(audits, movers_df, fmt, movers_only: bool = False) -> None:
+    """The audits and the templates that move each most, both in every format (or the templates alone)."""
+    if movers_only:
+        emit(movers_df, fmt, title=TEMPLATES_TITLE, **KEEP_TEMPLATES)
     else:
         emit_tables({"audits": audits.drop("audit_id"), "templates": movers_df}, fmt,
                     titles={"audits": "Template audits: the full test, the pooled d over its templates, flip rates",
-                            "templates": templates_title}, options={"templates": keep_templates})
+                            "templates": TEMPLATES_TITLE}, options={"templates": KEEP_TEMPLATES})
