@@ -150,7 +150,8 @@ def main(args: list[str] | None = None) -> None:
         code = 0
     except click.UsageError as e:
         where = f" (see `{e.ctx.command_path} --help`)" if e.ctx else ""
-        message = isinstance(e, click.NoSuchOption) and _misplaced(command, args) or e.format_message().replace("\n", " ") + where
+        misplaced = _misplaced(command, args) if isinstance(e, click.NoSuchOption) else None
+        message = misplaced or e.format_message().replace("\n", " ") + where
         err.print(Text.assemble(("error: ", "bold red"), message), highlight=False)
         code = 2
     except (typer.Abort, KeyboardInterrupt):
