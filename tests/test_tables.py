@@ -294,3 +294,36 @@ def test_captions_name_the_study_not_the_paper(catalog_db, tmp_path):
     assert invoke("--db", published, "test", "weat6", "weat7", "-e", "glove-6b-50d", "--budget", 500).exit_code == 0
     r = invoke("--db", published, "results", "--table", "-f", "latex")
     assert "Effect size d by test and encoder (May et al. 2019, Table 4);" in r.stdout
+
+
+def header_of(table: str) -> str:
+    """An ASCII table's header cells, their folded lines joined (`n_` over `templates`: n_templates)."""
+    lines = table.splitlines()
+    end = next(i for i, line in enumerate(lines) if i and line.startswith("|-"))
+    rows = [[c.strip() for c in line.split("|")[1:-1]] for line in lines[1:end]]
+    return " ".join("".join(cells) for cells in zip(*rows))
+
+
+def test_audit_show_compare_and_catalog_keep_their_findings_at_80_columns(monkeypatch, catalog_db, tmp_path):
+    """At 80 columns the names fold, and the findings stay: the full and pooled d, p and the
+    number of templates (audit show), d, p and the decision (audit compare), the four sets a
+    test compares (catalog). No line is wider than the terminal."""
+    path = tmp_path / "audits.duckdb"
+    shutil.copy(catalog_db, path)
+    assert invoke("--db", path, "audit", "templates", "-t", "sent-weat6", "-t", "sent-angry_black_woman_stereotype",
+                  "-e", "glove-6b-50d", "--budget", 1000).exit_code == 0
+    monkeypatch.setattr(output, "out", output.make_console(width=80))
+    views = {("audit", "show"): ("full_d", "full_p", "n_templates", "pooled_d", "ci_low"),
+             ("audit", "compare", "-t", "sent-weat6", "-s", "may2019", "-s", "past_tense", "-e", "glove-6b-50d",
+              "--budget", "1000"): ("n_x", "d", "p", "significant"),
+             ("catalog",): ("X", "Y", "A", "B")}
+    for args, findings in views.items():
+        r = invoke("--db", path, *args, "-f", "table")
+        assert r.exit_code == 0, r.output
+        tables = [t for t in re.split(r"\n(?=\+)", r.stdout) if t.startswith("+") and "|-" in t]
+        header = header_of(tables[0]).split()
+        assert all(f in header for f in findings), (args, header)
+        assert all(len(line) <= 80 for line in r.stdout.splitlines()), args
+    r = invoke("--db", path, "audit", "show", "-f", "table")
+    second = [t for t in re.split(r"\n(?=\+)", r.stdout) if t.startswith("+") and "|-" in t][1]
+    assert {"d_alone", "decision_flip"} <= set(header_of(second).split())
