@@ -1,8 +1,8 @@
 """Derive the WEFAT property tables in properties/ from the reference TSVs (run once).
 
-    python scripts/derive_properties.py ../shared/reference/wefat
+    python scripts/derive_properties.py tests/fixtures/wefat
 
-The outputs are committed; the TSVs are not shipped. Rules (../shared/reference/wefat/SOURCE.md):
+The outputs are committed; the TSVs are not shipped. Rules (tests/fixtures/wefat/SOURCE.md):
 - bls2015_percent_women: for each occupation word, the BLS 2015 rows whose labels
   (label1..label5) contain the word, their percent women weighted by total employed.
 - census1990_percent_female: the census file's gender score g = (m - f) / (m + f), where
@@ -73,4 +73,4 @@ def main(reference: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else REPO.parent / "shared" / "reference" / "wefat")
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else REPO / "tests" / "fixtures" / "wefat")

@@ -173,11 +173,14 @@ class Store:
         """Render word lists through template sets into versioned sets (a no-op when nothing
         changed). Your own lists (`wordlist_dir`) and template sets (`template_dir`) join the
         built-in ones; one with a built-in name is refused unless `override` (recorded in the
-        set's provenance). With `wordlist_dir` and no names, only your lists are generated."""
+        set's provenance). With `wordlist_dir` and no names, only your lists are generated.
+        The folders default to the ones the store was opened with (`stimkit.open(path, wordlist_dir=...)`)."""
         from .catalog.tests import default_specs
         from .stimuli import generate, templates, wordlists
 
         self._writable("generate")
+        wordlist_dir, template_dir = wordlist_dir or self.wordlist_dir, template_dir or self.template_dir
+        override = override or self.override
         lists = wordlists.load_all()
         own = None
         if wordlist_dir:
@@ -221,6 +224,13 @@ class Store:
 
         return catalog.table(self.con, paper, self.catalog_dir)
 
+    def template_sets(self) -> pl.DataFrame:
+        """Every template set, yours (the store's template_dir) and the built-in ones, with its
+        description (`_set.toml`), the set it inherits from and its files (`stimkit templates`)."""
+        from .stimuli.template_sets import listing
+
+        return pl.DataFrame(listing(self.template_dir))
+
     def test_sets(self, name: str) -> tuple[TestDef, pl.DataFrame]:
         """A test's definition and its four set queries with the number of stimuli each selects."""
         from .catalog import tests as catalog
@@ -240,7 +250,7 @@ class Store:
         from .catalog import sentbias
 
         self._writable("import")
-        return sentbias.import_dir(self.con, Path(directory), prefix, override)
+        return sentbias.import_dir(self.con, Path(directory), prefix, override or self.override)
 
     def import_weathub(self, directory: str | Path, only: list[str] | None = None) -> list[dict]:
         """WEATHub as published (its data/ folder of <lang>_<variant> folders): word tests named
@@ -312,7 +322,7 @@ class Store:
              source: str | None = None, x: str | None = None, y: str | None = None, a: str | None = None,
              b: str | None = None, name: str = "adhoc", context: str | None = None, command: str = "library",
              options: Options | None = None, on_result=None, on_failure=None, progress=None, save: str | Path | None = None,
-             cross_lingual: bool = False, **option_values) -> RunReport:
+             cross_lingual: bool = False, rerun: bool = False, **option_values) -> RunReport:
         """Run tests (names or shell patterns over catalog and imported tests, or `everything`,
         or one ad-hoc test from four set names or SELECTs) on each encoder, in one run.
         `context="c-word"` runs sentence tests on each encoder's inserted-word vectors.
@@ -322,8 +332,10 @@ class Store:
 
         An ad-hoc test is stored by its `name`, so `test([name])` runs it again; its context is
         word when all four sets are `list@word` names; `cross_lingual`: its targets and its
-        attributes are in different languages on purpose (else such a test is refused). `save`: write the (single) test's
-        definition as TOML, for a --catalog-dir folder."""
+        attributes are in different languages on purpose (else such a test is refused). `save`: write
+        the (single) test's definition as TOML, for a --catalog-dir folder. `rerun` (the report's
+        recipe for one result): the ad-hoc test may carry an existing test's name, since its seed
+        streams and cut derive from the name, and is not stored, so it never stands in for that test."""
         from .catalog import tests as catalog
         from .run import cword, plan as run_plan
         from .run.options import Options
@@ -335,7 +347,7 @@ class Store:
                 raise UsageError("an ad-hoc test needs all four of --x --y --a --b")
             adhoc = catalog.adhoc(name, (x, y, a, b), context, opts.balance or "none", opts.alternative, cross_lingual)
             known = catalog.load(None, self.catalog_dir)
-            if name in known and not self.override:
+            if name in known and not (self.override or rerun):
                 raise UsageError(f"ad-hoc test {name!r} has the name of a {known[name].source} test: choose another "
                                  "--name, or pass --override")
             chosen = [adhoc]
@@ -351,7 +363,7 @@ class Store:
             Path(save).write_text(catalog.to_toml(chosen[0]), encoding="utf-8")
         plan = run_plan.make(self.con, chosen, list(encoders), opts, generate_missing=self._generate_missing)
         report = self._execute(plan, command, progress, on_result, on_failure)
-        if report.run_id and chosen[0].source == "adhoc":
+        if report.run_id and chosen[0].source == "adhoc" and not rerun:
             catalog.store_adhoc(self.con, chosen[0])
         return report
 
@@ -525,6 +537,9 @@ class Store:
         """Write out_dir/report.html (figures inline), figures/ and tables/ from the store
         (reads only). Returns report.Written; its `notes` say what was asked for but absent.
         `study`: the study's latest run, with its correction and alpha."""
+        from .analysis import paper_tables
+        from .catalog import tests as catalog
+
         if study is not None:
             from .study import study as studies
 
@@ -537,6 +552,8 @@ class Store:
         except ImportError as e:
             raise StimkitError(f"the report needs {e.name}: pip install 'stimkit[report]'") from None
         data = report.gather(self.con, where, correct, alpha, tests, audits)
+        data.source = paper_tables.source(study, data.results, catalog.load_toml())  # the caption names it
+        data.left_out = analysis.left_out(self.con, where, run_id if study is not None else None)
         self._release()  # drawing takes seconds: let writers in
         written = report.write_report(data, Path(out_dir), formats, force)
         if audits and not data.audits:

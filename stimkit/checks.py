@@ -6,8 +6,28 @@ import os
 
 from .errors import UsageError
 
+# Every enumerated option value, in one place: the code that checks a value and the help text
+# that lists the values both read these (tests/test_cli_startup.py holds each help to its list).
 ALTERNATIVES = ("greater", "less", "two-sided")
 CORRECTIONS = ("holm", "bonferroni", "bh", "by", "none")  # queries/<name>.sql, and none
+P_METHODS = ("auto", "exact", "sampled", "parametric")  # a test's p-value procedure
+WORD_P_METHODS = ("auto", "exact", "sampled")  # a WEFAT's per-word p
+BALANCE_POLICIES = ("cut", "drop-words", "none")
+CONTEXTS = ("word", "sentence", "c-word")
+WEFAT_CONTEXTS = ("word", "sentence")
+SOURCES = ("catalog", "imported")  # where a test is defined
+RESULT_KINDS = ("test", "audit", "compare", "all")  # which results a family reads
+LAYOUTS = ("tan-celis",)  # results' tables besides Table 4
+ENGINES = ("local", "ray")  # where encode runs the model
+REPORT_FORMATS = ("html", "svg", "png", "pdf")
+CENTERINGS = ("mean", "abtt:K")  # --center: the mean, or the mean and the top K directions
+# stats.metrics.METRICS, in its order (tests/test_metrics.py holds the two equal)
+METRIC_NAMES = ("weat", "gweat", "ripa", "rnd", "semaxis", "ect", "rnsb", "mac", "same", "direct_bias")
+
+
+def choices(values) -> str:
+    """The values an option takes, as its help lists them: `cut | drop-words | none`."""
+    return " | ".join(values)
 
 
 def check_correction(method: str) -> str:
@@ -15,6 +35,13 @@ def check_correction(method: str) -> str:
     if method not in CORRECTIONS:
         raise UsageError(f"--correct {method!r}: unknown correction (known: {', '.join(CORRECTIONS)})")
     return method
+
+
+def check_choice(value: str, values, option: str, what: str = "value") -> str:
+    """An enumerated option's value, checked before any work: a usage error names the known ones."""
+    if value not in values:
+        raise UsageError((f"{option}: " if option else "") + f"unknown {what} {value!r} (known: {', '.join(values)})")
+    return value
 
 
 def suggest(name: str, known, n: int = 3) -> str:

@@ -13,7 +13,9 @@ Formats (modelled on sqlite-utils and Datasette):
   `table` (rich; the default when stdout is a terminal, csv otherwise), `markdown` (GitHub
   pipes), `latex` (a booktabs tabular). Off a terminal a table has ASCII rules, never box drawing.
   A command may name the columns a person reads first (`columns`), the ones never dropped to
-  fit the width (`keep`: the decision columns) and the ones dropped first (`drop_first`).
+  fit the width (`keep`) and the ones dropped first (`drop_first`). On a narrow terminal the
+  findings stay and the names fold (`_fit`): numbers and decisions are never cut, and never
+  dropped while a name could fold instead.
 
 Store data is never read as rich markup or emoji: table cells are rich Text objects, and the
 consoles `out`/`err` interpret markup only where a caller asks (print(..., markup=True)).
@@ -41,8 +43,10 @@ MACHINE_FORMATS = ("csv", "tsv", "json", "ndjson", "parquet")
 UNBOUNDED = 100_000
 # A column of text (cells with spaces) may wrap, but not narrower than this (or its longest word).
 MIN_TEXT_WIDTH = 20
-# A name in a column that is never dropped (a command's `keep`) folds over lines this wide or wider
-# before a less important column is dropped to make room for it whole.
+# A column of names (no spaces: tests, encoders, set names) folds over lines this wide before
+# any column with findings is dropped to make room, and to FOLD_WIDTH before a column a command
+# drops first goes (see `_fit`).
+NAME_WIDTH = 12
 FOLD_WIDTH = 24
 
 
@@ -139,6 +143,42 @@ def emit_document(meta: dict, df, fmt: str | None = None, columns: list[str] | N
     head = json.dumps(_finite(meta), default=_json_default, ensure_ascii=False)
     _write(head[:-1] + (", " if meta else "") + '"rows": ' + render(df, "json").rstrip("\n") + "}\n", stream)
     _note_more(more, notes)
+
+
+def emit_tables(tables: dict, fmt: str | None = None, *, meta: dict | None = None, titles: dict[str, str] | None = None,
+                options: dict[str, dict] | None = None, stream: IO[str] | None = None, notes: IO[str] | None = None) -> None:
+    """A command's several tables ({name: frame}, the main one first), every one in every format:
+    - json: ONE document {**meta, "rows": [the main table], name: [rows], ...} (as `emit_document`;
+      `meta` is for json only: the other formats leave it to the command's prose);
+    - csv, tsv: the tables one after another, each with its header line, a blank line between,
+      each table's title on stderr before it;
+    - ndjson: every table's rows, one object a line, each naming its table first ({"table": name, ...});
+    - parquet: the tables' rows stacked, a `table` column first (a column a table lacks is null);
+    - table, markdown, latex: one after another, a blank line between, each with its title.
+    `options`: {name: emit's keyword arguments} (keep, drop_first, columns, ...) for a table."""
+    import polars as pl
+
+    fmt = check_format(fmt)
+    titles, options = titles or {}, options or {}
+    frames = {name: _select(df, options.get(name, {}).get("columns"), None, 0)[0] for name, df in tables.items()}
+    if fmt == "json":
+        doc = {**(meta or {})}
+        if "rows" in doc or "rows" in list(frames)[1:]:
+            raise ValueError("meta and the other tables may not be named 'rows': the main table goes there")
+        parts = {("rows" if i == 0 else name): df for i, (name, df) in enumerate(frames.items())}
+        head = json.dumps(_finite(doc), default=_json_default, ensure_ascii=False)[:-1]
+        body = ", ".join(f'{json.dumps(key)}: {render(df, "json").rstrip()}' for key, df in parts.items())
+        return _write(head + (", " if doc else "") + body + "}\n", stream)
+    named = {name: _machine_frame(df).select(pl.lit(name).alias("table"), pl.all()) for name, df in frames.items()}
+    if fmt == "ndjson":
+        return _write("".join(render(df, "ndjson") for df in named.values()), stream)
+    if fmt == "parquet":
+        return _write_parquet(pl.concat(list(named.values()), how="diagonal_relaxed"), stream)
+    for i, (name, df) in enumerate(frames.items()):
+        if i:
+            _write("\n", stream)
+        extra = {k: v for k, v in options.get(name, {}).items() if k != "columns"}
+        emit(df, fmt, title=titles.get(name, name), stream=stream, notes=notes, **extra)
 
 
 def print_rows(rows: list[dict], columns: list[str], title: str | None = None, *, stream: IO[str] | None = None,
@@ -386,7 +426,10 @@ def _print_table(grid: _Grid, title: str | None, stream: IO[str] | None, width: 
 
     keep, widths = fit(grid)
     hidden = [c for i, c in enumerate(grid.columns) if i not in keep]
-    stacked = {c: u for c, u in (stack or {}).items() if c in hidden and u in grid.columns
+    # an interval's upper end goes under its lower end rather than away (ci_high under ci_low)
+    stack = {**{c: c[:-5] + "_low" for c in grid.columns if c.endswith("_high") and c[:-5] + "_low" in grid.columns},
+             **(stack or {})}
+    stacked = {c: u for c, u in stack.items() if c in hidden and u in grid.columns
                and grid.columns.index(u) in keep}
     if stacked:  # what would be left out goes on a second line of its partner's cells instead
         grid = _stacked(grid, stacked)
@@ -399,10 +442,10 @@ def _print_table(grid: _Grid, title: str | None, stream: IO[str] | None, width: 
     rules = box.HEAVY_HEAD if console.is_terminal else box.ASCII
     table = Table(title=Text(title) if title else None, box=rules, header_style="bold")
     for i in keep:
-        table.add_column(Text(grid.columns[i]), width=widths[i], overflow="fold",
+        table.add_column(Text(_fold(grid.columns[i], widths[i])), width=widths[i], overflow="fold",
                          justify="right" if grid.numeric[i] else "left")
     for row in grid.rows:
-        table.add_row(*(Text(row[i]) for i in keep))
+        table.add_row(*(Text(_fold(row[i], widths[i])) for i in keep))
     console.print(table, soft_wrap=False, crop=False)
 
 
@@ -424,51 +467,128 @@ def _overhead(n_columns: int) -> int:
     return 3 * n_columns + 1
 
 
-def _fit(grid: _Grid, available: int, protected: list[int] = (), drop_first: list[int] = ()) -> tuple[list[int], dict[int, int]]:
-    """Which columns to show and how wide, so that no name is cut.
+# Where a folded name or header may break: after one of these or a space, or before an @
+# (a set's template stays with it: "pleasant" / "@may2019").
+_PIECE = re.compile(r"@?[^_\-@/,=:\s]*(?:[_\-/,=:]|\s+)?")
+# A cell of figures (sizes "24/24/25/25", "+1.71** [1.37, 1.82]", "<= 5e-06"): a finding, never cut.
+_FIGURES = re.compile(r"[-+−\d.,:;/*†<=>%()\[\]eE ]*\d[-+−\d.,:;/*†<=>%()\[\]eE ]*")
 
-    A column of names (no spaces) is never narrower than its longest name; a column of text
-    wraps at spaces, but not narrower than its longest word. If even that does not fit, the
-    least useful columns go first: all empty, then one value throughout, then float vectors,
-    then from the right. The first column and the `protected` ones always stay (`drop_first` go
-    before all others); if they still do not fit, their longest cells fold over several lines."""
+
+def _pieces(text: str) -> list[str]:
+    """`text` cut after each break character or run of spaces: the units a fold keeps whole."""
+    return [p for p in _PIECE.findall(text) if p]
+
+
+def _fold(text: str, width: int) -> str:
+    """Each line of `text` wrapped to `width` after `_ - / , = :` or a space, or before an `@`,
+    and cut inside a piece only where the piece alone is wider: "european_american_names@may2019"
+    at 12 is "european_\namerican_\nnames\n@may2019"."""
     from rich.cells import cell_len
 
-    natural, minimum = [], []
+    lines = []
+    for line in text.split("\n"):
+        if cell_len(line) <= width:
+            lines.append(line)
+            continue
+        current = ""
+        for piece in _pieces(line):
+            if current and cell_len(current + piece.rstrip()) > width:
+                lines.append(current.rstrip())
+                current = ""
+            while cell_len(piece.rstrip()) > width:  # one piece wider than the column: cut it
+                lines.append(piece[:width])
+                piece = piece[width:]
+            current += piece
+        lines.append(current.rstrip())
+    return "\n".join(lines)
+
+
+def _kinds(grid: _Grid) -> list[str]:
+    """Each column's kind: `number` (numeric values), `decision` (true/false throughout),
+    `figures` (text of figures: sizes, a d with its interval), `text` (cells with spaces) or
+    `name` (the rest: tests, encoders, sets). Numbers, decisions and figures are findings."""
+    kinds = []
+    for i in range(len(grid.columns)):
+        cells = [row[i] for row in grid.rows if row[i] != ""]
+        if grid.numeric[i]:
+            kinds.append("number")
+        elif cells and all(c in ("true", "false") for c in cells):
+            kinds.append("decision")
+        elif cells and not grid.vector[i] and all(_FIGURES.fullmatch(line) for c in cells for line in c.split("\n")):
+            kinds.append("figures")
+        elif any(any(ch.isspace() for ch in c.strip()) for c in cells):
+            kinds.append("text")
+        else:
+            kinds.append("name")
+    return kinds
+
+
+def _fit(grid: _Grid, available: int, protected: list[int] = (), drop_first: list[int] = ()) -> tuple[list[int], dict[int, int]]:
+    """Which columns to show and how wide, so that the findings stay and no number is cut.
+
+    A table too wide gives way in this order: (1) the columns that say least go: all empty,
+    names or text with one value throughout, float vectors (while the names are still whole),
+    then the command's `drop_first` (while the names would fold to more than FOLD_WIDTH);
+    (2) names fold over lines (after `_ - / , = :`, before `@`) down to NAME_WIDTH, text wraps at spaces
+    down to MIN_TEXT_WIDTH, and the headers of findings fold at their `_`; (3) only then do
+    columns go, from the right (a command lists its columns in the order a person reads them),
+    never the first or a `keep` (`protected`) one; (4) what must stay
+    folds further. The widest column that may still fold gives way first, one character at a time."""
+    from rich.cells import cell_len
+
+    kinds = _kinds(grid)
+    natural, tight = [], []
     for i, name in enumerate(grid.columns):
-        texts = [name] + [row[i] for row in grid.rows]
-        natural.append(max((cell_len(line) for t in texts for line in t.splitlines() or [""]), default=0))
-        words = max((cell_len(w) for t in texts for w in t.split()), default=0)
-        is_text = any(any(ch.isspace() for ch in row[i].strip()) for row in grid.rows)
-        minimum.append(max(words, min(natural[i], MIN_TEXT_WIDTH)) if is_text else words)
+        cells = [row[i] for row in grid.rows]
+        natural.append(max((cell_len(line) for t in [name, *cells] for line in t.splitlines() or [""]), default=0))
+        header = max((cell_len(p.rstrip()) for line in name.splitlines() for p in _pieces(line)), default=0)
+        if kinds[i] in ("number", "decision"):  # values whole, the header folds at its _
+            least = max([header] + [cell_len(line) for c in cells for line in c.splitlines()])
+        elif kinds[i] == "figures":  # a figure whole, lines break between figures
+            least = max([header] + [cell_len(w) for c in cells for w in c.split()])
+        elif kinds[i] == "text":
+            least = max(header, max((cell_len(w) for c in cells for w in c.split()), default=0),
+                        min(natural[i], MIN_TEXT_WIDTH))
+        else:
+            least = min(natural[i], max(header, NAME_WIDTH))
+        tight.append(min(least, natural[i]))
+    # (1) is judged with headers and figures whole, text wrapped and names whole (say-little
+    # columns) or folded to FOLD_WIDTH (the command's drop_first); (2) and (3) with everything folded
+    header = [max((cell_len(line) for line in c.splitlines()), default=0) for c in grid.columns]
+    whole = [natural[i] if kinds[i] in ("name", "figures") else max(tight[i], min(natural[i], header[i]))
+             for i in range(len(kinds))]
+    roomy = [min(whole[i], max(FOLD_WIDTH, tight[i])) if kinds[i] == "name" else whole[i] for i in range(len(kinds))]
+    stays = {0, *protected}
+
+    def needed(cols, widths):
+        return sum(widths[i] for i in cols) + _overhead(len(cols))
+
     keep = list(range(len(grid.columns)))
-    for i in protected:  # a name that must stay may fold to FOLD_WIDTH before a column is dropped for it
-        minimum[i] = min(minimum[i], max(FOLD_WIDTH, cell_len(grid.columns[i])))
-
-    def needed(cols):
-        return sum(minimum[i] for i in cols) + _overhead(len(cols))
-
     cells = [[row[i] for row in grid.rows] for i in keep]
     empty = [i for i in keep if all(c == "" for c in cells[i])]
-    constant = [i for i in keep if len(grid.rows) > 1 and len(set(cells[i])) == 1 and i not in empty]
+    constant = [i for i in keep if len(grid.rows) > 1 and len(set(cells[i])) == 1 and i not in empty
+                and kinds[i] in ("name", "text")]  # a finding says something even when it is the same throughout
     vectors = [i for i in keep if grid.vector[i] and i not in empty + constant]
-    first = [i for i in drop_first if i not in protected]
-    order = first + [i for i in empty + constant + vectors if i not in first]
-    order += [i for i in reversed(keep) if i not in order]
-    for i in order:
-        if needed(keep) <= available or len(keep) == 1:
+    for widths, gone in ((whole, [*empty, *constant, *vectors]), (roomy, drop_first)):
+        for i in dict.fromkeys(i for i in gone if i not in stays):
+            if needed(keep, widths) <= available:
+                break
+            if i in keep:
+                keep.remove(i)
+    for i in reversed(keep[:]):
+        if needed(keep, tight) <= available:
             break
-        if i != 0 and i not in protected:
+        if i not in stays:
             keep.remove(i)
-    while needed(keep) > available:  # what must stay folds: the widest cell gives way, not a column
-        widest = max(keep, key=lambda i: minimum[i])
-        if minimum[widest] <= 8:
+    while needed(keep, tight) > available:  # what must stay folds: the widest cell gives way, not a column
+        widest = max(keep, key=lambda i: tight[i])
+        if tight[widest] <= 8:
             break
-        minimum[widest] -= 1
+        tight[widest] -= 1
     widths = {i: natural[i] for i in keep}
     excess = sum(widths.values()) + _overhead(len(keep)) - available
-    while excess > 0:  # narrow the widest column that may still wrap, one character at a time
-        wrappable = [i for i in keep if widths[i] > minimum[i]]
+    while excess > 0:  # narrow the widest column that may still fold, one character at a time
+        wrappable = [i for i in keep if widths[i] > tight[i]]
         if not wrappable:
             break
         widest = max(wrappable, key=lambda i: widths[i])

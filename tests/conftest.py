@@ -16,7 +16,10 @@ from stimkit import store
 from stimkit.catalog.tests import default_specs
 
 REPO = Path(__file__).resolve().parent.parent
-REFERENCE = REPO.parent / "shared" / "reference" / "sent-bias" / "tests"
+# The published stimulus files and reference tables the tests read: copies in the repository
+# (tests/fixtures/<reference folder>/, each with its SOURCE.md), so a lone clone runs every test.
+FIXTURES = REPO / "tests" / "fixtures"
+REFERENCE = FIXTURES / "sent-bias" / "tests"
 # The six published sets the authors cut at random to equalise targets (spec/STIMULI.md).
 CUT_SETS = {("sent-weat2", "targ1"), ("sent-weat7", "targ2"), ("sent-weat7b", "targ2"),
             ("sent-weat8", "targ2"), ("sent-weat8b", "targ2"), ("sent-weat9", "targ2")}

@@ -182,3 +182,10 @@ def test_audit_line_shows_each_d_with_its_interval(catalog_db, tmp_path):
     con.close()
     assert f"d={full[0]:+.2f} [{full[1]:.2f}, {full[2]:.2f}] p=" in r.stderr  # the full test's d
     assert f"pooled d={pooled[0]:+.2f} [{pooled[1]:.2f}, {pooled[2]:.2f}] tau2=" in r.stderr  # random-effects d
+    r_json = CliRunner().invoke(app, ["--db", str(db), "audit", "templates", "-t", "sent-weat6", "-e", "glove-6b-50d",
+                                      "--budget", "1000", "--format", "json"])
+    doc = __import__("json").loads(r_json.stdout)  # as `audit show`: the audits and their moving templates
+    assert len(doc["rows"]) == 1 and len(doc["templates"]) == 3
+    lines = r.stderr.splitlines()  # the audit named on a short line, its figures on indented ones: 80 columns
+    assert lines[0] == "sent-weat6  may2019  glove-6b-50d" and all(len(line) <= 80 for line in lines)
+    assert lines[1].startswith("    full test d=") and lines[2].startswith("    pooled d=")

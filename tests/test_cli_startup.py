@@ -10,6 +10,8 @@ import pytest
 
 import stimkit
 import stimkit.cli as cli
+import stimkit.output
+from stimkit import checks
 
 REPO = Path(__file__).resolve().parent.parent
 HEAVY = ("scipy", "torch", "transformers", "gensim", "matplotlib", "sklearn", "jinja2")
@@ -71,3 +73,134 @@ def test_help_lists_every_command(tmp_path):
     for name in cli.COMMAND_MODULES:
         assert f" {name} " in proc.stdout, name
     assert not (tmp_path / "none.duckdb").exists()
+
+
+def run_main(capsys, *args):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main([str(a) for a in args])
+    out = capsys.readouterr()
+    return exit_.value.code, out.out, out.err
+
+
+EXAMPLE = REPO / "examples" / "care-tech"
+
+
+def test_global_options_go_before_or_after_the_command(tmp_path, capsys):
+    """`stimkit test T --db X` and `stimkit test T --catalog-dir D` work as with the options first."""
+    db = tmp_path / "s.duckdb"
+    code, _, err = run_main(capsys, "test", "care-tech-gender", "-e", "glove-6b-50d", "--budget", "1000", "-q",
+                            "--wordlist-dir", EXAMPLE / "wordlists", "--db", db, "--catalog-dir", EXAMPLE / "tests")
+    assert code == 0 and db.exists(), err
+    before = run_main(capsys, "--db", db, "results", "--format", "csv")
+    after = run_main(capsys, "results", "--format", "csv", "--db", db)
+    assert before == after and before[0] == 0 and "care-tech-gender," in before[1]
+    # a group's subcommand, and a read of the catalog with your folder (both before and after)
+    code, out, _ = run_main(capsys, "catalog", "show", "care-tech-gender", "--catalog-dir", EXAMPLE / "tests", "--db", db)
+    assert code == 0 and out.startswith("care-tech-gender  context=word")
+    assert run_main(capsys, "--catalog-dir", EXAMPLE / "tests", "catalog", "--format", "csv")[1] == \
+        run_main(capsys, "catalog", "--format", "csv", "--catalog-dir", EXAMPLE / "tests")[1]
+    # --debug after the command word too
+    code, _, err = run_main(capsys, "results", "--db", tmp_path / "absent.duckdb", "--debug")
+    assert code == 2 and "no store at" in err
+
+
+def test_a_commands_own_option_before_the_command_word_shows_where_it_goes(tmp_path, capsys):
+    code, out, err = run_main(capsys, "--db", tmp_path / "s.duckdb", "--wordlist-dir", EXAMPLE / "wordlists",
+                              "--override", "generate", "-t", "word")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert ("--wordlist-dir, --override are options of `stimkit generate`, so they go after the command: "
+            f"stimkit --db {tmp_path / 's.duckdb'} generate -t word --wordlist-dir {EXAMPLE / 'wordlists'} --override") in err
+    assert not (tmp_path / "s.duckdb").exists()
+    # an option no command has: Click's own message, pointing at the help
+    code, _, err = run_main(capsys, "--bogus", "test")
+    assert code == 2 and "No such option: --bogus (see `stimkit --help`)" in err
+
+
+def test_every_command_lists_the_global_options_in_its_help(capsys):
+    code, out, _ = run_main(capsys, "audit", "show", "--help")
+    assert code == 0 and "Global options (before or after the command)" in out
+    assert all(option in out for option in ("--db", "--catalog-dir", "--debug"))
+
+
+# Every option that takes one of a list of values: the command that reaches its check, and the
+# list in code that both the check and the help text read (stimkit/checks.py, the catalog's papers,
+# the built-in studies).
+def _papers():
+    from stimkit.catalog import tests as catalog
+    return tuple(catalog.papers())
+
+
+def _studies():
+    from stimkit.study import study
+    return tuple(study.builtin())
+
+
+ENUMERATED = {
+    ("test", "--method"): (["test", "weat1"], lambda: checks.P_METHODS),
+    ("test", "--alternative"): (["test", "weat1"], lambda: checks.ALTERNATIVES),
+    ("test", "--balance"): (["test", "weat1"], lambda: checks.BALANCE_POLICIES),
+    ("test", "--context"): (["test", "weat1"], lambda: checks.CONTEXTS),
+    ("test", "--source"): (["test", "weat1"], lambda: checks.SOURCES),
+    ("test", "--metric"): (["test", "weat1"], lambda: checks.METRIC_NAMES),
+    ("test", "--center"): (["test", "weat1"], lambda: checks.CENTERINGS),
+    ("results", "--correct"): (["results"], lambda: checks.CORRECTIONS),
+    ("results", "--kind"): (["results"], lambda: checks.RESULT_KINDS),
+    ("results", "--layout"): (["results"], lambda: checks.LAYOUTS),
+    ("report", "--correct"): (["report"], lambda: checks.CORRECTIONS),
+    ("report", "--format"): (["report"], lambda: checks.REPORT_FORMATS),
+    ("wefat", "--method"): (["wefat", "wefat-names"], lambda: checks.WORD_P_METHODS),
+    ("wefat", "--context"): (["wefat", "wefat-names"], lambda: checks.WEFAT_CONTEXTS),
+    ("export sentbias", "--balance"): (["export", "sentbias", "{tmp}/out"], lambda: checks.BALANCE_POLICIES),
+    ("encode", "--engine"): (["encode", "-e", "glove-6b-50d", "--all"], lambda: checks.ENGINES),
+    ("catalog", "--paper"): (["catalog"], _papers),
+    ("run", "--paper"): (["run"], _studies),
+    ("sets", "--format"): (["sets"], lambda: stimkit.output.FORMATS),
+}
+
+
+def commands_and_options():
+    """(command path, option, help text) of every option of every command of the CLI."""
+    import typer
+
+    def walk(command, path):
+        for param in command.params:
+            if getattr(param, "help", None) and param.opts and param.opts[0].startswith("--"):
+                yield " ".join(path), param.opts[0], param.help
+        for name, sub in getattr(command, "commands", {}).items():
+            yield from walk(sub, [*path, name])
+
+    yield from walk(typer.main.get_command(cli.register()), [])
+
+
+def test_every_option_that_lists_its_values_is_held_to_the_list_in_code():
+    """An option whose help lists values (a | b | c) is one the next test checks: a new one is
+    added there. Every command's --format (output.format_option) lists the output layer's formats."""
+    listed = set()
+    for command, option, text in commands_and_options():
+        if option == "--format" and command != "report":
+            assert checks.choices(stimkit.output.FORMATS) in text, (command, text)
+        elif " | " in text:
+            listed.add((command, option))
+    assert listed <= set(ENUMERATED), listed - set(ENUMERATED)
+
+
+@pytest.fixture(scope="module")
+def small_store(tmp_path_factory):
+    path = tmp_path_factory.mktemp("enum") / "s.duckdb"
+    with stimkit.open(path) as s:
+        s.generate(["flowers"], ["word"])
+    return path
+
+
+@pytest.mark.parametrize("command, option", list(ENUMERATED))
+def test_help_lists_every_value_an_option_accepts(command, option, small_store, tmp_path, capsys):
+    """The help names exactly the values of the list the check reads, in its order; a value not
+    in it is refused in one line that names them all (exit 2), before any work."""
+    args, values = ENUMERATED[(command, option)]
+    values = values()
+    text = {(c, o): t for c, o, t in commands_and_options()}[(command, option)]
+    assert (", ".join(values) if option == "--metric" else checks.choices(values)) in text, (text, values)
+    code, out, err = run_main(capsys, "--db", small_store, *[a.replace("{tmp}", str(tmp_path)) for a in args],
+                              option, "bogus-value")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert all(v.split(":")[0] in err for v in values) and "bogus-value" in err, err

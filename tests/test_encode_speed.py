@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stimkit import StimkitError, store
+from stimkit import StimkitError, UsageError, store
 from stimkit.encoders import embeddings
 from stimkit.encoders import resolve
 from stimkit.encoders.transformer import TransformerEncoder, length_batches, minilm_path, span_tokens
@@ -135,7 +135,7 @@ def test_bad_layer_fails_before_anything_is_written(catalog_con, tmp_path):
 
 def test_unknown_engine_is_refused_before_anything_is_written(empty_con):
     before = snapshot(empty_con)
-    with pytest.raises(StimkitError, match="engine must be local or ray, not 'spark'"):
+    with pytest.raises(UsageError, match=r"^unknown engine 'spark' \(known: local, ray\)$"):
         embeddings.encode_missing(empty_con, resolve("glove-6b-50d"), pl.DataFrame({"stimulus": ["rose"]}), engine="spark")
     assert snapshot(empty_con) == before
 

@@ -541,16 +541,15 @@ def test_report_force_keeps_files_it_did_not_write(db, tmp_path):
 
 
 def test_nested_loops_are_bounded(tmp_path):
-    """Finding: two nested loops rendered a 60,000,000-character sentence (9 s) and stored it."""
-    import time
+    """Finding: two nested loops rendered a 60,000,000-character sentence (9 s) and stored it.
+    The character limit stops it as the output grows: the error names that limit, not the
+    render time limit (5 s, which a regression would reach instead), whatever the machine's speed."""
     (tmp_path / "evil").mkdir()
     (tmp_path / "evil" / "default.j2").write_text(
         "{{ word }} {% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}")
     lists = {"mine": wordlists.WordList("mine", "mine", "", "", "x", (wordlists._resolve_word("apple", {}, {}, "x"),))}
-    start = time.monotonic()
     with pytest.raises(StimkitError, match="over 2000 characters"):
         generate.render(generate.SetSpec("mine", "evil"), lists, {"evil": TemplateSet("evil", tmp_path)})
-    assert time.monotonic() - start < 2
     with use_limits(Limits(sentence_chars=10**9, render_seconds=0.3)):
         with pytest.raises(StimkitError, match="took over 0.3 s.*--max-render-seconds"):
             generate.render(generate.SetSpec("mine", "evil"), lists, {"evil": TemplateSet("evil", tmp_path)})
@@ -608,8 +607,9 @@ def test_bootstrap_negative_is_a_usage_error(db):
     assert r.exit_code == 2 and "internal error" not in r.output and "--bootstrap" in r.output
 
 
-def _bounded(args, db, seconds=10) -> bool:
-    """True when the command ends, refusing, within `seconds` (a subprocess: a hang is killed)."""
+def _bounded(args, db, seconds=300) -> bool:
+    """True when the command ends, refusing (a subprocess: a hang is killed). `seconds` only
+    tells a hang (hours of cuts) from a loaded machine's start-up."""
     import subprocess
     import sys
     try:

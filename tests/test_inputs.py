@@ -3,6 +3,8 @@ be right are refused, word lists scale linearly, and every refusal is one line t
 the culprit, exits 1 and leaves the store as it was."""
 
 import json
+import re
+import tomllib
 import os
 import shutil
 import signal
@@ -556,3 +558,98 @@ def test_markup_in_names_and_words_prints_as_written(tmp_path):
     assert r.exit_code == 0, r.output
     assert f"wrote 1 files to {tmp_path / 'out[bold]'}" in r.output
     assert (tmp_path / "out[bold]" / "import::x:[red].jsonl").exists()
+
+
+# ------------------------------------------------------------------------ the formats, documented in full
+
+def section(doc: str, heading: str) -> str:
+    """The text of a README section, from its heading to the next heading of any level."""
+    start = doc.index(f"\n{heading}\n")
+    following = re.search(r"\n#+ ", doc[start + 1:])
+    return doc[start:start + 1 + following.start()] if following else doc[start:]
+
+
+def documented_keys(text: str) -> set[str]:
+    return set(re.findall(r"^\| `([a-z_]+)` \|", text, re.M))
+
+
+def toml_blocks(doc: str) -> list[str]:
+    return re.findall(r"```toml\n(.*?)```", doc, re.S)
+
+
+def test_every_word_list_key_is_documented_and_every_documented_key_accepted(tmp_path):
+    doc = (REPO / "wordlists" / "README.md").read_text()
+    assert documented_keys(section(doc, "## List keys")) == wordlists.LIST_KEYS
+    assert documented_keys(section(doc, "## Word keys")) == wordlists.WORD_KEYS
+    kinds = section(doc, "## Kinds")
+    assert all(f"`{k}`" in kinds for k in grammar.KINDS)
+    blocks = toml_blocks(doc)
+    example = blocks[0]
+    for key in wordlists.WORD_KEYS - {"word"}:  # an example of every per-word key
+        assert re.search(rf"\{{ word = [^}}]*\b{key} = ", example), key
+    parsed = {}
+    for i, block in enumerate(blocks):  # every example is accepted as written
+        folder = tmp_path / f"block{i}"
+        folder.mkdir()
+        if block.lstrip().startswith("["):
+            (folder / "lists.toml").write_text(block)
+            parsed.update(wordlists.load_all(folder))
+        else:
+            (folder / "_lexicon.toml").write_text(block)
+            assert set(wordlists.load_lexicon(folder)) == {"adjective", "mass_noun", "plural_count_noun"}
+    words = {w.text: w for w in parsed["care_occupations"].words}
+    assert (words["nurse"].kind, words["nurse"].person) == ("count_noun", True)
+    assert (words["social worker"].kind, words["Florence Nightingale"].kind) == ("count_noun", "name")
+    assert words["nanny"].gender == "female" and words["midwife"].plural == "midwives"
+    assert (words["staff"].singular, words["staff"].plural) == ("staff member", "staff")
+    assert (words["babysitting"].kind, words["babysitting"].person) == ("mass_noun", False)
+    assert [w.text for w in parsed["winobias_male"].words] == ["construction", "worker", "ceo", "janitor"]
+
+
+def test_every_template_variable_filter_and_set_key_is_documented():
+    from stimkit.stimuli import template_sets
+    from stimkit.stimuli.templates import context_for, make_environment
+
+    doc = (REPO / "templates" / "README.md").read_text()
+    variables = doc[doc.index("Variables:"):doc.index("Filters:")]
+    gendered = wordlists._resolve_word({"word": "nurse", "gender": "female"}, {}, wordlists.load_lexicon(), "x")
+    assert all(f"`{v}`" in variables or f"`{v}`" in doc for v in context_for(gendered)), context_for(gendered)
+    filters = doc[doc.index("Filters:"):doc.index("A line that renders to nothing")]
+    custom = set(make_environment([REPO / "templates"]).filters) - set(__import__("jinja2").Environment().filters)
+    assert custom and all(f"`{f}`" in filters for f in custom), custom
+    table = doc[doc.index("| key | value |"):doc.index("An unknown key")]
+    assert documented_keys(table) == set(template_sets.SET_KEYS)
+    blocks = toml_blocks(doc)
+    assert blocks and all(set(tomllib.loads(block)) <= set(template_sets.SET_KEYS) for block in blocks)
+
+
+def test_templates_lists_every_set_with_the_description_kept_in_its_folder(tmp_path):
+    """`stimkit templates`: yours first, then every built-in set, each with the line of its
+    `_set.toml`; the file renders nothing, so it changes no version and replaces no built-in set."""
+    from stimkit.stimuli import template_sets
+
+    mine = tmp_path / "templates"
+    shutil.copytree(REPO / "examples" / "care-tech" / "templates", mine)
+    shutil.copytree(REPO / "templates" / "word", mine / "word")
+    (mine / "word" / "_set.toml").write_text('description = "my words"\n')  # only its description differs
+    r = runner.invoke(app, ["templates", "--template-dir", str(mine), "--format", "json"])
+    assert r.exit_code == 0, r.output
+    rows = {row["set"]: row for row in json.loads(r.stdout)}
+    builtin = sorted(p.name for p in (REPO / "templates").iterdir() if p.is_dir())
+    assert list(rows)[:2] == ["word", "workplace"] and set(rows) == set(builtin) | {"workplace"}
+    for name in builtin:
+        if name != "word":
+            described = template_sets.info(REPO / "templates" / name)["description"]
+            assert rows[name]["description"] == described and described and rows[name]["source"] == "built-in"
+    assert rows["word"]["source"] == "yours (replaces the built-in set)" and rows["word"]["description"] == "my words"
+    assert rows["workplace"]["source"] == "yours" and rows["word_first"]["inherits"] == "may2019"
+    assert rows["may2019"]["files"].split() == sorted(p.stem for p in (REPO / "templates" / "may2019").glob("*.j2"))
+    # no version changes with the description, and yours is no override of the built-in set
+    lists = wordlists.load_all()
+    spec = generate.SetSpec("flowers", "word")
+    from stimkit.stimuli.templates import load_set
+    assert generate.render(spec, lists, {"word": load_set("word", mine)}).version == \
+        generate.render(spec, lists, {"word": load_set("word")}).version
+    (mine / "word" / "_set.toml").write_text('description = "my words"\nlanguages = "en"\n')
+    r = runner.invoke(app, ["templates", "--template-dir", str(mine)])
+    assert r.exit_code == 1 and f"{mine / 'word' / '_set.toml'}: unknown key 'languages'" in r.output

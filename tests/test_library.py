@@ -2,7 +2,6 @@
 
 import json
 import os
-import time
 import shutil
 import subprocess
 import sys
@@ -188,21 +187,42 @@ def test_a_reader_waits_for_a_writer_and_gets_results(catalog_db, tmp_path):
     with stimkit.open(path) as s:
         s.test(["weat6"], encoders=["glove-6b-50d"], budget=1000)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
+    # The writer holds the file until the reader says it waits (evidence, not a fixed time):
+    # on any machine, however loaded, the reader finds the file held.
     holder = subprocess.Popen([sys.executable, "-c", (
-        "import sys, time, duckdb; con = duckdb.connect(sys.argv[1]); print('holding', flush=True); "
-        "con.execute('BEGIN'); con.execute(\"UPDATE runs SET command = command\"); time.sleep(3); con.execute('COMMIT')"),
-        str(path)], stdout=subprocess.PIPE, text=True, env=env)
+        "import sys, duckdb; con = duckdb.connect(sys.argv[1]); "
+        "con.execute('BEGIN'); con.execute(\"UPDATE runs SET command = command\"); print('holding', flush=True); "
+        "sys.stdin.readline(); con.execute('COMMIT')"),
+        str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
     assert holder.stdout.readline().strip() == "holding"
-    reader = subprocess.run([sys.executable, "-m", "stimkit", "--db", str(path), "results", "--format", "csv"],
-                            capture_output=True, text=True, env=env, timeout=120)
-    holder.wait(timeout=30)
-    assert reader.returncode == 0, reader.stderr
-    assert "waiting for" in reader.stderr and reader.stdout.splitlines()[0].startswith("result_id,")
-    assert len(reader.stdout.splitlines()) == 2
+    reader = subprocess.Popen([sys.executable, "-m", "stimkit", "--db", str(path), "results", "--format", "csv"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    waiting = reader.stderr.readline()
+    holder.communicate("release\n", timeout=60)
+    out, err = reader.communicate(timeout=120)
+    assert reader.returncode == 0, waiting + err
+    assert "waiting for" in waiting and out.splitlines()[0].startswith("result_id,")
+    assert len(out.splitlines()) == 2
 
 
-# four sentence tests: about 2,000 texts, some 15 s of MiniLM on one thread
-READERS_IN = ["sent-weat1", "sent-weat6", "sent-weat7", "sent-weat8"]
+# two sentence tests: some 700 texts, a few seconds of MiniLM on one thread, several appends
+READERS_IN = ["sent-weat6", "sent-weat7"]
+
+# The command, its store writer paused after its first append (committed, the file closed)
+# until the test says go: the reader's turn comes mid-encode on any machine, however fast.
+PAUSED_AFTER_FIRST_APPEND = """
+import sys
+from stimkit import cli
+from stimkit.encoders import embeddings
+written = embeddings.Writer._written
+def pause_after_first(self, rows):
+    written(self, rows)
+    if self.written == rows:
+        print(f"appended {rows} of {self.total}", file=sys.stderr, flush=True)
+        sys.stdin.readline()
+embeddings.Writer._written = pause_after_first
+cli.main()
+"""
 
 
 @pytest.mark.parametrize("command", [["encode", "-e", "minilm", "--batch-size", "256", *(f"--test={t}" for t in READERS_IN)],
@@ -219,19 +239,38 @@ def test_a_long_encode_lets_readers_in(catalog_db, tmp_path, command):
     study.write_text(f'name = "readers-in"\ntests = {READERS_IN!r}\n'.replace("'", '"'))
     command = [str(study) if c == "{study}" else c for c in command]
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
-    writer = subprocess.Popen([sys.executable, "-m", "stimkit", "--db", str(path), *command], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    seen_midway, deadline = None, time.monotonic() + 240
-    while writer.poll() is None and time.monotonic() < deadline:
+    writer = subprocess.Popen([sys.executable, "-c", PAUSED_AFTER_FIRST_APPEND, "--db", str(path), *command], env=env,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        paused = next((line for line in writer.stderr if line.startswith("appended ")), None)
+        assert paused is not None, f"the command ended (exit {writer.wait()}) before its first append"
         reader = subprocess.run([sys.executable, "-m", "stimkit", "--db", str(path), "query",
                                  "SELECT count(*) AS n FROM embeddings_384", "--format", "csv"],
-                                env={**env, "STIMKIT_LOCK_TIMEOUT": "2"}, capture_output=True, text=True, timeout=60)
-        if reader.returncode == 0 and int(reader.stdout.splitlines()[1]) > 0 and writer.poll() is None:
-            seen_midway = int(reader.stdout.splitlines()[1])
-            break
-        time.sleep(0.5)
-    out, err = writer.communicate(timeout=300)
+                                env={**env, "STIMKIT_LOCK_TIMEOUT": "2"}, capture_output=True, text=True, timeout=120)
+        out, err = writer.communicate("go\n", timeout=300)
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+    assert reader.returncode == 0, reader.stderr
     assert writer.returncode == 0, err
+    seen_midway = int(reader.stdout.splitlines()[1])
     with stimkit.open(path, read_only=True) as s:
         total = s.query("SELECT count(*) AS n FROM embeddings_384")["n"][0]
-    assert seen_midway is not None and 0 < seen_midway < total
+    assert 0 < seen_midway < total
+    assert seen_midway == int(paused.split()[1])  # exactly what the writer had committed
+
+
+def test_a_store_generates_from_the_folders_it_was_opened_with(tmp_path):
+    """stimkit.open(path, wordlist_dir=, template_dir=) then generate([...]): the store's own
+    folders, as if the call had named them; a store opened without them does not know the lists."""
+    example = REPO / "examples" / "care-tech"
+    names, tsets = ["care_occupations", "women"], ["workplace"]
+    with stimkit.open(tmp_path / "own.duckdb", wordlist_dir=example / "wordlists", template_dir=example / "templates") as s:
+        opened_with = s.generate(names, tsets)
+    with stimkit.open(tmp_path / "named.duckdb") as s:
+        named_in_call = s.generate(names, tsets, example / "wordlists", example / "templates")
+        with pytest.raises(stimkit.StimkitError, match="unknown word list 'care_occupations'"):
+            s.generate(names, tsets)
+    assert [(r["name"], r["version"], r["n_stimuli"]) for r in opened_with] == \
+        [(r["name"], r["version"], r["n_stimuli"]) for r in named_in_call]
+    assert {r["name"] for r in opened_with} == {"care_occupations@workplace", "women@workplace"}

@@ -342,3 +342,10 @@ def test_row_ranks_equal_rankdata_with_and_without_ties():
 def test_bias_alternative_flips_only_ect():
     assert [M.bias_alternative(n) for n in ("weat", "rnd", "ect")] == ["greater", "greater", "less"]
     assert M.bias_alternative("ect", "less") == "greater" and M.bias_alternative("ect", "two-sided") == "two-sided"
+
+
+def test_the_cli_lists_every_metric():
+    """checks.METRIC_NAMES (what `test --help` lists, light to import) is stats.metrics.METRICS."""
+    from stimkit import checks
+
+    assert checks.METRIC_NAMES == tuple(M.METRICS)

@@ -144,19 +144,44 @@ def test_table_keeps_names_whole_and_drops_least_useful_columns_first():
     assert notes == ("2 columns not shown to fit 120 characters (a wider terminal or another --format shows them): "
                      "constant, vector\n")  # first what says little: one value throughout, then vectors
     assert " p_value " in text.splitlines()[1] and "0.001" in text
-    text, notes = emitted(df, "table", width=119)  # then from the right
-    assert notes.endswith(": constant, vector, p_value\n") and "0.001" not in text and "3.5" in text
+    text, notes = emitted(df, "table", width=119)  # then the names fold: no finding goes for a name
+    assert notes.endswith(": constant, vector\n") and "0.001" in text and "3.5" in text
+    assert all(len(line) <= 119 for line in text.splitlines())
+    assert column_text(text, 2) == "".join(df["encoder"])  # folded over lines: whole when joined
 
 
-def test_table_at_80_columns_keeps_the_long_names():
+def column_text(table: str, i: int) -> str:
+    """Column i (1-based) of an ASCII table's body, its lines joined: a folded name whole again."""
+    lines = table.splitlines()
+    body = lines[next(k for k, line in enumerate(lines) if k and line.startswith("|-")) + 1:-1]
+    return "".join(line.split("|")[i].strip() for line in body)
+
+
+def test_table_at_80_columns_folds_the_long_names_and_keeps_the_numbers():
     df = pl.DataFrame({"test": ["weat7", "angry-black-woman-stereotype"],
                        "encoder": ["glove-6b-50d", "hf:sentence-transformers/all-MiniLM-L6-v2"], "d": [0.5, -1.25]})
-    text, notes = emitted(df, "table", width=80)  # 28 + 41 + 5 + 10 = 84: d goes, no name is cut
-    assert all(name in text for name in df["test"].to_list() + df["encoder"].to_list())
-    assert all(len(line) <= 80 for line in text.splitlines())
-    assert notes == "1 column not shown to fit 80 characters (a wider terminal or another --format shows them): d\n"
+    text, notes = emitted(df, "table", width=80)  # 28 + 41 + 5 + 10 = 84: the longest name folds
+    assert notes == "" and "-1.25" in text and all(len(line) <= 80 for line in text.splitlines())
+    assert column_text(text, 1) == "".join(df["test"]) and column_text(text, 2) == "".join(df["encoder"])
+    assert "hf:sentence-transformers/all-MiniLM-" in text  # folded after a `-`, not inside a word
     text, notes = emitted(df, "table", width=84)
     assert notes == "" and "-1.25" in text and max(map(len, text.splitlines())) == 84
+    assert "hf:sentence-transformers/all-MiniLM-L6-v2" in text  # room enough: whole, on one line
+
+
+def test_a_narrow_table_drops_findings_only_from_the_right_once_names_fold():
+    """At 40 characters: the names fold to NAME_WIDTH (set names before their @), headers of
+    numbers at their `_`, and the rightmost finding goes, never a number cut; a `keep` column
+    stays whatever its place; the interval's upper end goes under its lower end."""
+    df = pl.DataFrame({"test": ["european_american_names@may2019"], "n_templates": [13], "pooled_d": [1.676],
+                       "ci_low": [1.36], "ci_high": [1.992], "i2": [0.25], "sign_flip": [True]})
+    text, notes = emitted(df, "table", width=50)
+    assert all(len(line) <= 50 for line in text.splitlines())
+    assert notes.endswith("them): i2, sign_flip\n")
+    assert column_text(text, 1) == "european_american_names@may2019" and "| @may2019 " in text
+    assert " 1.676 " in text and " 1.36 " in text and " 1.992 " in text and " 13 " in text
+    text, notes = emitted(df, "table", width=50, keep=("sign_flip",))
+    assert " true " in text and "sign_flip" not in notes and " 1.676 " in text
 
 
 def test_table_stacks_a_column_under_its_partner_rather_than_drop_it():
@@ -284,3 +309,39 @@ def test_other_store_types_in_machine_formats():
                                          "st": '{"k":1,"w":["x"]}', "ints": "[1,2]"}
     text, _ = emitted(df, "markdown")
     assert cells(text.splitlines()[2], "|")[1:-1] == ["1.50", "2024-01-02T03:04:05.500000", "[2 bytes]", '{"k": 1, "w": ["x"]}', "[1, 2]"]
+
+
+def test_several_tables_of_a_command_are_all_in_every_format():
+    """emit_tables: the main table and the others, in every format; json one document."""
+    audits = pl.DataFrame({"test": ["weat7", "weat8"], "pooled_d": [1.5, float("nan")]})
+    templates = pl.DataFrame({"test": ["weat7"], "frame": ["This is X."], "flip": [True]})
+    tables = {"audits": audits, "templates": templates}
+
+    def tables_in(fmt, **kwargs):
+        data, notes = io.StringIO(), io.StringIO()
+        output.emit_tables(tables, fmt, stream=data, notes=notes, titles={"templates": "top templates"}, **kwargs)
+        return data.getvalue(), notes.getvalue()
+
+    doc = json.loads(tables_in("json", meta={"m": 2})[0])
+    assert doc == {"m": 2, "rows": [{"test": "weat7", "pooled_d": 1.5}, {"test": "weat8", "pooled_d": None}],
+                   "templates": [{"test": "weat7", "frame": "This is X.", "flip": True}]}
+    for fmt, sep in (("csv", ","), ("tsv", "\t")):
+        text, notes = tables_in(fmt, meta={"m": 2})
+        first, second = text.split("\n\n")
+        assert list(csv.reader(io.StringIO(first), delimiter=sep)) == [["test", "pooled_d"], ["weat7", "1.5"], ["weat8", "NaN"]]
+        assert list(csv.reader(io.StringIO(second), delimiter=sep)) == [["test", "frame", "flip"], ["weat7", "This is X.", "true"]]
+        assert notes == "audits\ntop templates\n"  # the titles, each before its table; meta is json's alone
+    rows = [json.loads(line) for line in tables_in("ndjson")[0].splitlines()]
+    assert [r["table"] for r in rows] == ["audits", "audits", "templates"] and rows[2]["frame"] == "This is X."
+    assert "frame" not in rows[0]  # each row carries its own table's columns only
+    buf = io.BytesIO()
+    output.emit_tables(tables, "parquet", stream=buf)
+    stacked = pl.read_parquet(io.BytesIO(buf.getvalue()))
+    assert stacked["table"].to_list() == ["audits", "audits", "templates"] and stacked["frame"].to_list()[2] == "This is X."
+    text, _ = tables_in("markdown")
+    assert text.count("| test |") == 2 and "This is X." in text
+    assert tables_in("latex")[0].count(r"\begin{tabular}") == 2
+    text, _ = tables_in("table")
+    assert "top templates" in text and "This is X." in text and "1.5" in text
+    with pytest.raises(ValueError, match="'rows'"):
+        output.emit_tables({"a": audits, "rows": templates}, "json", stream=io.StringIO())

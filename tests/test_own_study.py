@@ -195,12 +195,104 @@ def test_the_report_s_rerun_line_is_pinned_to_set_versions_and_reproduces_the_re
         (res,) = s.test(["sent-weat9"], encoders=["glove-6b-50d"], budget=2000, seed=4).results
         row = s.query("SELECT * FROM results WHERE result_id = $r", {"r": res.result_id}).row(0, named=True)
         line = rerun_command(row, item_versions(s.con, [res.result_id])[res.result_id])
-    assert "set_version = '" in line and "--override" in line
+    assert "set_version = '" in line and "--rerun" in line and "--override" not in line
     r = invoke(app, ["--db", str(path), *shlex.split(line)[1:]])
     assert r.exit_code == 0, r.output
     with stimkit.open(path) as s:
         again = s.query("SELECT effect_size, p_value, n_x, n_y FROM results ORDER BY created_at DESC LIMIT 1").row(0)
     assert again == (res.effect_size, res.p_value, res.n_x, res.n_y)
+
+
+def test_the_rerun_line_leaves_your_test_definition_in_force(example, tmp_path):
+    """The report's line for a result of your test reproduces it, but never stands in for your
+    test: afterwards `stimkit test NAME` without --catalog-dir does not know it (rather than run
+    the old word lists), and with it runs your definition on your current word lists."""
+    import shlex
+
+    from stimkit.report.data import item_versions, rerun_command
+
+    path = tmp_path / "s.duckdb"
+    folders = ["--catalog-dir", str(example / "tests"), "--wordlist-dir", str(example / "wordlists")]
+    r = invoke(app, ["--db", str(path), "test", "care-tech-gender", "-e", "glove-6b-50d", "--budget", "2000", *folders])
+    assert r.exit_code == 0, r.output
+    with stimkit.open(path) as s:
+        row = s.query("SELECT * FROM results").row(0, named=True)
+        line = rerun_command(row, item_versions(s.con, [row["result_id"]])[row["result_id"]])
+    assert shlex.split(line)[:5] == ["stimkit", "test", "--rerun", "--name", "care-tech-gender"]
+    r = invoke(app, ["--db", str(path), *shlex.split(line)[1:]])
+    assert r.exit_code == 0, r.output
+    with stimkit.open(path, read_only=True) as s:
+        again = s.query("SELECT effect_size, p_value FROM results ORDER BY created_at DESC LIMIT 1").row(0)
+        assert again == (row["effect_size"], row["p_value"])  # the same stimuli, the same name: the same numbers
+        assert s.query("SELECT count(*) AS n FROM imported_tests")["n"][0] == 0  # nothing stored under your name
+    # your word list changes: your test, by name, runs it; without your folder, the name is unknown
+    lists = example / "wordlists" / "occupations.toml"
+    lists.write_text(lists.read_text().replace('"nurse"', '"paramedic"', 1))
+    assert '"paramedic"' in lists.read_text()
+    r = invoke(app, ["--db", str(path), "generate", "-w", "care_occupations", "-t", "word", *folders[2:]])
+    assert r.exit_code == 0 and "1 new" in r.output, r.output
+    r = invoke(app, ["--db", str(path), "test", "care-tech-gender", "-e", "glove-6b-50d", "--budget", "2000"])
+    assert r.exit_code == 2 and "no test matches 'care-tech-gender'" in r.output
+    r = invoke(app, ["--db", str(path), "test", "care-tech-gender", "-e", "glove-6b-50d", "--budget", "2000", *folders])
+    assert r.exit_code == 0, r.output
+    with stimkit.open(path, read_only=True) as s:
+        words = s.query("""SELECT list(DISTINCT word) AS w FROM results_with_items
+                           WHERE result_id = (SELECT result_id FROM results ORDER BY created_at DESC LIMIT 1)""")["w"][0]
+    assert "paramedic" in words and "nurse" not in words
+
+
+def test_the_report_of_a_study_names_the_results_it_leaves_out_and_why(example, tmp_path):
+    """After a word list changed, `report --study` shows the study's current results and names
+    the others: stale (which set changed), retired (the reason) and failed (the cause)."""
+    path = tmp_path / "s.duckdb"
+    with stimkit.open(path) as s:
+        s.run(example / "study.toml", ["glove-6b-50d"], budget=1000)
+    people = example / "wordlists" / "people.toml"
+    people.write_text(people.read_text().replace('"aunt"', '"niece"', 1))
+    r = invoke(app, ["--db", str(path), "generate", "-w", "women", "-t", "word", "-t", "workplace",
+                     "--wordlist-dir", str(example / "wordlists"), "--template-dir", str(example / "templates")])
+    assert r.exit_code == 0 and "2 new" in r.output, r.output
+    with stimkit.open(path) as s:
+        run_id = s.study_run(example / "study.toml")
+        assert s.retire("test = 'care-tech-warmth'", "a typo in the warmth list") == 1
+        # a failure of the run: kept with it (table run_failures)
+        s.con.execute("INSERT INTO run_failures VALUES (?, 'care-tech-extra', 'glove-6b-50d', 'no vector for any word of X')",
+                      [run_id])
+        written = s.report(tmp_path / "report", formats=["html"], study=example / "study.toml")
+    assert written.notes == ["left out: 4 of the 5 results in scope (2 stale, 1 retired, 1 failed); "
+                             "the report's 'Left out' section names each and why"]
+    html = (tmp_path / "report" / "report.html").read_text()
+    section = html[html.index('<h2 id="left-out">'):html.index("</table>", html.index('<h2 id="left-out">'))]
+    for test in ("care-tech-gender", "care-tech-gender-sent", "care-tech-warmth", "care-tech-extra"):
+        assert f"<td>{test}</td>" in section, test
+    assert "set women@word regenerated since" in section and "set women@workplace regenerated since" in section
+    assert "retired: a typo in the warmth list" in section and "no vector for any word of X" in section
+    assert "<td>care-tech-warmth-sent</td>" not in section  # shown: current, not retired
+
+
+def test_a_run_keeps_its_failures(catalog_db, tmp_path):
+    """A test that fails on one encoder while others succeed: the run is stored with the failure,
+    which the analysis names as left out of that run."""
+    import polars as pl
+
+    from stimkit.analysis import families
+
+    path = tmp_path / "s.duckdb"
+    shutil.copy(catalog_db, path)
+    half = tmp_path / "half.parquet"  # vectors for weat6's target words only: weat7 has none for X
+    with stimkit.open(path) as s:
+        names = s.query("SELECT DISTINCT stimulus FROM current_stimuli WHERE set_name IN "
+                        "('male_names@word', 'female_names@word', 'career@word', 'family@word')")["stimulus"].to_list()
+    rng = __import__("numpy").random.default_rng(0)
+    pl.DataFrame({"text": names, "vector": rng.normal(size=(len(names), 4)).tolist()}).write_parquet(half)
+    with stimkit.open(path) as s:
+        report = s.test(["weat6", "weat7"], encoders=[f"import:{half}"], budget=500)
+        assert len(report.results) == 1 and len(report.failures) == 1
+        stored = s.query("SELECT test, cause FROM run_failures WHERE run_id = $r", {"r": report.run_id}).rows()
+        assert stored == [("weat7", report.failures[0].cause)]
+        families.define_family(s.con, f"run_id = '{report.run_id}'")
+        left = families.left_out(s.con, f"run_id = '{report.run_id}'", report.run_id)
+        assert left.select("test", "why").rows() == [("weat7", "failed")]
 
 
 def test_check_tests_differences_instead_of_comparing_decisions(catalog_db, tmp_path):

@@ -36,7 +36,7 @@ READS = {
     "sets": (["sets", "flowers"], 2),
     "catalog": (["catalog", "--paper", "may-2019"], 46),
     "encoders": (["encoders"], None),
-    "audit show": (["audit", "show"], 1),       # JSON: {"audits": [the audit], "rows": [its top 3 templates]}
+    "audit show": (["audit", "show", "--templates"], 3),  # its top 3 templates alone; both tables: below
     "wefat-results": (["wefat-results"], 1),
 }
 
@@ -48,12 +48,46 @@ def test_each_read_command_prints_one_document_per_format(db, command, fmt):
     before = snapshot_of(db)
     r = invoke(app, ["--db", str(db), *args, "--format", fmt])
     assert r.exit_code == 0, r.output
-    check_document(r.stdout_bytes if fmt == "parquet" else r.stdout, fmt, 3 if command == "audit show" and fmt == "json" else rows)
+    check_document(r.stdout_bytes if fmt == "parquet" else r.stdout, fmt, rows)
     if command == "query" and fmt in ("csv", "json"):
         assert "[/] :x:" in r.stdout and "[1.5,2.0]" in r.stdout.replace(" ", "")  # data is never markup; vectors are lists
     if command == "query" and fmt == "table":
         assert "[2 floats]" in r.stdout
     assert snapshot_of(db) == before
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_audit_show_prints_both_its_tables_in_every_format(db, fmt):
+    """The audits (1) and the templates that move each most (--top 3), in every format: json one
+    document, csv/tsv one table after another (each its header), ndjson/parquet a `table` column."""
+    r = invoke(app, ["--db", str(db), "audit", "show", "--top", "3", "--format", fmt])
+    assert r.exit_code == 0, r.output
+    out = r.stdout
+    if fmt == "json":
+        doc = json.loads(out)
+        assert len(doc["rows"]) == 1 and doc["rows"][0]["test"] == "sent-weat6" and "pooled_d" in doc["rows"][0]
+        assert len(doc["templates"]) == 3 and {"frame", "d_alone"} <= set(doc["templates"][0])
+    elif fmt in ("csv", "tsv"):
+        audits, templates = out.split("\n\n")
+        check_document(audits + "\n", fmt, 1)
+        check_document(templates, fmt, 3)
+        assert "pooled_d" in audits.splitlines()[0] and "d_alone" in templates.splitlines()[0]
+        assert "Template audits" in r.stderr and "Templates that move each test most" in r.stderr
+    elif fmt == "ndjson":
+        tables = [json.loads(line)["table"] for line in out.splitlines()]
+        assert tables == ["audits"] + ["templates"] * 3
+    elif fmt == "parquet":
+        import polars as pl
+
+        assert pl.read_parquet(io.BytesIO(r.stdout_bytes))["table"].to_list() == ["audits"] + ["templates"] * 3
+    elif fmt == "markdown":
+        audits, templates = out.split("\n\n")
+        check_document(audits, fmt, 1)
+        check_document(templates, fmt, 3)
+    elif fmt == "latex":
+        assert out.count("\\begin{tabular}") == 2 and "pooled\\_d" in out and "d\\_alone" in out
+    else:
+        assert "Template audits" in out and "Templates that move each test most" in out and "d_alone" in out
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

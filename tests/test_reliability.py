@@ -174,57 +174,89 @@ def start(db, *args):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def rerun_both(args: list[str], paths: list[Path], sql: str) -> list[list[tuple]]:
-    """Run the same command on each store (the killed one resumes, the clean one starts), then read `sql` from each."""
-    got = []
-    for path in paths:
-        subprocess.run([sys.executable, "-m", "stimkit", "--db", str(path), *args], env=ENV, check=True, capture_output=True)
-        con = duckdb.connect(str(path), read_only=True)
-        got.append(con.execute(sql).fetchall())
+def wait_for_line(proc, starts: str) -> str:
+    """Read the command's stderr until a line starting with `starts`: evidence that it is mid-run
+    (a progress line comes before its run's one commit), whatever the machine's speed. Fails
+    if the command ends first, so a kill test never passes without having killed mid-run."""
+    for line in proc.stderr:
+        if line.startswith(starts):
+            return line
+    pytest.fail(f"the command ended (exit {proc.wait()}) before a line starting {starts!r}")
+
+
+def wait_for_staged(folder: Path, proc) -> list[str]:
+    """Poll `folder` until the command has created its staged store (`.NAME.PID.new`): the store
+    it is building. Fails if the command ends first."""
+    while proc.poll() is None:
+        names = [p.name for p in folder.iterdir()]
+        if any(n.startswith(".") and n.endswith(f".{proc.pid}.new") for n in names):
+            return names
+        time.sleep(0.01)
+    pytest.fail(f"the command ended (exit {proc.returncode}) before it staged a store in {folder}")
+
+
+def rerun(args: list[str], path: Path, sql: str) -> list[tuple]:
+    """Run the command on the store to its end (a killed one resumes), then read `sql` from it."""
+    subprocess.run([sys.executable, "-m", "stimkit", "--db", str(path), *args], env=ENV, check=True, capture_output=True)
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
         con.close()
-    return got
+
+
+# Every test on GloVe, and every sent- Caliskan test's template audit: long enough that a kill at
+# the first result lands mid-run on any machine, with budgets that keep the reruns short (the
+# audit's per-template tests are exact up to C(2n, n) = 200,000: cheaper than sampling 20,000).
+KILLED_RUN = ["test", "--all", "-e", "glove-6b-50d", "--budget", "20000", "--seed", "5"]
+RUN_SQL = "SELECT test, effect_size, p_value, n_x FROM latest_results ORDER BY test"
+KILLED_AUDIT = ["audit", "templates", "-e", "glove-6b-50d", "--budget", "200000"]
+AUDIT_SQL = "SELECT test, pooled_d, tau2, decision_flip_share FROM audits ORDER BY test"
+
+
+@pytest.fixture(scope="module")
+def clean_runs(catalog_db, tmp_path_factory):
+    """What the killed commands give run cleanly to their end, once for every signal's test."""
+    folder = tmp_path_factory.mktemp("clean")
+    shutil.copy(catalog_db, folder / "run.duckdb")
+    shutil.copy(catalog_db, folder / "audit.duckdb")
+    return {"run": rerun(KILLED_RUN, folder / "run.duckdb", RUN_SQL),
+            "audit": rerun(KILLED_AUDIT, folder / "audit.duckdb", AUDIT_SQL)}
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
-def test_a_killed_run_leaves_no_partial_run_and_a_rerun_equals_a_clean_one(catalog_db, tmp_path, sig):
-    killed, clean = tmp_path / "killed.duckdb", tmp_path / "clean.duckdb"
+def test_a_killed_run_leaves_no_partial_run_and_a_rerun_equals_a_clean_one(catalog_db, tmp_path, sig, clean_runs):
+    killed = tmp_path / "killed.duckdb"
     shutil.copy(catalog_db, killed)
-    shutil.copy(catalog_db, clean)
-    args = ["test", "--all", "-e", "glove-6b-50d", "--budget", "200000", "--seed", "5", "-q"]
+    args = KILLED_RUN
     proc = start(killed, *args)
-    time.sleep(5)  # start-up, selection and encoding take about this long: the signal lands mid-run
+    wait_for_line(proc, "[1/")  # the first of 88 results computed, none committed: mid-run
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
-    if proc.returncode == 0:
-        pytest.skip("the run finished before the signal")
     assert proc.returncode == (130 if sig == signal.SIGINT else -9), err
     if sig == signal.SIGINT:
         assert "Traceback" not in err and len([l for l in err.splitlines() if l.startswith("error")]) <= 1
     con = duckdb.connect(str(killed))
     stored = con.execute("SELECT count(*) FROM results").fetchall()[0][0]
     con.close()
-    got = rerun_both(args, [killed, clean], "SELECT test, effect_size, p_value, n_x FROM latest_results ORDER BY test")
-    assert got[0] == got[1] and len(got[0]) > 10
-    assert stored in (0, len(got[1]))  # all or nothing (the signal may land just after the commit)
+    assert stored == 0  # all or nothing: killed before its one commit
+    assert rerun(args, killed, RUN_SQL) == clean_runs["run"] and len(clean_runs["run"]) == 88
 
 
-def test_a_killed_audit_leaves_no_audit_and_a_rerun_equals_a_clean_one(catalog_db, tmp_path):
-    killed, clean = tmp_path / "killed.duckdb", tmp_path / "clean.duckdb"
+def test_a_killed_audit_leaves_no_audit_and_a_rerun_equals_a_clean_one(catalog_db, tmp_path, clean_runs):
+    killed = tmp_path / "killed.duckdb"
     shutil.copy(catalog_db, killed)
-    shutil.copy(catalog_db, clean)
-    args = ["audit", "templates", "-e", "glove-6b-50d", "--budget", "200000"]  # every sent- Caliskan test: ~12 s
+    args = KILLED_AUDIT
     proc = start(killed, *args)
-    time.sleep(5)
+    wait_for_line(proc, "sent-weat1 ")  # the first test's audit computed, none committed: mid-run
     proc.kill()
     proc.communicate(timeout=60)
-    if proc.returncode == 0:
-        pytest.skip("the audit finished before the signal")
+    assert proc.returncode == -9
     con = duckdb.connect(str(killed))
     assert con.execute("SELECT count(*) FROM audits").fetchall()[0][0] == 0
     assert con.execute("SELECT count(*) FROM results").fetchall()[0][0] == 0
     con.close()
-    got = rerun_both(args, [killed, clean], "SELECT test, pooled_d, tau2, decision_flip_share FROM audits ORDER BY test")
-    assert got[0] == got[1] and len(got[0]) >= 10
+    assert rerun(args, killed, AUDIT_SQL) == clean_runs["audit"] and len(clean_runs["audit"]) >= 10
 
 
 def files_left(folder: Path, timeout: float = 10.0) -> list[str]:
@@ -245,12 +277,9 @@ def test_a_command_killed_on_a_new_path_leaves_no_file(tmp_path, sig):
     folder = tmp_path / "study"
     folder.mkdir()
     path = folder / "new.duckdb"
-    proc = start(path, "test", "--all", "-e", "glove-6b-50d", "--budget", "200000", "-q")
-    deadline = time.monotonic() + 60
-    while not any(folder.iterdir()) and time.monotonic() < deadline:  # until the store is being built
-        time.sleep(0.05)
+    proc = start(path, "test", "--all", "-e", "glove-6b-50d", "--budget", "200000")
+    wait_for_line(proc, "[1/")  # sets generated and encoded into the staged store, the tests running
     staged = [p.name for p in folder.iterdir()]
-    time.sleep(2)  # generating and encoding: the signal lands mid-command
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == (130 if sig == signal.SIGINT else -9), err
@@ -297,9 +326,10 @@ def test_a_store_created_meanwhile_by_another_command_is_not_replaced(tmp_path):
 def test_a_killed_generate_leaves_no_store_and_a_rerun_completes(tmp_path):
     path = tmp_path / "gen.duckdb"
     proc = start(path, "generate", "-q")
-    time.sleep(3)
+    staged = wait_for_staged(tmp_path, proc)  # the store is being built: it renders ~200 sets, then writes
     proc.kill()
     proc.communicate(timeout=60)
+    assert proc.returncode == -9 and staged and all(n.startswith(f".gen.duckdb.{proc.pid}.new") for n in staged)
     assert files_left(tmp_path) == []
     r = subprocess.run([sys.executable, "-m", "stimkit", "--db", str(path), "generate", "-q"], env=ENV,
                        capture_output=True, text=True)

@@ -174,7 +174,7 @@ def store_copy(catalog_db, tmp_path):
 def test_cli_test_results_and_formats(store_copy):
     r = cli_run(store_copy, "test", "weat7", "weat8", "sent-weat7", "sent-weat8", "-e", "glove-6b-50d", "--budget", "5000")
     assert r.exit_code == 0, r.output
-    assert "4 results from 4 tests x 1 encoder, 0 failures. See" in r.output
+    assert "4 results from 4 tests x 1 encoder, 0 failures.\n    see `stimkit results --run " in r.output
     r = cli_run(store_copy, "results", "--format", "sentbias")
     lines = r.stdout.strip().splitlines()
     assert lines[0].split("\t") == tables.SENTBIAS_COLUMNS

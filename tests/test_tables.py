@@ -6,6 +6,7 @@ import json
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import duckdb
 import polars as pl
@@ -235,12 +236,19 @@ def test_parquet_is_refused_on_a_terminal(monkeypatch):
 def test_test_prints_each_d_with_its_interval(catalog_db, tmp_path):
     path = tmp_path / "store.duckdb"
     shutil.copy(catalog_db, path)
-    r = invoke("--db", path, "test", "weat6", "-e", "glove-6b-50d", "--budget", 500)
+    r = invoke("--db", path, "test", "weat6", "sent-weat7b", "-e", "glove-6b-50d",
+               "--budget", 500, "--cuts", 3)
     assert r.exit_code == 0, r.output
     con = duckdb.connect(str(path), read_only=True)
     d, lo, hi = con.execute("SELECT effect_size, ci_low, ci_high FROM results WHERE test = 'weat6'").fetchone()
     con.close()
     assert f"d={d:+.3f} [{lo:.2f}, {hi:.2f}] p" in r.stderr
+    # a short line per result, its figures and notes on indented lines: all within 80 columns
+    lines = r.stderr.splitlines()
+    assert all(len(line) <= 80 for line in lines), max(lines, key=len)
+    first = lines.index("[2/2] sent-weat7b  glove-6b-50d")
+    assert lines[first + 1].startswith("    d=") and " n=" in lines[first + 1]
+    assert lines[first + 2].startswith("    ") and "cut by balance=cut" in lines[first + 2] and "3 cuts: d" in r.stderr
 
 
 def test_check_shows_each_d_with_its_interval(tables_db):
@@ -254,3 +262,68 @@ def test_check_shows_each_d_with_its_interval(tables_db):
     w, s = by["weat6"], by["sent-weat6"]
     assert row["detail"].startswith(f"d {w['effect_size']:.2f} [{w['ci_low']:.2f}, {w['ci_high']:.2f}] / "
                                     f"{s['effect_size']:.2f} [{s['ci_low']:.2f}, {s['ci_high']:.2f}], p ")
+
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "care-tech"
+
+
+def test_captions_name_the_study_not_the_paper(catalog_db, tmp_path):
+    """A table of your study says it is your study's; only the paper's own study (or, with no
+    study, one paper's catalog tests alone) cites the paper's table."""
+    import dataclasses
+
+    import stimkit
+    from stimkit.study import study
+
+    assert paper.source(study.load("may-2019")) == "May et al. 2019, Table 4"
+    assert paper.source(study.load("tan-celis-2019")) == "Tan and Celis 2019, Tables 7-8"
+    assert paper.source(study.load(str(EXAMPLE / "study.toml"))) == "study care-tech"
+    assert paper.source(dataclasses.replace(study.load("may-2019"), name="my-replication")) == "study my-replication"
+    assert paper.source(dataclasses.replace(study.load("may-2019"), path=tmp_path / "may-2019.toml")) == "study may-2019"
+    db = tmp_path / "own.duckdb"
+    r = invoke("--db", db, "run", EXAMPLE / "study.toml", "-e", "glove-6b-50d", "--budget", 1000, "-f", "latex")
+    assert r.exit_code == 0, r.output
+    assert "Effect size d by test and encoder (study care-tech);" in r.stdout and "May et al." not in r.stdout
+    r = invoke("--db", db, "results", "--table", "-f", "markdown")
+    assert "Effect size d by test and encoder;" in r.stdout and "May et al." not in r.stdout
+    with stimkit.open(db, read_only=True) as s:
+        s.report(tmp_path / "report", formats=["svg"], study=str(EXAMPLE / "study.toml"))
+    assert "Effect size d by test and encoder (study care-tech);" in (tmp_path / "report" / "tables" / "table4.tex").read_text()
+    published = tmp_path / "published.duckdb"
+    shutil.copy(catalog_db, published)
+    assert invoke("--db", published, "test", "weat6", "weat7", "-e", "glove-6b-50d", "--budget", 500).exit_code == 0
+    r = invoke("--db", published, "results", "--table", "-f", "latex")
+    assert "Effect size d by test and encoder (May et al. 2019, Table 4);" in r.stdout
+
+
+def header_of(table: str) -> str:
+    """An ASCII table's header cells, their folded lines joined (`n_` over `templates`: n_templates)."""
+    lines = table.splitlines()
+    end = next(i for i, line in enumerate(lines) if i and line.startswith("|-"))
+    rows = [[c.strip() for c in line.split("|")[1:-1]] for line in lines[1:end]]
+    return " ".join("".join(cells) for cells in zip(*rows))
+
+
+def test_audit_show_compare_and_catalog_keep_their_findings_at_80_columns(monkeypatch, catalog_db, tmp_path):
+    """At 80 columns the names fold, and the findings stay: the full and pooled d, p and the
+    number of templates (audit show), d, p and the decision (audit compare), the four sets a
+    test compares (catalog). No line is wider than the terminal."""
+    path = tmp_path / "audits.duckdb"
+    shutil.copy(catalog_db, path)
+    assert invoke("--db", path, "audit", "templates", "-t", "sent-weat6", "-t", "sent-angry_black_woman_stereotype",
+                  "-e", "glove-6b-50d", "--budget", 1000).exit_code == 0
+    monkeypatch.setattr(output, "out", output.make_console(width=80))
+    views = {("audit", "show"): ("full_d", "full_p", "n_templates", "pooled_d", "ci_low"),
+             ("audit", "compare", "-t", "sent-weat6", "-s", "may2019", "-s", "past_tense", "-e", "glove-6b-50d",
+              "--budget", "1000"): ("n_x", "d", "p", "significant"),
+             ("catalog",): ("X", "Y", "A", "B")}
+    for args, findings in views.items():
+        r = invoke("--db", path, *args, "-f", "table")
+        assert r.exit_code == 0, r.output
+        tables = [t for t in re.split(r"\n(?=\+)", r.stdout) if t.startswith("+") and "|-" in t]
+        header = header_of(tables[0]).split()
+        assert all(f in header for f in findings), (args, header)
+        assert all(len(line) <= 80 for line in r.stdout.splitlines()), args
+    r = invoke("--db", path, "audit", "show", "-f", "table")
+    second = [t for t in re.split(r"\n(?=\+)", r.stdout) if t.startswith("+") and "|-" in t][1]
+    assert {"d_alone", "decision_flip"} <= set(header_of(second).split())

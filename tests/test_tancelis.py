@@ -20,9 +20,9 @@ from stimkit.cli import app
 from stimkit.stimuli.generate import SetSpec
 from stimkit.stimuli.templates import TemplateSet
 
-from conftest import REPO, snapshot
+from conftest import FIXTURES, snapshot
 
-TC_REFERENCE = REPO.parent / "shared" / "reference" / "tan-celis" / "tests"
+TC_REFERENCE = FIXTURES / "tan-celis" / "tests"
 TC_FILES = sorted(p.stem for p in TC_REFERENCE.glob("*.jsonl"))
 KEYS = ("targ1", "targ2", "attr1", "attr2")
 # Targets the authors cut at random to equal size (as May et al.'s sent-weat8 Arts, 56 of 76).

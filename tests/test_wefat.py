@@ -22,9 +22,9 @@ from stimkit.run.options import Options, WefatOptions
 from stimkit.stats import wefat
 from stimkit.cli import app
 
-from conftest import REPO, snapshot
+from conftest import FIXTURES, REPO, snapshot
 
-WEFAT_REF = REPO.parent / "shared" / "reference" / "wefat"
+WEFAT_REF = FIXTURES / "wefat"
 
 
 # --------------------------------------------------------------------------- statistics
@@ -350,3 +350,18 @@ def test_same_seed_same_sampled_word_p_values(con, glove):
     p = lambda row: [it.word_p_value for it in row.items]  # noqa: E731
     assert first.word_p_method == "sampled" and p(first) == p(again) != p(other)
     assert first.r == other.r  # the correlation itself does not depend on the seed
+
+
+def test_the_wefat_line_fits_80_columns():
+    from types import SimpleNamespace
+
+    from stimkit.cli.wefat import summary_line
+
+    r = SimpleNamespace(name="wefat-occupations", encoder="minilm,pooling=mean", context="sentence", r=0.7523, p_value=3.1e-10,
+                        rho=0.7121, n=48, slope=45.61, slope_ci_low=30.12, slope_ci_high=60.2,
+                        dropped_words=["paralegal", "hygienist", "nutritionist", "appraiser", "machinist", "veterinarian",
+                                       "practitioner", "pathologist", "receptionist", "administrator"])
+    lines = summary_line(r).splitlines()
+    assert lines[0] == "wefat-occupations  minilm,pooling=mean (sentence)" and all(len(line) <= 80 for line in lines)
+    assert lines[1] == "    r = 0.752, p = 3.1e-10, rho = 0.712, n = 48, slope = 45.6 [30.1, 60.2]"
+    assert " ".join(lines[2:]).split() == ["dropped", *", ".join(r.dropped_words).split()]

@@ -11,7 +11,7 @@ import polars as pl
 import duckdb
 
 from .. import store
-from ..checks import CORRECTIONS, check_alpha, check_correction  # noqa: F401  (re-exported)
+from ..checks import CORRECTIONS, RESULT_KINDS as KINDS, check_alpha, check_correction  # noqa: F401  (re-exported)
 from ..paths import data_dir
 from ..errors import InputError, UsageError
 from ..store import usersql
@@ -53,7 +53,6 @@ def latest_run(con) -> str | None:
     return row[0] if row else None
 
 
-KINDS = ("test", "audit", "compare", "all")
 # p as the queries print it: `<= floor` when p is the smallest its procedure can give (output.p_text).
 PTEXT = ("CREATE OR REPLACE TEMP MACRO ptext(p, floor) AS CASE WHEN p IS NULL THEN 'n/a' "
          "WHEN floor IS NOT NULL AND p <= floor * (1 + 1e-9) THEN '<= ' || printf('%.2g', floor) "
@@ -119,6 +118,41 @@ def define_family(con, where: str | None = None, alpha: float = 0.01, run: str |
         raise InputError(f"no results in {definition} (run `stimkit test` first)"
                          + (f"; {stale} on superseded set versions (--include-stale)" if stale else ""))
     return Family(definition, m, run_id, where, stale, mixed)
+
+
+# Why a stale result is left out: which of its sets changed since.
+_STALE_DETAIL = """'set ' || (SELECT string_agg(DISTINCT s.name, ', ' ORDER BY s.name) FROM stimulus_sets s
+                    JOIN current_sets c ON c.name = s.name AND c.version <> s.version
+                    WHERE list_contains(h.set_versions, s.version))
+                   || ' regenerated since (a word list or template changed): run the test again'"""
+
+
+def left_out(con, where: str | None = None, failures_of: str | None = None) -> pl.DataFrame:
+    """What the family (the temp view `family`: define_family first) leaves out of the tests'
+    results over `where`, and why, one row per hypothesis (its latest result): `stale` (a set it
+    used was regenerated since; only where no current result of the same test, encoder, context
+    and metric stands in for it) or `retired` (with the reason); and, for a run (`failures_of`:
+    its id), each test or encoder of that run that `failed`, with the cause. Columns test,
+    encoder, context, why, detail."""
+    scoped = ("SELECT * FROM result_hypotheses WHERE p_value IS NOT NULL AND coalesce(kind, 'test') = 'test' "
+              "AND (retired OR stale) QUALIFY row_number() OVER "
+              "(PARTITION BY hypothesis ORDER BY created_at DESC, result_id DESC) = 1")
+    if where:
+        scoped = f"SELECT * FROM ({scoped}) WHERE ({where})"
+    sql = f"""
+        SELECT h.test, h.encoder, h.context, CASE WHEN h.retired THEN 'retired' ELSE 'stale' END AS why,
+               CASE WHEN h.retired THEN 'retired: ' || r.reason ELSE {_STALE_DETAIL} END AS detail
+        FROM ({scoped}) h LEFT JOIN result_retirements r USING (result_id)
+        WHERE h.retired OR NOT EXISTS (
+            SELECT 1 FROM family f WHERE f.test = h.test AND f.fingerprint = h.fingerprint AND f.context = h.context
+                                     AND coalesce(f.metric, 'weat') = coalesce(h.metric, 'weat'))"""
+    if failures_of is not None:
+        sql += "\nUNION ALL SELECT test, encoder, NULL, 'failed', cause FROM run_failures WHERE run_id = ?"
+    try:
+        return store.frame(con, f"SELECT * FROM ({sql}) ORDER BY why, test, encoder",
+                           [failures_of] if failures_of is not None else None)
+    except duckdb.Error as e:
+        raise InputError(f"--where {where!r}: {usersql.first_line(e)}") from None
 
 
 def named_query(name: str) -> str | None:

@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import polars as pl
 
 from ..errors import UsageError
 from ..output import interval_text, latex_escape, markdown_escape, with_interval
+from ..paths import data_dir
 
 # results: what a terminal shows (in reading order), never drops, and drops first to fit
 READ_COLUMNS = ("test", "encoder", "context", "language", "d", "ci", "p_value", "p_adjusted", "rejected", "n")
@@ -36,6 +38,31 @@ LATEX_HEADERS = {"d": "$d$", "p_value": "$p$", "p_adjusted": "$p_{\\mathrm{adj}}
 # what can make two results of one test and encoder different hypotheses (analysis.families.HYPOTHESIS)
 CORRECTION_NAMES = {"holm": "Holm", "bh": "Benjamini-Hochberg", "by": "Benjamini-Yekutieli", "none": "no"}
 VARIANT_COLUMNS = ("context", "alternative", "balance", "clustered", "p_method", "centering")
+
+
+# The table of each published paper that its built-in study reproduces.
+PAPER_TABLES = {"may-2019": "May et al. 2019, Table 4", "tan-celis-2019": "Tan and Celis 2019, Tables 7-8"}
+
+
+def source(study=None, results: pl.DataFrame | None = None, tests: dict | None = None) -> str:
+    """Where a table's numbers come from, for its caption: the paper's table when the study is
+    the paper's own (a built-in study: `may-2019`, `tan-celis-2019`), the study by name when it is
+    anyone else's (a study file of yours is yours, whatever it selects or is called); with no
+    study, the paper's table only when every result is one paper's catalog test (`tests`: the
+    catalog), else ""."""
+    if study is not None:
+        builtin = study.path is not None and Path(study.path).parent == data_dir("queries") / "studies"
+        return PAPER_TABLES[study.name] if builtin and study.name in PAPER_TABLES else f"study {study.name}"
+    if results is None or results.height == 0 or tests is None:
+        return ""
+    papers = {tests[t].paper if t in tests and s == "catalog" else None
+              for t, s in results.select("test", "test_source").iter_rows()}
+    return PAPER_TABLES.get(papers.pop(), "") if len(papers) == 1 else ""
+
+
+def sourced(what: str, where: str) -> str:
+    """A caption's head: what the table shows, and where it comes from when that is known."""
+    return f"{what} ({where})" if where else what
 
 
 def caption(family, correct: str, alpha: float, what: str = "Results") -> str:

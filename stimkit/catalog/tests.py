@@ -16,7 +16,7 @@ import polars as pl
 from .. import DEFAULT_PAPER, store
 from ..errors import UsageError
 from ..paths import data_dir
-from ..checks import ALTERNATIVES, suggest
+from ..checks import ALTERNATIVES, CONTEXTS, SOURCES, suggest
 from ..stimuli.inputs import check_name, read_toml
 from ..stimuli.sets import SetSpec, fetch, is_sql, set_sql, specs_of
 from ..store import usersql
@@ -24,8 +24,6 @@ from ..store import usersql
 ROLES = ("x", "y", "a", "b")
 SENTBIAS_KEYS = dict(zip(ROLES, ("targ1", "targ2", "attr1", "attr2")))
 from ..stimuli.balance import BALANCE_POLICIES  # noqa: E402  (a test names its policy)
-CONTEXTS = ("word", "sentence", "c-word")
-SOURCES = ("catalog", "imported")
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from ..checks import WEFAT_CONTEXTS
 from ..errors import UsageError
 from ..paths import data_dir
 from ..stimuli.inputs import read_toml
@@ -78,7 +79,7 @@ def define(name: str | None = None, targets: str | None = None, a: str | None = 
     else:
         raise UsageError("name a WEFAT (wefat-occupations, wefat-names) or give all of --targets --a --b --property")
     if context is not None:
-        if context not in ("word", "sentence"):
-            raise UsageError(f"unknown context {context!r} (known: word, sentence)")
+        if context not in WEFAT_CONTEXTS:
+            raise UsageError(f"unknown context {context!r} (known: {', '.join(WEFAT_CONTEXTS)})")
         test = dataclasses.replace(test, context=context, templates=templates)
     return test

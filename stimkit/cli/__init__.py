@@ -8,11 +8,13 @@ only the module of the command being run (`stimkit results` never builds `audit`
 from __future__ import annotations
 
 import importlib
+import shlex
 
 # The modules in the order `stimkit --help` lists their commands, and which holds each command.
 MODULES = ("stimuli", "encode", "tests", "audit", "wefat", "report")
 COMMAND_MODULES = {
     "generate": "stimuli", "sets": "stimuli", "catalog": "stimuli", "export": "stimuli", "import": "stimuli",
+    "templates": "stimuli",
     "encode": "encode", "encoders": "encode",
     "test": "tests", "results": "tests", "check": "tests", "query": "tests", "run": "tests",
     "audit": "audit", "wefat": "wefat", "wefat-results": "wefat", "report": "report",
@@ -27,7 +29,26 @@ def register(modules=MODULES):
     from .common import app
 
     _literal_docstrings(app)
+    _global_options_after(app)
     return app
+
+
+def _global_options_after(typer_app) -> None:
+    """Every command and group takes the global options after its name too (common.GlobalAfterCommand)."""
+    from typer.core import TyperCommand, TyperGroup
+
+    from .common import GlobalAfterCommand, GlobalAfterGroup
+
+    def default(cls) -> bool:  # Typer's own class, or none yet (None, or Typer's placeholder for its default)
+        return getattr(cls, "value", cls) in (None, TyperCommand, TyperGroup)
+
+    for info in typer_app.registered_commands:
+        if default(info.cls):
+            info.cls = GlobalAfterCommand
+    for group in typer_app.registered_groups:
+        if default(group.cls):
+            group.cls = GlobalAfterGroup
+        _global_options_after(group.typer_instance)
 
 
 def _literal_docstrings(typer_app) -> None:
@@ -61,6 +82,37 @@ def command_of(args: list[str]) -> str | None:
         elif not arg.startswith("-"):
             return arg
     return None
+
+
+def _misplaced(root, args: list[str]) -> str | None:
+    """For a command's own options typed before the command word (`stimkit --wordlist-dir D
+    generate`): one line saying so, with the command line that puts them after it; else None."""
+    command, path, at = root, [], None
+    for i, arg in enumerate(args):
+        sub = getattr(command, "commands", {}).get(arg) if not arg.startswith("-") else None
+        if sub is not None:
+            command, at = sub, (i if at is None else at)
+            path.append(arg)
+    if at is None:
+        return None
+    owned = {opt: p for p in command.params for opt in p.opts}
+    before, moved, i = [], [], 0
+    while i < at:
+        name = args[i].split("=", 1)[0]
+        if name in owned and not any(name in p.opts for p in root.params):
+            takes_value = "=" not in args[i] and not (owned[name].is_flag or owned[name].count)
+            moved += args[i:i + 1 + takes_value]
+            i += 1 + takes_value
+        else:
+            before.append(args[i])
+            i += 1
+    if not moved:
+        return None
+    names = ", ".join(dict.fromkeys(m.split("=", 1)[0] for m in moved if m.startswith("-")))
+    line = " ".join(shlex.quote(a) for a in before + args[at:] + moved)
+    one = "," not in names
+    return (f"{names} {'is an option' if one else 'are options'} of `stimkit {' '.join(path)}`, so "
+            f"{'it goes' if one else 'they go'} after the command: stimkit {line}")
 
 
 def __getattr__(name: str):
@@ -98,7 +150,9 @@ def main(args: list[str] | None = None) -> None:
         code = 0
     except click.UsageError as e:
         where = f" (see `{e.ctx.command_path} --help`)" if e.ctx else ""
-        err.print(Text.assemble(("error: ", "bold red"), e.format_message().replace("\n", " ") + where), highlight=False)
+        misplaced = _misplaced(command, args) if isinstance(e, click.NoSuchOption) else None
+        message = misplaced or e.format_message().replace("\n", " ") + where
+        err.print(Text.assemble(("error: ", "bold red"), message), highlight=False)
         code = 2
     except (typer.Abort, KeyboardInterrupt):
         err.print("interrupted", highlight=False)

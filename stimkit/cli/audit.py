@@ -11,7 +11,8 @@ import typer
 from .. import DEFAULT_BUDGET, StimkitError
 from ..errors import UsageError
 from ..output import with_interval
-from .common import OverrideOption, TemplateDirOption, WordlistDirOption, app, emit, emit_document, err, format_option, handles_errors, open_store, out
+from .common import (OverrideOption, TemplateDirOption, WordlistDirOption, app, emit, emit_tables, err, format_option,
+                     handles_errors, open_store, result_lines)
 
 audit_app = typer.Typer(help="Template audits: how template choice moves d and p.", no_args_is_help=True)
 app.add_typer(audit_app, name="audit")
@@ -40,14 +41,16 @@ def _audit(
             run_id, _ = store.audit(test, encoder or ["minilm"], template_set, alpha, command, _audit_line, progress_for,
                                     budget=budget, seed=seed)
             if fmt is not None:  # the audits just stored, as `audit show` prints them
-                emit(store.audits(f"run_id = '{run_id}'")[0], fmt)
-            err.print(f"run {run_id}: see `stimkit audit show --where \"run_id = '{run_id}'\"`", highlight=False)
+                _show(*store.audits(f"run_id = '{run_id}'"), fmt)
+            err.print(result_lines(f"run {run_id}:", f"see `stimkit audit show --where \"run_id = '{run_id}'\"`"),
+                      highlight=False)
             return
         if not test:
             raise UsageError("compare needs the tests to compare: --test/-t (repeatable)")
         run_id, rows = store.audit_compare(test, list(template_set or []), encoder or ["minilm"], alpha, command,
                                            progress_for, budget=budget, seed=seed)
-    emit(rows, fmt, title=f"d and p by template set (shift and flips against {template_set[0]}; alpha {alpha})")
+    emit(rows, fmt, title=f"d and p by template set (shift and flips against {template_set[0]}; alpha {alpha})",
+         keep=("d", "p", "significant"))
     err.print(f"run {run_id}", highlight=False)
 
 
@@ -55,8 +58,10 @@ def _audit_line(a) -> None:
     pooled = ("n/a" if a.pooled_d is None else
               f"{with_interval(f'{a.pooled_d:+.2f}', a.ci_low, a.ci_high)} tau2={a.tau2:.3f} I2={a.i2:.0%}")
     flips = "n/a" if a.decision_flip_share is None else f"{a.decision_flip_share:.0%}"
-    err.print(f"{a.test:<14} {a.template_set:<14} {a.encoder:<22} d={with_interval(f'{a.full_d:+.2f}', *a.full_ci)} p={a.full_p:.2g} "
-              f"templates={a.n_templates} pooled d={pooled} decision flips={flips}", highlight=False)
+    err.print(result_lines(f"{a.test}  {a.template_set}  {a.encoder}",
+                           f"full test d={with_interval(f'{a.full_d:+.2f}', *a.full_ci)} p={a.full_p:.2g} "
+                           f"templates={a.n_templates}",
+                           f"pooled d={pooled} decision flips={flips}"), highlight=False)
 
 
 def _register(name: str, compare: bool, doc: str) -> None:
@@ -93,27 +98,30 @@ def audit_show_cmd(
 ):
     """A summary of audits: pooled d, tau2, I2, flip rates, and the templates that move each test most.
 
-    A table shows both parts; JSON is one document {"audits": [...], "rows": [the templates]}; the
-    other formats print the audits (or, with --templates, the templates).
+    Both tables in every format: JSON is one document {"rows": [the audits], "templates": [...]};
+    csv and tsv print the audits, a blank line, then the templates, each with its header line;
+    ndjson and parquet name each row's table in a `table` column. --templates: the templates alone.
 
     Examples:
       stimkit audit show --top 3
       stimkit audit show --templates --format csv
     """
-    from ..output import default_format
-
     with open_store(read_only=True) as store:
         audits, movers_df = store.audits(where, top)
     if audits.height == 0:
         raise StimkitError("no audits" + (f" where {where}" if where else "") + " (run `stimkit audit templates`)")
-    fmt = fmt or default_format()
-    if fmt == "json":
-        import json
+    _show(audits, movers_df, fmt, movers)
 
-        emit_document({"audits": json.loads(audits.drop("audit_id").write_json())}, movers_df, fmt)
-    elif fmt == "table" and not movers:
-        emit(audits.drop("audit_id"), fmt)
-        out.print("\nTemplates that move each test most (alone, ranked by |d_alone - d|):", highlight=False)
-        emit(movers_df, fmt)
+
+TEMPLATES_TITLE = "Templates that move each test most (alone, ranked by |d_alone - d|)"
+KEEP_TEMPLATES = {"keep": ("d_alone", "decision_flip")}  # what a narrow terminal never drops
+
+
+def _show(audits, movers_df, fmt, movers_only: bool = False) -> None:
+    """The audits and the templates that move each most, both in every format (or the templates alone)."""
+    if movers_only:
+        emit(movers_df, fmt, title=TEMPLATES_TITLE, **KEEP_TEMPLATES)
     else:
-        emit(movers_df if movers else audits.drop("audit_id"), fmt)
+        emit_tables({"audits": audits.drop("audit_id"), "templates": movers_df}, fmt,
+                    titles={"audits": "Template audits: the full test, the pooled d over its templates, flip rates",
+                            "templates": TEMPLATES_TITLE}, options={"templates": KEEP_TEMPLATES})

@@ -11,7 +11,7 @@ import typer
 from .. import __version__
 from ..checks import check_alpha, check_correction  # noqa: F401  (commands check these before any work)
 from ..errors import Interrupted, StimkitError, UsageError
-from ..output import FORMATS, emit, emit_document, err, format_option, out, print_rows  # noqa: F401  (one output layer)
+from ..output import FORMATS, emit, emit_document, emit_tables, err, format_option, out, print_rows  # noqa: F401  (one output layer)
 from ..paths import default_db
 
 def _flags_take_no_value():
@@ -154,18 +154,75 @@ def _print_version(value: bool):
         raise typer.Exit()
 
 
+# The global options: what they set in `state`, their names and help. They go before the
+# command word (`stimkit --db X test`) or after it (`stimkit test --db X`): every command and
+# group takes them too (GLOBAL_AFTER), so a person types them where they like.
+GLOBAL_OPTIONS = {
+    "db": ("--db", "STIMKIT_DB", "The DuckDB store (default ./stimkit.duckdb)."),
+    "catalog_dir": ("--catalog-dir", "STIMKIT_CATALOG_DIR", "Folder of your own test definitions (TOML, the catalog's format)."),
+    "debug": ("--debug", None, "Show the traceback of an unexpected error (a flag: no value)."),
+}
+GLOBAL_PANEL = "Global options (before or after the command)"
+
+
 @app.callback()
 def main_options(
-    db: Annotated[Optional[Path], typer.Option("--db", envvar="STIMKIT_DB", help="The DuckDB store (default ./stimkit.duckdb).")] = None,
-    catalog_dir: Annotated[Optional[Path], typer.Option("--catalog-dir", envvar="STIMKIT_CATALOG_DIR",
-                                                        help="Folder of your own test definitions (TOML, the catalog's format).")] = None,
-    debug: Annotated[bool, typer.Option("--debug", help="Show the traceback of an unexpected error (a flag: no value).")] = False,
+    db: Annotated[Optional[Path], typer.Option(GLOBAL_OPTIONS["db"][0], envvar=GLOBAL_OPTIONS["db"][1],
+                                               help=GLOBAL_OPTIONS["db"][2])] = None,
+    catalog_dir: Annotated[Optional[Path], typer.Option(GLOBAL_OPTIONS["catalog_dir"][0], envvar=GLOBAL_OPTIONS["catalog_dir"][1],
+                                                        help=GLOBAL_OPTIONS["catalog_dir"][2])] = None,
+    debug: Annotated[bool, typer.Option(GLOBAL_OPTIONS["debug"][0], help=GLOBAL_OPTIONS["debug"][2])] = False,
     version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
                                           help="Print the version and exit.")] = False,
 ):
     state["db"] = db
     state["debug"] = debug
     state["catalog_dir"] = catalog_dir
+
+
+def _global_after(
+    db: Annotated[Optional[Path], typer.Option(GLOBAL_OPTIONS["db"][0], help=GLOBAL_OPTIONS["db"][2],
+                                               rich_help_panel=GLOBAL_PANEL)] = None,
+    catalog_dir: Annotated[Optional[Path], typer.Option(GLOBAL_OPTIONS["catalog_dir"][0], help=GLOBAL_OPTIONS["catalog_dir"][2],
+                                                        rich_help_panel=GLOBAL_PANEL)] = None,
+    debug: Annotated[bool, typer.Option(GLOBAL_OPTIONS["debug"][0], help=GLOBAL_OPTIONS["debug"][2],
+                                        rich_help_panel=GLOBAL_PANEL)] = False,
+):
+    """The global options as a command's own: their declarations, read by `global_params_after`."""
+
+
+@functools.cache
+def global_params_after() -> tuple:
+    """Click parameters for --db, --catalog-dir and --debug after the command word: each sets
+    `state` when given there (the app's callback has run by then, with what came before)."""
+    probe = typer.Typer(add_completion=False)
+    probe.command()(_global_after)
+    params = typer.main.get_command(probe).params
+
+    def setter(ctx, param, value):
+        if value is not None and value is not False:
+            state[param.name] = value
+        return value
+
+    for param in params:
+        param.expose_value, param.callback = False, setter
+    return tuple(params)
+
+
+class GlobalAfterCommand(typer.core.TyperCommand):
+    """A command that also takes the global options after its name."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.params.extend(global_params_after())
+
+
+class GlobalAfterGroup(typer.core.TyperGroup):
+    """A command group (`results`, `audit`, ...) that also takes the global options after its name."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.params.extend(global_params_after())
 
 
 WordlistDirOption = Annotated[Optional[Path], typer.Option(
@@ -178,6 +235,23 @@ OverrideOption = Annotated[bool, typer.Option(
 
 def db_path() -> Path:
     return state["db"] or default_db()
+
+
+# Lines a person reads as a command runs (a result each) fit an 80-column terminal.
+LINE_WIDTH = 80
+
+
+def result_lines(head: str, *details: str, indent: int = 4) -> str:
+    """One result as a person reads it on an 80-column terminal: a short first line naming it
+    (test, template set, encoder), then each detail on its own indented line (numbers, then
+    notes), each wrapped at spaces to LINE_WIDTH, never inside a number or a name."""
+    import textwrap
+
+    def fill(text: str, first: str) -> str:
+        return textwrap.fill(text, LINE_WIDTH, initial_indent=first, subsequent_indent=" " * (indent + 2),
+                             break_long_words=False, break_on_hyphens=False)
+
+    return "\n".join([fill(head, ""), *(fill(d, " " * indent) for d in details if d)])
 
 
 IRREGULAR = {"stimulus": "stimuli", "hypothesis": "hypotheses", "analysis": "analyses"}

@@ -6,6 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..checks import ENGINES, check_choice, choices
 from .common import app, emit, err, format_option, handles_errors, open_store
 
 
@@ -18,7 +19,7 @@ def encode_cmd(
     everything: Annotated[bool, typer.Option("--all", help="Every current stimulus.")] = False,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Texts handed to the encoder at a time "
                                             "(a transformer sorts them by length and batches by batch_tokens= inside).")] = 4096,
-    engine: Annotated[str, typer.Option("--engine", help="local, or ray: a Ray cluster (RAY_ADDRESS, else a local one).")] = "local",
+    engine: Annotated[str, typer.Option("--engine", help=f"{choices(ENGINES)} (ray: a Ray cluster: RAY_ADDRESS, else a local one).")] = "local",
     workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="Ray: model replicas (default: one per GPU, else one per CPU).")] = None,
     fmt: Annotated[Optional[str], format_option()] = None,
 ):
@@ -31,6 +32,7 @@ def encode_cmd(
     """
     import polars as pl
 
+    check_choice(engine, ENGINES, "--engine", "engine")
     with open_store() as store:
         reports = store.encode(encoder, sets, tests, everything, batch_size, progress_for, engine, workers)
     for r in reports:
@@ -51,10 +53,11 @@ def progress_for(enc):
                    TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn(), console=err, transient=True)
     task = bar.add_task(f"encode {enc.spec}", total=None, rate="")
     started = time.perf_counter()
-    bar.start()
 
-    def tick(done, total):
+    def tick(done, total):  # from the encode's start (0 of N): an encoder with nothing to encode shows no bar
         bar.update(task, completed=done, total=total, rate=f"{done / max(time.perf_counter() - started, 1e-9):,.0f}/s")
+        if not bar.live.is_started and done < total:
+            bar.start()
         if done >= total:
             bar.stop()
 

@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..checks import CORRECTIONS, REPORT_FORMATS, check_choice, choices
 from .common import app, check_alpha, check_correction, count, err, handles_errors, open_store, out
 
 
@@ -15,9 +16,9 @@ from .common import app, check_alpha, check_correction, count, err, handles_erro
 def report_cmd(
     out_dir: Annotated[Path, typer.Option("--out", "-o", help="Output folder (refused if not empty, unless --force).")] = Path("report"),
     where: Annotated[Optional[str], typer.Option("--where", help="SQL condition on `results` choosing the family (default: as `stimkit results`).")] = None,
-    correct: Annotated[str, typer.Option("--correct", help="Multiple-testing correction: holm | bh | by | none.")] = "holm",
+    correct: Annotated[str, typer.Option("--correct", help=f"Multiple-testing correction: {choices(CORRECTIONS)}.")] = "holm",
     alpha: Annotated[float, typer.Option("--alpha", help="Significance level, in (0, 1).")] = 0.01,
-    fmt: Annotated[Optional[list[str]], typer.Option("--format", help="html | svg | png | pdf (repeatable; default: all).")] = None,
+    fmt: Annotated[Optional[list[str]], typer.Option("--format", help=f"{choices(REPORT_FORMATS)} (repeatable; default: all).")] = None,
     test: Annotated[Optional[list[str]], typer.Option("--test", "-t", help="Add a strip plot of s(w) for this test (repeatable).")] = None,
     audit: Annotated[bool, typer.Option("--audit", help="Add template-audit forest plots (of the --test tests, or all).")] = False,
     force: Annotated[bool, typer.Option("--force", help="Replace the report in a non-empty output folder.")] = False,
@@ -26,6 +27,8 @@ def report_cmd(
     """Write DIR/report.html (figures inline, no network), DIR/figures/* and DIR/tables/* (Table 4 as markdown, LaTeX, CSV)."""
     check_correction(correct)
     check_alpha(alpha)
+    for f in fmt or ():
+        check_choice(f, REPORT_FORMATS, "--format", "format")
     with open_store(read_only=True) as store:
         written = store.report(out_dir, where, correct, alpha, fmt, test, audit, force, study)
     for note in written.notes:

@@ -7,7 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import app, count, db_path, emit, err, format_option, handles_errors, open_store, out
+from ..checks import BALANCE_POLICIES, check_choice, choices
+from .common import app, count, db_path, emit, err, format_option, handles_errors, open_store, out, state
 
 catalog_app = typer.Typer(help="The test catalog: list tests, show their set queries.", invoke_without_command=True)
 export_app = typer.Typer(help="Export stimulus sets in other tools' formats.")
@@ -70,6 +71,27 @@ def generate_cmd(
               highlight=False, markup=False, emoji=False)
 
 
+@app.command("templates")
+@handles_errors
+def templates_cmd(
+    template_dir: Annotated[Optional[Path], typer.Option("--template-dir", help="Folder of your own template sets, listed before the built-in ones.")] = None,
+    fmt: Annotated[Optional[str], format_option()] = None,
+):
+    """List the template sets, yours and the built-in ones, each with what it is or what it changes: for choosing the sets to compare in `audit templates -s` and `audit compare -s`.
+
+    A set's line lives with it, as `description = "..."` in its folder's `_set.toml` (templates/README.md).
+
+    Examples:
+      stimkit templates
+      stimkit templates --template-dir examples/care-tech/templates --format csv
+    """
+    import polars as pl
+
+    from ..stimuli.template_sets import listing
+
+    emit(pl.DataFrame(listing(template_dir)), fmt, keep=("description",), drop_first=("files", "inherits"))
+
+
 @app.command("sets")
 @handles_errors
 def sets_cmd(
@@ -104,8 +126,10 @@ def catalog_list(
         return
     from ..catalog import tests as catalog
 
-    df = catalog.table(catalog_con(), paper)
-    emit(df, fmt, ["test", "context", "family", "X", "Y", "A", "B"] if fmt in (None, "table") else None)
+    df = catalog.table(catalog_con(), paper, state.get("catalog_dir"))
+    # the four sets are what a test compares: a narrow terminal folds them, never drops them
+    emit(df, fmt, ["test", "context", "family", "X", "Y", "A", "B"] if fmt in (None, "table") else None,
+         keep=("X", "Y", "A", "B"))
 
 
 @catalog_app.command("show")
@@ -118,7 +142,7 @@ def catalog_show(name: str):
     from ..catalog import tests as catalog
 
     con = catalog_con()
-    test = catalog.get(con, name)
+    test = catalog.get(con, name, state.get("catalog_dir"))
     out.print(f"{test.name}  context={test.context} family={test.family} balance={test.balance} source={test.source}",
               highlight=False)
     for r in catalog.sizes(con, test).iter_rows(named=True):
@@ -131,7 +155,7 @@ def catalog_show(name: str):
 def export_sentbias(
     outdir: Path,
     tests: Annotated[Optional[list[str]], typer.Option("--test", help="Test name (repeatable); default: all.")] = None,
-    balance: Annotated[Optional[str], typer.Option("--balance", help="Apply a balancing policy: cut | drop-words.")] = None,
+    balance: Annotated[Optional[str], typer.Option("--balance", help=f"Apply a balancing policy: {choices(BALANCE_POLICIES)} (default: none, the sets as they are).")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the balancing cut (with --balance cut).")] = 0,
     force: Annotated[bool, typer.Option("--force", help="Write into a folder that is not empty (files of the same name are replaced).")] = False,
 ):
@@ -139,6 +163,8 @@ def export_sentbias(
 
     Example: stimkit export sentbias out/ --test sent-weat6
     """
+    if balance is not None:
+        check_choice(balance, BALANCE_POLICIES, "--balance", "balance policy")
     with open_store(read_only=True) as store:
         written = store.export_sentbias(outdir, tests, balance, seed, force)
     err.print(f"wrote {len(written)} files to {outdir}", highlight=False, markup=False, emoji=False)

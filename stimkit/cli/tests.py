@@ -9,9 +9,11 @@ from typing import Annotated, Optional
 import typer
 
 from .. import DEFAULT_BUDGET, DEFAULT_PAPER, UsageError
+from ..checks import (ALTERNATIVES, BALANCE_POLICIES, CENTERINGS, CONTEXTS, CORRECTIONS, LAYOUTS, METRIC_NAMES, P_METHODS,
+                      RESULT_KINDS, SOURCES, choices)
 from .common import (OverrideOption, TemplateDirOption, WordlistDirOption, app, check_alpha, check_correction,
-                     count as _count, db_path, emit, emit_document, err, family_line, format_option, handles_errors,
-                     open_store, print_rows)
+                     count as _count, db_path, emit, emit_document, emit_tables, err, family_line, format_option,
+                     handles_errors, open_store, print_rows, result_lines)
 
 AlphaOption = Annotated[float, typer.Option("--alpha", help="Significance level, in (0, 1).")]
 RunOption = Annotated[Optional[str], typer.Option(
@@ -42,9 +44,9 @@ def progress_callbacks(verbose: bool):
             if r.metric == "weat":
                 value = with_interval(value, r.ci_low, r.ci_high)
             p = p_text(r.p_value, r.min_p) if r.p_value is not None else "n/a"
-            err.print(f"[{done}/{total}] {r.test:<45} {r.encoder:<22} {value} p{'' if p.startswith('<') else '='}{p} "
-                      f"({r.p_method or r.p_null_reason}) n={r.n_x}/{r.n_y}/{r.n_a}/{r.n_b}"
-                      + (f"  [{'; '.join(notes)}]" if notes else ""), highlight=False)
+            err.print(result_lines(f"[{done}/{total}] {r.test}  {r.encoder}",
+                                   f"{value} p{'' if p.startswith('<') else '='}{p} ({r.p_method or r.p_null_reason}) "
+                                   f"n={r.n_x}/{r.n_y}/{r.n_a}/{r.n_b}", "; ".join(notes)), highlight=False)
 
     def on_failure(f):
         err.print(f"failed: {f}", style="red", highlight=False)
@@ -70,18 +72,19 @@ def warn_cannot_reject(report, alpha: float) -> None:
     if weak:
         tests = sorted({r.test for r in weak})
         names = ", ".join(tests[:5]) + (", ..." if len(tests) > 5 else "")
-        err.print(f"warning: {_count(len(weak), 'result')} cannot reach p <= {alpha} whatever the data "
-                  f"(smallest possible p above alpha; marked † in tables): {names}", highlight=False)
+        err.print(result_lines(f"warning: {_count(len(weak), 'result')} cannot reach p <= {alpha} whatever the data "
+                               f"(smallest possible p above alpha; marked † in tables): {names}"), highlight=False)
 
 
 def finish(report) -> None:
     """The run's notes and summary line; exit 1 when any test or encoder failed."""
     for note in report.notes:
-        err.print(note, highlight=False)
+        err.print(result_lines(note), highlight=False)
     if report.run_id:
-        err.print(f"run {report.run_id}: {_count(len(report.results), 'result')} from {_count(report.n_tests, 'test')} x "
-                  f"{_count(report.n_encoders, 'encoder')}, {_count(len(report.failures), 'failure')}. "
-                  f"See `stimkit results --run {report.run_id}`.", highlight=False)
+        err.print(result_lines(f"run {report.run_id}: {_count(len(report.results), 'result')} from "
+                               f"{_count(report.n_tests, 'test')} x {_count(report.n_encoders, 'encoder')}, "
+                               f"{_count(len(report.failures), 'failure')}.", f"see `stimkit results --run {report.run_id}`"),
+                  highlight=False)
     if report.failures:
         if not report.run_id and len(report.failures) > 1:  # a single failure has said it all in its line
             err.print(f"nothing stored: {_count(len(report.failures), 'failure')}", highlight=False)
@@ -94,7 +97,7 @@ def test_cmd(
     patterns: Annotated[Optional[list[str]], typer.Argument(
         help="Tests by name or shell-style pattern over catalog and imported tests ('sent-weat*', '*angry*').")] = None,
     everything: Annotated[bool, typer.Option("--all", help="Every test: the catalog and imported ones.")] = False,
-    source: Annotated[Optional[str], typer.Option("--source", help="Only catalog or only imported tests.")] = None,
+    source: Annotated[Optional[str], typer.Option("--source", help=f"Only the tests of one source: {choices(SOURCES)}.")] = None,
     encoder: Annotated[Optional[list[str]], typer.Option("--encoder", "-e", help="Encoder spec (repeatable).")] = None,
     x: Annotated[Optional[str], typer.Option("--x", help="Ad-hoc test: SQL or set name for the target set X.")] = None,
     y: Annotated[Optional[str], typer.Option("--y", help="Ad-hoc test: SQL or set name for the target set Y.")] = None,
@@ -103,23 +106,24 @@ def test_cmd(
     name: Annotated[str, typer.Option("--name", help="Name of the ad-hoc test (stored: `stimkit test NAME` runs it again).")] = "adhoc",
     save: Annotated[Optional[Path], typer.Option("--save", help="Write the test's definition as TOML (for a --catalog-dir folder).")] = None,
     cross_lingual: Annotated[bool, typer.Option("--cross-lingual", help="Ad-hoc test: targets in one language, attributes in another, on purpose (else refused).")] = False,
-    context: Annotated[Optional[str], typer.Option("--context", help="word | sentence | c-word (a sentence test's inserted word; default: the test's own; an ad-hoc test of four list@word sets is word).")] = None,
+    context: Annotated[Optional[str], typer.Option("--context", help=f"{choices(CONTEXTS)} (a sentence test's inserted word; default: the test's own; an ad-hoc test of four list@word sets is word).")] = None,
     budget: Annotated[int, typer.Option("--budget", help="Permutation sample budget.")] = DEFAULT_BUDGET,
-    method: Annotated[str, typer.Option("--method", help="auto | exact | sampled | parametric.")] = "auto",
-    alternative: Annotated[Optional[str], typer.Option("--alternative", help="greater | less | two-sided (default: the test's own, else greater).")] = None,
+    method: Annotated[str, typer.Option("--method", help=f"{choices(P_METHODS)}.")] = "auto",
+    alternative: Annotated[Optional[str], typer.Option("--alternative", help=f"{choices(ALTERNATIVES)} (default: the test's own, else greater).")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the permutation samples and bootstrap draws (never of the cut).")] = 0,
     clustered: Annotated[bool, typer.Option("--clustered", help="Permute whole words with all their sentences.")] = False,
     bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates for a CI of d (0: none).")] = 0,
-    balance: Annotated[Optional[str], typer.Option("--balance", help="cut | drop-words | none (default: the test's).")] = None,
+    balance: Annotated[Optional[str], typer.Option("--balance", help=f"{choices(BALANCE_POLICIES)} (default: the test's).")] = None,
     cut_seed: Annotated[int, typer.Option("--cut-seed", help="Which items balance=cut drops (default 0: fixed per test).")] = 0,
     cuts: Annotated[int, typer.Option("--cuts", help="Also run K independent cuts and store the spread of d and p.")] = 1,
     alpha: AlphaOption = 0.01,
-    center: Annotated[Optional[str], typer.Option("--center", help="Centre the vectors before cosines: mean | abtt:K (also remove the reference's top K directions).")] = None,
+    center: Annotated[Optional[str], typer.Option("--center", help=f"Centre the vectors before cosines: {choices(CENTERINGS)} (abtt:K also removes the reference's top K directions).")] = None,
     center_ref: Annotated[str, typer.Option("--center-ref", help="The centring reference: test (the test's own four sets) or a set name or SELECT.")] = "test",
-    metric: Annotated[Optional[str], typer.Option("--metric", help="Association metrics, comma-separated: weat, gweat, ripa, rnd, semaxis, ect, rnsb, mac, same, direct_bias (one result each; default: the test's own, else weat).")] = None,
+    metric: Annotated[Optional[str], typer.Option("--metric", help=f"Association metrics, comma-separated: {', '.join(METRIC_NAMES)} (one result each; default: the test's own, else weat).")] = None,
     wordlist_dir: WordlistDirOption = None,
     template_dir: TemplateDirOption = None,
     override: OverrideOption = False,
+    rerun: Annotated[bool, typer.Option("--rerun", help="Re-run one result (the report's recipe): the ad-hoc test may carry a test's name (its seed streams and cut derive from it) and is not stored, so it never stands in for that test.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose/--quiet", "-v/-q", help="A line per result.")] = True,
 ):
     """Run association tests (catalog, imported or ad-hoc) for one or more encoders; results go to the store.
@@ -141,7 +145,7 @@ def test_cmd(
         with bar:
             report = store.test(patterns, encoders=encoder or ["glove-6b-50d"], everything=everything, source=source,
                                 x=x, y=y, a=a, b=b, name=name, context=context, command=" ".join(sys.argv[1:]),
-                                options=opts, save=save, cross_lingual=cross_lingual, **callbacks)
+                                options=opts, save=save, cross_lingual=cross_lingual, rerun=rerun, **callbacks)
     warn_cannot_reject(report, alpha)
     finish(report)
 
@@ -164,15 +168,15 @@ def results_cmd(
     ctx: typer.Context,
     where: WhereOption = None,
     run: RunOption = None,
-    correct: Annotated[str, typer.Option("--correct", help="Multiple-testing correction: holm | bonferroni | bh | by | none.")] = "holm",
+    correct: Annotated[str, typer.Option("--correct", help=f"Multiple-testing correction: {choices(CORRECTIONS)}.")] = "holm",
     alpha: AlphaOption = 0.01,
     include_stale: Annotated[bool, typer.Option("--include-stale", help="Also results on superseded set versions.")] = False,
-    kind: Annotated[str, typer.Option("--kind", help="test (the tests you ran) | audit | compare | all.")] = "test",
+    kind: Annotated[str, typer.Option("--kind", help=f"{choices(RESULT_KINDS)} (test: the tests you ran; all: every kind).")] = "test",
     fmt: Annotated[Optional[str], format_option("sentbias")] = None,
     columns: ColumnsOption = None,
     wide: WideOption = False,
     table: Annotated[bool, typer.Option("--table", help="Tests x encoders with d and significance marks (Table 4 of May et al.).")] = False,
-    layout: Annotated[Optional[str], typer.Option("--layout", help="tan-celis: Tables 7/8 of Tan & Celis 2019 (tests x word/sent/c-word x encoders).")] = None,
+    layout: Annotated[Optional[str], typer.Option("--layout", help=f"{choices(LAYOUTS)} (tan-celis: Tables 7/8 of Tan & Celis 2019, tests x word/sent/c-word x encoders).")] = None,
     verbose: VerboseFamily = False,
 ):
     """Results with a multiple-testing correction over a family of hypotheses, each counted once.
@@ -202,8 +206,8 @@ def results_cmd(
         return
     check_correction(correct)
     check_alpha(alpha)
-    if layout not in (None, "tan-celis"):
-        raise UsageError(f"unknown layout {layout!r} (known: tan-celis)")
+    if layout is not None and layout not in LAYOUTS:
+        raise UsageError(f"unknown layout {layout!r} (known: {', '.join(LAYOUTS)})")
     fmt = fmt or default_format()
     with open_store(read_only=True) as store:
         df = store.results(where, run, correct, alpha, include_stale, kind)
@@ -212,11 +216,12 @@ def results_cmd(
         if layout:
             from ..catalog import tests as catalog
             from ..study import study
-            tests_def = catalog.load(store.con)
+            tests_def = catalog.load(store.con, store.catalog_dir)
             rows = list(study.load("tan-celis-2019").rows)
         elif table:
             from ..catalog import tests as catalog
-            tests_order = list(catalog.load_toml())
+            catalog_tests = catalog.load_toml()
+            tests_order = list(catalog_tests)
     err.print(family_line(family, correct, alpha, verbose), highlight=False)
     for note in (family.stale_note, family.mixed_note):
         if note:
@@ -234,8 +239,8 @@ def results_cmd(
             emit(frame, fmt)
     elif table:
         if fmt in ("latex", "markdown"):
-            sys.stdout.write(paper.table4_paper(df, alpha, fmt, paper.caption(family, correct, alpha, "Effect size d by test "
-                                                                              "and encoder (May et al. 2019, Table 4)"),
+            what = paper.sourced("Effect size d by test and encoder", paper.source(results=df, tests=catalog_tests))
+            sys.stdout.write(paper.table4_paper(df, alpha, fmt, paper.caption(family, correct, alpha, what),
                                                 paper.display_names(df), tests_order))
         else:
             t4 = paper.table4(df, alpha, tests_order)
@@ -323,14 +328,10 @@ def check_cmd(
         with open_store(read_only=True) as store:
             agreement, tau = store.check_metrics(where, run, alpha, include_stale)
             family = store.family
-        if fmt == "json":
-            emit_document({"family": family.as_dict(), "alpha": alpha, "kendall_tau": tau.to_dicts()}, agreement, fmt)
-        else:
-            emit(agreement, fmt)
-            if tau.height:
-                err.print("Kendall's tau between metrics (bias strength over the family's tests and encoders):",
-                          highlight=False)
-                emit(tau, "table", stream=sys.stderr)
+        emit_tables({"agreement": agreement, "kendall_tau": tau}, fmt, meta={"family": family.as_dict(), "alpha": alpha},
+                    titles={"agreement": "Sign and decision of each metric, per test and encoder",
+                            "kendall_tau": "Kendall's tau between metrics (bias strength over the family's tests and encoders)"},
+                    options={"agreement": {"keep": ("signs_agree", "decisions_agree")}})
         err.print(f"{_count(agreement.height, 'test-encoder pair')} compared across metrics; m = {family.m}", highlight=False)
         return
     with open_store(read_only=True) as store:
@@ -446,8 +447,8 @@ def run_cmd(
                  f"over all {job.family.m} rows")
         if fmt in ("latex", "markdown"):
             order = [row["test"] for row in job.table]
-            sys.stdout.write(paper.table4_paper(job.results, alpha, fmt, paper.caption(job.family, s.correction, alpha,
-                                                                                       "Effect size d by test and encoder"),
+            what = paper.sourced("Effect size d by test and encoder", paper.source(s))
+            sys.stdout.write(paper.table4_paper(job.results, alpha, fmt, paper.caption(job.family, s.correction, alpha, what),
                                                 paper.display_names(job.results), order))
         else:
             emit_rows(job.table, job.columns, title, fmt)

@@ -10,7 +10,8 @@ from typing import Annotated, Optional
 import typer
 
 from .. import DEFAULT_BUDGET
-from .common import app, emit, err, format_option, handles_errors, open_store
+from ..checks import WEFAT_CONTEXTS, WORD_P_METHODS, choices
+from .common import app, emit, err, format_option, handles_errors, open_store, result_lines
 
 SUMMARY_COLUMNS = ["name", "encoder", "context", "n", "r", "p_value", "rho", "slope", "intercept", "dropped_words"]
 WORD_COLUMNS = ["word", "association", "property", "word_p_value", "n_stimuli", "dropped"]
@@ -38,10 +39,11 @@ def document(result) -> dict:
 
 
 def summary_line(r) -> str:
-    dropped = f"; dropped {', '.join(r.dropped_words)}" if r.dropped_words else ""
-    return (f"{r.name} / {r.encoder} ({r.context}): r = {r.r:.3f}, p = {r.p_value:.3g}, "
-            f"rho = {r.rho:.3f}, n = {r.n}, slope = {r.slope:.3g} "
-            f"[{r.slope_ci_low:.3g}, {r.slope_ci_high:.3g}]{dropped}")
+    """A WEFAT's result in lines that fit 80 columns: what, its figures, the words left out."""
+    return result_lines(f"{r.name}  {r.encoder} ({r.context})",
+                        f"r = {r.r:.3f}, p = {r.p_value:.3g}, rho = {r.rho:.3f}, n = {r.n}, slope = {r.slope:.3g} "
+                        f"[{r.slope_ci_low:.3g}, {r.slope_ci_high:.3g}]",
+                        f"dropped {', '.join(r.dropped_words)}" if r.dropped_words else "")
 
 
 @app.command("wefat")
@@ -54,11 +56,11 @@ def wefat_cmd(
     prop: Annotated[Optional[str], typer.Option("--property", help="Property table (properties/<name>.csv or a .csv path), or SQL returning word, value.")] = None,
     label: Annotated[str, typer.Option("--name", help="Name of the ad-hoc WEFAT.")] = "adhoc",
     encoder: Annotated[str, typer.Option("--encoder", "-e", help="Encoder spec.")] = "glove-6b-50d",
-    context: Annotated[Optional[str], typer.Option("--context", help="word | sentence: bare list names go through `word` or --templates.")] = None,
+    context: Annotated[Optional[str], typer.Option("--context", help=f"{choices(WEFAT_CONTEXTS)}: bare list names go through `word` or --templates.")] = None,
     templates: Annotated[str, typer.Option("--templates", help="Template set of the sentence context.")] = "may2019",
     drop: Annotated[Optional[float], typer.Option("--drop-least-typical", help="Leave out this fraction of targets farthest from their centroid (e.g. 0.2; default: off, or the catalog entry's).")] = None,
     bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates for a CI of r (0: none).")] = 0,
-    method: Annotated[str, typer.Option("--method", help="Per-word p-value: auto | exact | sampled.")] = "auto",
+    method: Annotated[str, typer.Option("--method", help=f"Per-word p-value: {choices(WORD_P_METHODS)}.")] = "auto",
     budget: Annotated[int, typer.Option("--budget", help="Partitions per word beyond which p is sampled.")] = DEFAULT_BUDGET,
     seed: Annotated[int, typer.Option("--seed")] = 0,
     fmt: Annotated[Optional[str], format_option()] = None,

@@ -17,6 +17,7 @@ import polars as pl
 import pyarrow as pa
 
 from .. import StimkitError, store
+from ..checks import ENGINES, check_choice
 from . import Encoder
 
 NO_SPAN = -1
@@ -152,6 +153,8 @@ class Writer:
         self.enc, self.total, self.progress = enc, total, progress
         self.sweep = len(enc.layer_encoders()) > 1
         self.written, self.error, self.thread = 0, None, None
+        if progress and total:  # the work begins (a bar appears); with nothing to encode, no call at all
+            progress(0, total)
         # Inside the caller's open transaction another connection would not see its uncommitted
         # tables, and the caller wants all or nothing anyway: append in line, on its connection.
         self.inline = con is not None and id(con) in store._open_transactions
@@ -265,8 +268,7 @@ def encode_missing_released(path, enc: Encoder, stimuli: pl.DataFrame, batch_siz
 
 
 def _check_engine(engine: str, enc: Encoder | None = None) -> None:
-    if engine not in ("local", "ray"):
-        raise StimkitError(f"engine must be local or ray, not {engine!r}")
+    check_choice(engine, ENGINES, "", "engine")
     if engine == "ray" and enc is not None and len(enc.layer_encoders()) > 1:
         raise StimkitError(f"encoder {enc.spec!r}: a layer sweep (layer=all) runs on the local engine")
 

@@ -13,10 +13,10 @@ import polars as pl
 
 from .. import StimkitError, UsageError
 from ..analysis import paper_tables as paper
+from ..checks import REPORT_FORMATS as FORMATS
 from . import figures
 from .data import ReportData
 
-FORMATS = ("html", "svg", "png", "pdf")
 FIGURE_FORMATS = ("svg", "png", "pdf")
 OWN = ("report.html", "figures", "tables")  # what --force replaces; nothing else in the folder is touched
 RESULT_COLUMNS = ["test", "encoder", "display", "context", "language", "metric", "n_x", "n_y", "n_a", "n_b",
@@ -120,11 +120,19 @@ def correction_text(data: ReportData) -> str:
             else f"* p <= {data.alpha}, no correction")
 
 
+def left_out_line(left_out: pl.DataFrame, shown: int) -> str:
+    """One line on what the report leaves out: how many, why, and where it lists them."""
+    counts = {why: int((left_out["why"] == why).sum()) for why in ("stale", "retired", "failed")}
+    parts = [f"{n} {why}" for why, n in counts.items() if n]
+    return (f"left out: {left_out.height} of the {left_out.height + shown} results in scope ({', '.join(parts)}); "
+            "the report's 'Left out' section names each and why")
+
+
 def caption(data: ReportData) -> str:
     name = paper.CORRECTION_NAMES.get(data.correction, data.correction)
     marks = (f"* p <= {data.alpha}; ** also significant after {name} correction" if data.correction != "none"
              else f"* p <= {data.alpha}, no correction")
-    return (f"Effect size d by test and encoder (May et al. 2019, Table 4); {marks}; † cannot reach p <= {data.alpha}. "
+    return (f"{paper.sourced('Effect size d by test and encoder', data.source)}; {marks}; † cannot reach p <= {data.alpha}. "
             f"Family: m = {data.results.height} hypotheses ({data.family}).")
 
 
@@ -162,6 +170,9 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
 
     m = data.results.height
     family = f"family: {data.family}"
+    left_out = data.left_out if data.left_out is not None else pl.DataFrame()
+    if left_out.height:
+        written.notes.append(left_out_line(left_out, m))
     t4 = paper.table4(data.results, data.alpha, data.tests, data.encoders)  # the matrix, the page's and the files' Table 4
     names = paper.display_names(data.results)
     d, labels, cell_tips = matrix(t4, names)
@@ -196,7 +207,7 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
     t4_columns, t4_rows, results = write_tables(data, t4, names, out_dir / "tables", written)
     if "html" in formats:
         cons = data.consistency if data.consistency is not None else pl.DataFrame()
-        sections = [("matrix", "Significance matrix"), ("table4", "Table 4")]
+        sections = [("matrix", "Significance matrix"), ("table4", "Table 4")] + ([("left-out", "Left out")] if left_out.height else [])
         sections += [(k, t) for k, t, on in (("tests", "Per test", strips), ("audits", "Template audits", forests),
                                              ("cuts", "Cut spread", cuts_svg), ("layers", "By layer", layers_svg),
                                              ("metrics", "Metrics", metric_rows), ("wefat", "WEFAT", wefats)) if on]
@@ -204,7 +215,7 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
         html = ENV.get_template("report.html.j2").render(
             family=family, m=m, matrix_note=t4.note, alpha=data.alpha, correction=data.correction, correction_text=correction_text(data),
             sections=sections, matrix_svg=inline["significance-matrix"], t4_columns=t4_columns, t4_rows=t4_rows,
-            ci_text=ci_text(data),
+            ci_text=ci_text(data), left_out_columns=left_out.columns, left_out_rows=left_out.to_dicts(),
             result_columns=results.columns, result_rows=results.to_dicts(), strips=strips, forests=forests,
             cuts_svg=cuts_svg, layers_svg=layers_svg, metric_rows=metric_rows, wefats=wefats, consistency_columns=cons.columns, consistency_rows=cons.to_dicts(),
             consistency_counts={v: (cons["verdict"] == v).sum() if cons.height else 0

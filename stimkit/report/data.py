@@ -37,6 +37,8 @@ class ReportData:
     metrics: pl.DataFrame | None = None                     # test x encoder x metric values, when several
     provenance: dict = field(default_factory=dict)
     family: str = ""                                        # the family's definition (analysis.Family)
+    source: str = ""                                        # where the table comes from (paper_tables.source)
+    left_out: pl.DataFrame | None = None                    # results of the scope not shown, and why (families.left_out)
 
 
 def has_rows(con, table: str) -> bool:
@@ -154,12 +156,13 @@ def wefat(con) -> list[tuple[dict, pl.DataFrame]]:
 def rerun_command(r: dict, versions: dict[str, list[str]] | None = None) -> str:
     """The `stimkit test` line that reproduces a result: the same stimuli (each role's set
     version, pinned, so a later regeneration does not change what it runs), test name (its
-    seed streams and cut derive from it), encoder, seed and options."""
+    seed streams and cut derive from it), encoder, seed and options. An ad-hoc line is a
+    `--rerun`: it is not stored under the test's name, so the test stays as its owner defined it."""
     opts = json.loads(r["options"]) if r.get("options") else {}
     pinned = r["context"] != "c-word" and versions and all(len(versions.get(role, ())) == 1 for role in "XYAB")
     if pinned:
         sql = {role: f"SELECT * FROM stimuli WHERE set_version = '{versions[role][0]}' ORDER BY ordinal" for role in "XYAB"}
-        argv = ["stimkit", "test", "--name", r["test"], "--override",
+        argv = ["stimkit", "test", "--rerun", "--name", r["test"],
                 "--context", "word" if r["context"] == "word" else "sentence",
                 "--x", sql["X"], "--y", sql["Y"], "--a", sql["A"], "--b", sql["B"], "--balance", r["balance"] or "none"]
         if r.get("cut_seed") is not None:
@@ -167,7 +170,7 @@ def rerun_command(r: dict, versions: dict[str, list[str]] | None = None) -> str:
     elif r["test_source"] == "catalog":
         argv = ["stimkit", "test", r["test"]] + (["--context", "c-word"] if r["context"] == "c-word" else [])
     else:
-        argv = ["stimkit", "test", "--name", r["test"], "--context", r["context"],
+        argv = ["stimkit", "test", "--rerun", "--name", r["test"], "--context", r["context"],
                 "--x", r["x_sql"], "--y", r["y_sql"], "--a", r["a_sql"], "--b", r["b_sql"]]
     argv += ["-e", r["encoder"], "--seed", str(r["seed"]), "--budget", str(opts.get("budget", r["budget"])),
              "--method", opts.get("method", "auto"), "--alternative", r["alternative"]]

@@ -8,7 +8,7 @@ from .. import store
 from ..errors import StimkitError, first_line
 from . import association, wefat
 from .plan import Plan
-from .rows import Failure, RunReport
+from .rows import Failure, FailureRow, RunReport
 
 
 def execute(con, plan: Plan, command: str, on_result=None, on_failure=None, failed: list[Failure] = ()) -> RunReport:
@@ -53,6 +53,7 @@ def execute(con, plan: Plan, command: str, on_result=None, on_failure=None, fail
                 fail(planned.wefat.name, enc.spec, e)
         if report.results or report.wefats:
             report.run_id = run_id
+            store.insert(con, "run_failures", [FailureRow(run_id, f.test, f.encoder, f.cause) for f in failures])
         else:
             con.execute("DELETE FROM runs WHERE run_id = ?", [run_id])
     report.notes += shared_vector_notes(report.results)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 
 from .. import DEFAULT_BUDGET
 from ..catalog.tests import TestDef
-from ..checks import check_alpha, check_level, limit
+from ..checks import WORD_P_METHODS, check_alpha, check_level, limit
 from ..errors import UsageError
 from ..stats import ALTERNATIVES, METHODS
 from ..stats.centering import parse_method
@@ -119,8 +119,8 @@ class WefatOptions:
     drop_least_typical: float | None = None   # None: the definition's own
 
     def __post_init__(self):
-        if self.method not in ("auto", "exact", "sampled"):
-            raise UsageError(f"unknown per-word p-value method {self.method!r} (known: auto, exact, sampled)")
+        if self.method not in WORD_P_METHODS:
+            raise UsageError(f"unknown per-word p-value method {self.method!r} (known: {', '.join(WORD_P_METHODS)})")
         if self.budget < 2:
             raise UsageError("the sample budget must be at least 2")
         _check_replicates(self.bootstrap)

@@ -225,6 +225,15 @@ class Failure:
         return self.error if self.error is not None else InputError(self.cause)
 
 
+@dataclass(frozen=True)
+class FailureRow:
+    """A failure of a stored run, as table run_failures keeps it (a report of the run names it)."""
+    run_id: str
+    test: str
+    encoder: str
+    cause: str
+
+
 @dataclass
 class RunReport:
     """What one run stored (results, WEFATs, audits) and what failed."""

@@ -9,9 +9,9 @@ import numpy as np
 import polars as pl
 
 from ..errors import UsageError
+from ..checks import BALANCE_POLICIES
 from ..seeding import rng_for
 
-BALANCE_POLICIES = ("cut", "drop-words", "none")
 
 
 @dataclass

@@ -34,8 +34,10 @@ from ..checks import suggest
 from .. import StimkitError
 from ..errors import InputError
 from . import grammar
-from .inputs import check_name, inside, read_text, read_toml
+from .inputs import check_name, inside, read_text
+from . import template_sets
 from .language import DEFAULT_LANGUAGE, inflected, normalise
+from .template_sets import SET_FILE
 from ..paths import data_dir
 from .wordlists import PRONOUNS, Word
 
@@ -47,8 +49,6 @@ MAX_REPEAT, MAX_EXPONENT = 10_000, 64
 # What makes English forms: filters (stimuli.grammar) and the pronoun variables (wordlists.PRONOUNS).
 ENGLISH_FILTERS = frozenset({"a", "article", "plural", "singular"})
 ENGLISH_VARIABLES = frozenset({"he", "him", "his"})
-SET_FILE = "_set.toml"  # a set's metadata (its language), not a template helper: no part of a version
-SET_KEYS = {"language", "description"}
 
 
 @dataclass(frozen=True)
@@ -273,6 +273,7 @@ class TemplateSet:
         self.env = make_environment(roots)
         self._files: dict[str, list[Template]] = {}
         self.overrides: str | None = None  # the built-in set's folder, when this user set replaces it
+        self.info = template_sets.info(self.path)  # its `_set.toml` (description), checked here
         base_file = self.path / "_base"
         self.base = None
         if base_file.exists():
@@ -298,22 +299,18 @@ class TemplateSet:
         return self.base.owner(file)
 
     def helper_files(self) -> list[Path]:
-        own = [p for p in sorted(self.path.glob("_*")) if p.name != SET_FILE]
-        return own + (self.base.helper_files() if self.base else [])
+        """The set's `_*` files (macros, `_base`), which a version covers; not `_set.toml`, its
+        description, which renders nothing."""
+        own = [p for p in self.path.glob("_*") if p.name != SET_FILE]
+        return sorted(own) + (self.base.helper_files() if self.base else [])
 
     @cached_property
     def language(self) -> str:
         """The language of the set's own words: its `_set.toml`'s, else its base's, else English
         (`*`: it has none, and serves any list)."""
-        path = self.path / SET_FILE
-        if not path.exists():
+        if "language" not in self.info:
             return self.base.language if self.base else DEFAULT_LANGUAGE
-        inside(path, self.path, "set file")
-        table = read_toml(path)
-        unknown = set(table) - SET_KEYS
-        if unknown:
-            raise InputError(f"{path}: unknown key {sorted(unknown)[0]!r} (known: {', '.join(sorted(SET_KEYS))})")
-        return normalise(table.get("language", DEFAULT_LANGUAGE), str(path), allow_any=True)
+        return normalise(self.info["language"], str(self.path / SET_FILE), allow_any=True)
 
     def templates(self, file: str) -> list[Template]:
         owner = self.owner(file)
@@ -442,7 +439,9 @@ def check_language(template: Template, word: Word, language: str, wordlist: str)
 
 
 def _contents(folder: Path) -> list[tuple[str, bytes]]:
-    return sorted((str(p.relative_to(folder)), p.read_bytes()) for p in folder.rglob("*") if p.is_file())
+    """What a set renders from (its description, `_set.toml`, aside)."""
+    return sorted((str(p.relative_to(folder)), p.read_bytes()) for p in folder.rglob("*")
+                  if p.is_file() and p.relative_to(folder) != Path(SET_FILE))
 
 
 def load_set(name: str, user_root: Path | None = None, override: bool = False) -> TemplateSet:
