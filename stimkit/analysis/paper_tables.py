@@ -26,12 +26,14 @@ from ..output import interval_text, latex_escape, markdown_escape, with_interval
 # results: what a terminal shows (in reading order), never drops, and drops first to fit
 READ_COLUMNS = ("test", "encoder", "context", "d", "ci", "p_value", "p_adjusted", "rejected", "n")
 KEEP_COLUMNS = ("test", "encoder", "d", "p_value", "p_adjusted", "rejected")
-DROP_FIRST = ("n", "ci", "context")
+DROP_FIRST = ("baseline_fpr", "baseline_percentile", "n", "ci", "context")
+BASELINE_COLUMNS = ("baseline_percentile", "baseline_fpr")  # shown where some result has a matched baseline
 STACK = {"ci": "d"}  # a narrow terminal shows the CI under d rather than leave it out
 PAPER_COLUMNS = ("test", "encoder", "context", "d", "p_value", "p_adjusted", "n")
 HEADERS = {"test": "Test", "encoder": "Encoder", "context": "Context", "d": "d", "ci": "95% CI",
            "p_value": "p", "p_adjusted": "p (adj.)", "rejected": "Rejected", "n": "n (X/Y/A/B)",
-           "encoding": "Encoding", "section": "Section"}
+           "encoding": "Encoding", "section": "Section", "baseline_percentile": "Baseline percentile",
+           "baseline_fpr": "Baseline FPR"}
 LATEX_HEADERS = {"d": "$d$", "p_value": "$p$", "p_adjusted": "$p_{\\mathrm{adj}}$", "n": "$n$ (X/Y/A/B)"}
 # what can make two results of one test and encoder different hypotheses (analysis.families.HYPOTHESIS)
 CORRECTION_NAMES = {"holm": "Holm", "bh": "Benjamini-Hochberg", "by": "Benjamini-Yekutieli", "none": "no"}
@@ -69,7 +71,8 @@ def results_view(df: pl.DataFrame) -> pl.DataFrame:
 
 def read_columns(df: pl.DataFrame) -> list[str]:
     """The default terminal columns present in `df` (`ci` only where a CI exists)."""
-    return [c for c in READ_COLUMNS if c in df.columns]
+    shown = [c for c in READ_COLUMNS if c in df.columns]
+    return shown + [c for c in BASELINE_COLUMNS if c in df.columns and df[c].null_count() < df.height]
 
 
 def choose_columns(df: pl.DataFrame, spec: str | None, default: list[str] | None) -> list[str] | None:

@@ -63,6 +63,17 @@ class WordVectorEncoder(Encoder):
     def identity(self) -> dict:
         return self._identity
 
+    static = True
+
+    def subword_counts(self, words: list[str]) -> np.ndarray:
+        """Tokens of each word if the vocabulary holds every one (a plain word: 1), else 0."""
+        wv = self.vectors
+        counts = []
+        for word in words:
+            tokens = [t for t, _, _ in tokenize(word, wv.lower)]
+            counts.append(len(tokens) if tokens and all(t in wv.index for t in tokens) else 0)
+        return np.array(counts, dtype=np.int64)
+
     def encode(self, texts: list[str], spans: list[Span]) -> Encoded:
         wv = self.vectors
         out = nan_rows(len(texts), self.dim)

@@ -10,6 +10,7 @@ file declares itself word-less with the comment `{# word-less #}`.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import os
 import re
@@ -211,21 +212,31 @@ class _Loader(jinja2.FileSystemLoader):
         return source, filename, uptodate
 
 
-def make_environment(roots: list[Path]) -> SandboxedEnvironment:
+def make_environment(roots: list[Path], grammar_name: str = grammar.PAPER_GRAMMAR) -> SandboxedEnvironment:
     env = _Sandbox(
         loader=_Loader([str(r) for r in roots]),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         keep_trailing_newline=False,
     )
-    env.filters.update(
-        a=grammar.with_article,
-        article=grammar.article,
-        plural=grammar.plural,
-        singular=grammar.singular,
-        capfirst=grammar.capfirst,
-    )
+    env.filters.update(grammar.filters(grammar_name))
     return env
+
+
+GRAMMAR_FILE = "_grammar"  # one line: may2019 (the published generator's rules) or inflect (the default)
+
+
+def read_grammar(folder: Path) -> str:
+    """The grammar a set renders with: its own `_grammar` file (never inherited: a set that
+    reproduces a paper says so itself), else inflect."""
+    path = folder / GRAMMAR_FILE
+    if not path.exists():
+        return "inflect"
+    inside(path, folder, "`_grammar` file")
+    name = read_text(path).strip()
+    if name not in grammar.GRAMMARS:
+        raise StimkitError(f"{path}: unknown grammar {name!r} (known: {', '.join(grammar.GRAMMARS)})")
+    return name
 
 
 class TemplateSet:
@@ -252,7 +263,8 @@ class TemplateSet:
                                f"known: {', '.join(known)})")
         if not self.path.resolve().is_relative_to(self.root.resolve()):
             raise StimkitError(f"template set {name!r}: {self.path} leads outside {self.root}")
-        self.env = make_environment(roots)
+        self.grammar = read_grammar(self.path)
+        self.env = make_environment(roots, self.grammar)
         self._files: dict[str, list[Template]] = {}
         self.overrides: str | None = None  # the built-in set's folder, when this user set replaces it
         base_file = self.path / "_base"
@@ -280,14 +292,22 @@ class TemplateSet:
         return self.base.owner(file)
 
     def helper_files(self) -> list[Path]:
-        return sorted(self.path.glob("_*")) + (self.base.helper_files() if self.base else [])
+        # the grammar is not a file's content but a rule of the set: generate puts it in the version
+        own = sorted(p for p in self.path.glob("_*") if p.name != GRAMMAR_FILE)
+        return own + (self.base.helper_files() if self.base else [])
+
+    def inflected(self, word: Word) -> Word:
+        """The word with the singular and plural of this set's grammar (its list's own forms kept)."""
+        singular, plural = grammar.forms(word.text, word.singular, word.plural, word.forms_given, self.grammar)
+        if (singular, plural) == (word.singular, word.plural):
+            return word
+        return dataclasses.replace(word, singular=singular, plural=plural)
 
     def templates(self, file: str) -> list[Template]:
-        owner = self.owner(file)
-        if owner is not self:
-            return owner.templates(file)
+        """The file's templates (an inherited file keeps its owner's ids but renders with this
+        set's grammar: may2019_fixed's inherited may2019 lines use inflect's filters)."""
         if file not in self._files:
-            self._files[file] = self._parse(file)
+            self._files[file] = self._parse(file, self.owner(file))
         return self._files[file]
 
     def file_for(self, word: Word, file: str | None = None) -> str:
@@ -326,9 +346,9 @@ class TemplateSet:
             seen[name] = Path(filename)
             self._depends(source_, f"{filename}", seen)
 
-    def _parse(self, file: str) -> list[Template]:
-        path = self.path / f"{file}.j2"
-        inside(path, self.root, "template file")
+    def _parse(self, file: str, owner: "TemplateSet") -> list[Template]:
+        path = owner.path / f"{file}.j2"
+        inside(path, owner.root, "template file")
         source = read_text(path)
         declared = {n for n, line in enumerate(source.split("\n"), start=1) if _WORDLESS.search(line)}
         # Blank out comments, keeping their newlines so line numbers stay true.
@@ -358,7 +378,7 @@ class TemplateSet:
                 raise StimkitError(f"{path}:{number}: template error: {_first_line(e)}") from None
             depends: dict[str, Path] = {}
             self._depends("\n".join(padded), f"{path}:{number}", depends)
-            templates.append(Template(f"{self.name}/{file}:{number}", file, number, line.strip(), compiled,
+            templates.append(Template(f"{owner.name}/{file}:{number}", file, number, line.strip(), compiled,
                                       file_wordless or number in declared, tuple(sorted(set(depends.values())))))
         if not templates:
             raise StimkitError(f"{path}: no templates (one Jinja template per line)")

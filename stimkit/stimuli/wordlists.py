@@ -52,6 +52,8 @@ class Word:
     singular: str
     plural: str
     gender: str | None = None
+    forms_given: bool = False  # the list gave `singular`/`plural` itself: every grammar keeps them
+    # (not in as_dict: a set's version covers the forms rendered, never how they were found)
 
     def as_dict(self) -> dict:
         return {k: getattr(self, k) for k in ("text", "kind", "person", "singular", "plural", "gender")}
@@ -165,7 +167,14 @@ def _resolve_word(entry, defaults: dict, lexicon, where) -> Word:
         singular, plural = grammar.singular(text), text
     else:
         singular, plural = text, grammar.plural(text)
-    return Word(text, kind, person, singular, plural, gender)
+    return Word(text, kind, person, singular, plural, gender, forms_given="singular" in entry or "plural" in entry)
+
+
+def fold(text: str) -> str:
+    """The key under which two words are one: Unicode compatibility forms and case folded
+    (NFKC of the case-folded NFKC, Unicode's caseless match), so "Senior" and "senior", or
+    "ﬁle" and "file", are the same word."""
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
 
 
 def clean_text(text: str, where: str, what: str) -> str:
@@ -222,7 +231,7 @@ def parse_file(path: Path, lexicon=None) -> list[WordList]:
                 raise StimkitError(f"{where}: `{key}` must be a string")
         entries = _derive(entries, body, where)
         defaults = {k: body[k] for k in ("kind", "person", "gender") if k in body}
-        words, seen = [], {}
+        words, seen, folded = [], {}, {}
         for entry in entries:
             label = entry if isinstance(entry, str) else (entry.get("word") if isinstance(entry, dict) else entry)
             found = lines.next_string(label, at)
@@ -231,7 +240,12 @@ def parse_file(path: Path, lexicon=None) -> list[WordList]:
             word = _resolve_word(entry, defaults, lexicon, f"{path}:{line}: list {name!r}")
             if word.text in seen:
                 raise StimkitError(f"{path}:{line}: list {name!r}: duplicate word {word.text!r} (first at line {seen[word.text]})")
+            first = folded.get(fold(word.text))
+            if first is not None:  # "Senior" and "senior": one GloVe vector, counted twice
+                raise StimkitError(f"{path}:{line}: list {name!r}: duplicate word {word.text!r}: the same as {first!r} "
+                                   f"(line {seen[first]}) after case folding and Unicode normalisation")
             seen[word.text] = line
+            folded[fold(word.text)] = word.text
             words.append(word)
         lists.append(
             WordList(
