@@ -38,6 +38,9 @@ class WordVectors:
         self.lower = all(w == w.lower() for w in words[:1000])
 
 
+_LOADED: dict[str, WordVectors] = {}  # by the file's identity (its content hash): never stale
+
+
 class WordVectorEncoder(Encoder):
     def __init__(self, name: str, load, identity: dict, pooling: str = "cbow", dim: int | None = None):
         if pooling not in ("cbow", "token"):
@@ -52,8 +55,11 @@ class WordVectorEncoder(Encoder):
 
     @property
     def vectors(self) -> WordVectors:
-        if self._vectors is None:
-            self._vectors = self._load()
+        if self._vectors is None:  # one load a file per process: every run's diagnostics read the vocabulary
+            key = repr(sorted(self._identity.items()))
+            if key not in _LOADED:
+                _LOADED[key] = self._load()
+            self._vectors = _LOADED[key]
         return self._vectors
 
     @property

@@ -148,7 +148,10 @@ def plan(con, run_plan: Plan, b: BaselineOptions, inputs: Inputs) -> tuple[tuple
                 out.append(PlannedBaseline(planned, enc, b, bid, procedure, vocab.source, None, found))
                 continue
             source = run_plan.source(enc)  # a layer sweep's layers share one tokenizer: one draw, encoded once
-            rng = rng_for(b.seed, "baseline-draw", planned.name, source.fingerprint, procedure)
+            # the words drawn depend on what matching reads, never on the test's procedure: with the
+            # same seed, sentence and word units meet the same random words (and encode them once)
+            rng = rng_for(b.seed, "baseline-draw", planned.name, source.fingerprint, *sorted(planned.versions),
+                          b.tolerance, vocab.source, b.language, VERSION)
             draws = draw_sets(planned, enc, vocab, b, inputs, rng)
             out.append(PlannedBaseline(planned, enc, b, bid, procedure, vocab.source, draws))
         except StimkitError as e:
@@ -218,11 +221,12 @@ def draw_sets(planned: PlannedTest, enc: Encoder, vocab: diagnostics.Vocabulary,
     test_words = {fold(str(w)) for f in planned.sets.values() if "word" in f.columns
                   for w in f["word"].cast(pl.String).to_list() if w}
     test_words |= {fold(w) for w in words}
-    cand = [w for w, ok in zip(vocab.words, near) if ok and fold(w) not in test_words]
-    cand_zipf = vocab.zipf[near][[fold(w) not in test_words for w, ok in zip(vocab.words, near) if ok]]
+    at = np.array([i for i in np.flatnonzero(near) if fold(vocab.words[i]) not in test_words], dtype=np.int64)
+    cand, cand_zipf = [vocab.words[i] for i in at], vocab.zipf[at]
     if not cand:
         raise InputError("no word of the reference vocabulary lies within the Zipf tolerance of the target words")
     cand_kinds = np.array(diagnostics.lexicon_kinds(cand, load_lexicon()), dtype=object)
+    unknown = np.array([k is None for k in cand_kinds], dtype=bool)  # a kind the lexicon does not know fits any
     rows = [i for i in range(len(targets)) if represented[i]]
     need_names = any(targets[i].kind == "name" for i in rows)
     pieces = {"plain": enc.subword_counts(cand)}
@@ -233,7 +237,7 @@ def draw_sets(planned: PlannedTest, enc: Encoder, vocab: diagnostics.Vocabulary,
     for j, i in enumerate(rows):
         t = targets[i]
         ok = diagnostics.eligible(tz[i:i + 1], cand_zipf, b.tolerance)[0]
-        ok &= np.array([k is None or k == t.kind for k in cand_kinds], dtype=bool)
+        ok &= unknown | (cand_kinds == t.kind)
         cp = pieces["name" if t.kind == "name" else "plain"]
         criteria = [f"Zipf {tz[i]:.2f} +/- {b.tolerance:g}", f"kind {t.kind}"]
         if cp is not None:
@@ -319,10 +323,11 @@ def execute_one(con, run_id: str, pb: PlannedBaseline, reference: pl.DataFrame |
     started = time.perf_counter()
     planned, enc, opts = pb.planned, pb.encoder, pb.planned.options
     name = planned.name
-    prep = association.prepare(con, planned, enc, opts, reference)
-    observed = association.compute(prep, opts, name, enc.fingerprint, enc.spec)
-    vectors, _ = load(con, enc, pb.draws.stimuli)
+    prep = association.prepare(con, planned, enc, opts, reference)  # the test's own stimuli, dropped and cut
     A, B = prep.vectors["a"], prep.vectors["b"]
+    stats.check_inputs(*(prep.vectors[r] for r in ("x", "y", "a", "b")), f"test {name!r}, encoder {enc.spec!r}")
+    sx, sy = (stats.association(prep.vectors[r], A, B) for r in ("x", "y"))
+    vectors, _ = load(con, enc, pb.draws.stimuli)
     s_all = stats.association(vectors, A, B)
     kept = {r: prep.kept[r]["ordinal_in_set"].to_numpy() for r in ("x", "y")}
     SX, SY = (s_all[pb.draws.index[r][kept[r]]] for r in ("x", "y"))
@@ -339,11 +344,9 @@ def execute_one(con, run_id: str, pb: PlannedBaseline, reference: pl.DataFrame |
     else:
         pv = bstats.permutation_p_many(S, len(SX), opts.alternative, opts.method, opts.budget, rng)
     d = bstats.effect_sizes(SX, SY, opts.ddof)
-    s_obs = observed["association"]
-    sx, sy = s_obs[:len(SX)], s_obs[len(SX):]
     d_x = bstats.effect_sizes(np.repeat(sx[:, None], SX.shape[1], axis=1), SX, opts.ddof)
     d_y = bstats.effect_sizes(np.repeat(sy[:, None], SY.shape[1], axis=1), SY, opts.ddof)
-    summary = bstats.summarize(observed["effect_size"], d, pv.p, d_x, d_y, opts.alpha)
+    summary = bstats.summarize(stats.effect_size(sx, sy, opts.ddof), d, pv.p, d_x, d_y, opts.alpha)
     draws = pl.DataFrame({
         "baseline_id": [pb.baseline_id] * summary.k, "draw": pl.Series(range(summary.k), dtype=pl.Int32),
         "effect_size": d, "p_value": pv.p, "d_x": d_x, "d_y": d_y,

@@ -17,7 +17,6 @@ as arrays and never loads a model.
 from __future__ import annotations
 
 import hashlib
-import math
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
@@ -72,7 +71,7 @@ def reference_vocabulary(language: str = DEFAULT_LANGUAGE, path: str | None = No
             raise UsageError(f"wordfreq has no word list for language {language!r}: {e}") from None
         words = [w for w in listed if len(w) > 1 and w.isalpha()]
         # zipf_frequency of a single lower-case word is this lookup, rounded as wordfreq rounds it
-        values = np.array([round(math.log10(freq[w]) + 9, 2) for w in words])
+        values = np.round(np.log10(np.fromiter((freq[w] for w in words), dtype=np.float64, count=len(words))) + 9, 2)
         from importlib.metadata import version
 
         return Vocabulary(tuple(words), values, f"wordfreq {version('wordfreq')} {language}", language)
