@@ -44,6 +44,9 @@ def test_effect_sizes_percentile_and_rejection_rate_by_hand():
     assert d.tolist() == pytest.approx([stats.effect_size(SX[:, k], SY[:, k]) for k in range(4)])
     assert bstats.percentile(0.5, np.array([0.1, 0.5, 0.9, 0.2])) == pytest.approx(100 * 2.5 / 4)  # a tie counts half
     assert bstats.rejection_rate(np.array([0.001, 0.01, 0.02, 0.5]), 0.01) == 0.5
+    draws = np.arange(199.0)  # d above every one of 199 draws: the smallest two-sided p, 2 / 200
+    assert bstats.monte_carlo_p(500.0, draws) == 0.01 and bstats.monte_carlo_p(99.0, draws) == 1.0
+    assert bstats.monte_carlo_p(10.0, draws) == pytest.approx(2 * 12 / 200)  # 1 + #{d_k <= 10} = 12
 
 
 # ----------------------------------------------------------------------------- a stored baseline

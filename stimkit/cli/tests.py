@@ -201,13 +201,13 @@ def baseline_cmd(
 
     opts = Options(budget=budget, method=method, alternative=alternative, clustered=clustered, balance=balance,
                    cut_seed=cut_seed, alpha=alpha)
+    from .encode import progress_for
+
     with open_store(wordlist_dir=wordlist_dir, template_dir=template_dir, override=override) as store:
-        bar, callbacks = progress_callbacks(False)
-        with bar:
-            report = store.baseline(patterns, encoders=encoder or ["glove-6b-50d"], sets=sets, seed=seed,
-                                    tolerance=tolerance, vocabulary=vocabulary, language=language,
-                                    command="baseline " + " ".join(sys.argv[2:]), options=opts,
-                                    progress=callbacks["progress"], on_failure=callbacks["on_failure"])
+        report = store.baseline(patterns, encoders=encoder or ["glove-6b-50d"], sets=sets, seed=seed,
+                                tolerance=tolerance, vocabulary=vocabulary, language=language,
+                                command="baseline " + " ".join(sys.argv[2:]), options=opts, progress=progress_for,
+                                on_failure=lambda f: err.print(f"failed: {f}", style="red", highlight=False))
     rows = [{"test": b.test, "encoder": b.encoder, "d": b.observed_d, "percentile": b.percentile, "fpr": b.fpr,
              "random_d": b.d_median, "random_low": b.d_low, "random_high": b.d_high, "d_x": b.d_x, "d_y": b.d_y,
              "k": b.k, "stored": "reused" if b.baseline_id in report.reused else "new", "baseline_id": b.baseline_id}
@@ -215,8 +215,8 @@ def baseline_cmd(
     schema = {"test": pl.String, "encoder": pl.String, "d": pl.Float64, "percentile": pl.Float64, "fpr": pl.Float64,
               "random_d": pl.Float64, "random_low": pl.Float64, "random_high": pl.Float64, "d_x": pl.Float64,
               "d_y": pl.Float64, "k": pl.Int64, "stored": pl.String, "baseline_id": pl.String}
-    err.print(f"d's percentile among matched random pairs; fpr: their share with p <= {alpha}; random_d: their median "
-              "d [random_low, random_high: 2.5% and 97.5%]; d_x, d_y: X and Y against their own random words",
+    err.print(f"percentile: d among {sets:,} matched random pairs; fpr: their share with p <= {alpha}; random_d: "
+              "their median d (random_low, random_high: 2.5%, 97.5%); d_x, d_y: X, Y against their own random words",
               highlight=False)
     emit(pl.DataFrame(rows, schema=schema), fmt, keep=("test", "encoder", "d", "percentile", "fpr"))
     if report.failures:  # each said in its line already (on_failure)

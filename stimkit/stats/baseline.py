@@ -63,6 +63,16 @@ def percentile(observed: float, draws: np.ndarray) -> float:
     return float(100.0 * ((draws < observed).sum() + 0.5 * (draws == observed).sum()) / draws.size)
 
 
+def monte_carlo_p(observed: float, draws: np.ndarray) -> float:
+    """Two-sided p of the observed value against K draws from its null, the observed counted
+    among them: 2 min((1 + #{d_k <= d}), (1 + #{d_k >= d})) / (K + 1), at most 1. Never below
+    2 / (K + 1): alpha = 0.01 needs K >= 199."""
+    draws = np.asarray(draws, dtype=np.float64)
+    draws = draws[np.isfinite(draws)]
+    low, high = 1 + (draws <= observed).sum(), 1 + (draws >= observed).sum()
+    return float(min(1.0, 2 * min(low, high) / (draws.size + 1)))
+
+
 def rejection_rate(p: np.ndarray, alpha: float) -> float:
     """The share of drawn pairs with p <= alpha: the procedure's empirical false-positive rate."""
     p = np.asarray(p, dtype=np.float64)
