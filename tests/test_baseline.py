@@ -227,3 +227,16 @@ def test_a_study_asks_for_a_baseline():
     assert given.baseline == {"sets": 50, "seed": 2, "tolerance": 0.5}
     with pytest.raises(UsageError, match="baseline"):
         study.parse({"name": "s", "tests": ["weat6"], "baseline": {"pairs": 50}})
+
+
+def test_the_histogram_counts_every_random_d_and_marks_the_observed_one():
+    from matplotlib.patches import Rectangle
+
+    from stimkit.report import figures
+
+    random_d = np.random.default_rng(0).normal(size=300)
+    fig = figures.baseline_histogram(random_d, 1.7, "weat6 / glove-6b-50d")
+    ax = fig.axes[0]
+    assert sum(p.get_height() for p in ax.patches if isinstance(p, Rectangle)) == 300
+    assert [line.get_xdata()[0] for line in ax.lines] == [1.7]
+    assert any("+1.70" in t.get_text() for t in ax.texts)
