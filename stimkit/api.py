@@ -42,6 +42,7 @@ if TYPE_CHECKING:  # the run layer pulls in numpy and the statistics: imported w
 
     from .catalog.tests import TestDef
     from .catalog.wefat import WefatDef
+    from .run.baseline import BaselineOptions
     from .run.options import Options
     from .run.plan import Plan
     from .run.rows import Audit, RunReport, WefatResult
@@ -218,6 +219,16 @@ class Store:
         return store.frame(self.con, f"SELECT name, version, language, translation, n_words, n_stimuli, created_at "
                                      f"FROM {view} {where} ORDER BY name, created_at", [f"%{like}%"] if like else None)
 
+    def diagnose_sets(self, like: str | None = None, encoders: list[str] | None = None,
+                      language: str = "en") -> tuple[pl.DataFrame, pl.DataFrame, list[str]]:
+        """What the current sets are made of (`sets --diagnose`): per set, its words' Zipf
+        frequency (mean, SD), each static encoder's OOV share and each tokenizer's mean subword
+        count (the `encoders` named, else those stored); per target set of the latest results,
+        split-half reliability. Returns (sets, reliability, notes on what was skipped)."""
+        from .run.diagnose import sets_report
+
+        return sets_report(self.con, like, encoders, language)
+
     def catalog(self, paper: str | None = None) -> pl.DataFrame:
         """The tests (catalog and imported; `paper`: one paper's) and the WEFAT entries, a row each."""
         from .catalog import tests as catalog
@@ -322,7 +333,8 @@ class Store:
              source: str | None = None, x: str | None = None, y: str | None = None, a: str | None = None,
              b: str | None = None, name: str = "adhoc", context: str | None = None, command: str = "library",
              options: Options | None = None, on_result=None, on_failure=None, progress=None, save: str | Path | None = None,
-             cross_lingual: bool = False, rerun: bool = False, **option_values) -> RunReport:
+             cross_lingual: bool = False, rerun: bool = False, baseline: BaselineOptions | int | None = None,
+             **option_values) -> RunReport:
         """Run tests (names or shell patterns over catalog and imported tests, or `everything`,
         or one ad-hoc test from four set names or SELECTs) on each encoder, in one run.
         `context="c-word"` runs sentence tests on each encoder's inserted-word vectors.
@@ -335,7 +347,9 @@ class Store:
         attributes are in different languages on purpose (else such a test is refused). `save`: write
         the (single) test's definition as TOML, for a --catalog-dir folder. `rerun` (the report's
         recipe for one result): the ad-hoc test may carry an existing test's name, since its seed
-        streams and cut derive from the name, and is not stored, so it never stands in for that test."""
+        streams and cut derive from the name, and is not stored, so it never stands in for that test.
+        `baseline`: K (or run.baseline.BaselineOptions) matched random pairs per result, stored and
+        reused (see `Store.baseline`)."""
         from .catalog import tests as catalog
         from .run import cword, plan as run_plan
         from .run.options import Options
@@ -362,6 +376,7 @@ class Store:
                 raise UsageError(f"--save writes one test's definition; {len(chosen)} tests were chosen")
             Path(save).write_text(catalog.to_toml(chosen[0]), encoding="utf-8")
         plan = run_plan.make(self.con, chosen, list(encoders), opts, generate_missing=self._generate_missing)
+        plan = self._with_baselines(plan, baseline, opts.seed)
         report = self._execute(plan, command, progress, on_result, on_failure)
         if report.run_id and chosen[0].source == "adhoc" and not rerun:
             catalog.store_adhoc(self.con, chosen[0])
@@ -426,6 +441,7 @@ class Store:
         plan = run_plan.make(self.con, chosen, list(encoders or study.encoders), opts, wefats=wefats,
                              wefat_options=WefatOptions(budget=opts.budget, seed=opts.seed), cword_optional=True,
                              generate_missing=self._generate_missing)
+        plan = self._with_baselines(plan, study.baseline, opts.seed)
         # the study's name leads the command, so `report --study` finds its runs
         report = self._execute(plan, f"run {study.name}" + (f" ({command})" if command else ""), progress, on_result,
                                on_failure)
@@ -444,6 +460,57 @@ class Store:
                 job.columns, job.table = t4.grid(paper_tables.display_names(job.results))
         job.seconds = time.perf_counter() - started
         return job
+
+    # ------------------------------------------------------------------ baselines
+
+    def _baseline_inputs(self):
+        """Where a baseline renders its drawn words: this store's template sets and word lists."""
+        from .run.baseline import Inputs
+        from .stimuli import templates, wordlists
+
+        def lists():
+            found = wordlists.load_all()
+            return wordlists.merge(found, wordlists.load_all(self.wordlist_dir), self.override) if self.wordlist_dir else found
+
+        return Inputs(lambda name: templates.load_set(name, self.template_dir, self.override), lists)
+
+    def _with_baselines(self, plan: Plan, baseline, seed: int, keep_tests: bool = True) -> Plan:
+        from .run.baseline import BaselineOptions, with_baselines
+
+        if baseline is None or baseline == 0:
+            return plan
+        if isinstance(baseline, dict):  # a study's [baseline] table
+            baseline = BaselineOptions(**{"seed": seed, **baseline})
+        b = baseline if isinstance(baseline, BaselineOptions) else BaselineOptions(sets=baseline, seed=seed)
+        return with_baselines(self.con, plan, b, self._baseline_inputs(), keep_tests)
+
+    def baseline(self, tests: list[str], *, encoders: list[str] = ("glove-6b-50d",), sets: int = 1000, seed: int = 0,
+                 tolerance: float = 0.25, vocabulary: str | Path | None = None, language: str = "en",
+                 command: str = "library", options: Options | None = None, progress=None, on_failure=None,
+                 **option_values) -> RunReport:
+        """Matched random baselines (`stimkit baseline`): for each test and encoder, `sets` (K)
+        random pairs of target sets, each word matched to a target word on frequency (Zipf within
+        `tolerance`), subword count and kind, drawn from `vocabulary` (a file of words; default
+        wordfreq's list for `language`), rendered through the test's templates and run through its
+        procedure (the options, as for `test`). Stored and reused: the same test, encoder, set
+        versions, K, seed and procedure are computed once. No test result is stored; the report's
+        `baselines` hold the observed d, its percentile among the random d, the share of random
+        pairs rejected at alpha, and d of X and of Y against their own random sets."""
+        from .catalog import tests as catalog
+        from .run import plan as run_plan
+        from .run.baseline import BaselineOptions
+        from .run.options import Options
+
+        self._writable("baseline")
+        opts = options or Options(**option_values)
+        b = BaselineOptions(sets=sets, seed=seed, tolerance=tolerance,
+                            vocabulary=str(vocabulary) if vocabulary is not None else None, language=language)
+        if not tests:
+            raise UsageError("name the tests (or patterns) to draw a baseline for")
+        chosen = catalog.select(self.con, list(tests), directory=self.catalog_dir)
+        plan = run_plan.make(self.con, chosen, list(encoders), opts, generate_missing=self._generate_missing)
+        plan = self._with_baselines(plan, b, seed, keep_tests=False)
+        return self._execute(plan, command, progress, None, on_failure)
 
     # ------------------------------------------------------------------ results
 

@@ -631,7 +631,7 @@ def test_templates_lists_every_set_with_the_description_kept_in_its_folder(tmp_p
     mine = tmp_path / "templates"
     shutil.copytree(REPO / "examples" / "care-tech" / "templates", mine)
     shutil.copytree(REPO / "templates" / "word", mine / "word")
-    (mine / "word" / "_set.toml").write_text('description = "my words"\n')  # only its description differs
+    (mine / "word" / "_set.toml").write_text('description = "my words"\ngrammar = "may2019"\n')  # only its description differs
     r = runner.invoke(app, ["templates", "--template-dir", str(mine), "--format", "json"])
     assert r.exit_code == 0, r.output
     rows = {row["set"]: row for row in json.loads(r.stdout)}
@@ -650,6 +650,9 @@ def test_templates_lists_every_set_with_the_description_kept_in_its_folder(tmp_p
     from stimkit.stimuli.templates import load_set
     assert generate.render(spec, lists, {"word": load_set("word", mine)}).version == \
         generate.render(spec, lists, {"word": load_set("word")}).version
+    (mine / "word" / "_set.toml").write_text('description = "my words"\ngrammar = "inflect"\n')  # a grammar renders
+    with pytest.raises(StimkitError, match="would replace the built-in set"):
+        load_set("word", mine)
     (mine / "word" / "_set.toml").write_text('description = "my words"\nlanguages = "en"\n')
     r = runner.invoke(app, ["templates", "--template-dir", str(mine)])
     assert r.exit_code == 1 and f"{mine / 'word' / '_set.toml'}: unknown key 'languages'" in r.output

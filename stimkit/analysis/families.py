@@ -93,6 +93,9 @@ def define_family(con, where: str | None = None, alpha: float = 0.01, run: str |
     chosen = current if not include_stale else " AND ".join(conditions)
     base = (f"SELECT * FROM result_hypotheses WHERE {chosen} QUALIFY row_number() OVER "
             "(PARTITION BY hypothesis ORDER BY created_at DESC, result_id DESC) = 1")
+    # d read against its matched random baseline, where one was computed (db/015: result_baselines)
+    base = (f"SELECT h.*, rb.baseline_percentile, rb.baseline_fpr FROM ({base}) h "
+            "LEFT JOIN result_baselines rb USING (result_id)")
     what = {"test": "", "audit": "audit ", "compare": "comparison ", "all": ""}[kind]
     definition = (f"the latest {what}result per hypothesis ({HYPOTHESIS}) {scope}"
                   + (", stale ones included" if include_stale else ""))

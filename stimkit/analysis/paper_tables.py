@@ -28,12 +28,14 @@ from ..paths import data_dir
 # results: what a terminal shows (in reading order), never drops, and drops first to fit
 READ_COLUMNS = ("test", "encoder", "context", "language", "d", "ci", "p_value", "p_adjusted", "rejected", "n")
 KEEP_COLUMNS = ("test", "encoder", "d", "p_value", "p_adjusted", "rejected")
-DROP_FIRST = ("n", "ci", "context", "language")
+DROP_FIRST = ("baseline_fpr", "baseline_percentile", "n", "ci", "context", "language")
+BASELINE_COLUMNS = ("baseline_percentile", "baseline_fpr")  # shown where some result has a matched baseline
 STACK = {"ci": "d"}  # a narrow terminal shows the CI under d rather than leave it out
 PAPER_COLUMNS = ("test", "encoder", "context", "d", "p_value", "p_adjusted", "n")
 HEADERS = {"test": "Test", "encoder": "Encoder", "context": "Context", "language": "Language", "d": "d", "ci": "95% CI",
            "p_value": "p", "p_adjusted": "p (adj.)", "rejected": "Rejected", "n": "n (X/Y/A/B)",
-           "encoding": "Encoding", "section": "Section"}
+           "encoding": "Encoding", "section": "Section", "baseline_percentile": "Baseline percentile",
+           "baseline_fpr": "Baseline FPR"}
 LATEX_HEADERS = {"d": "$d$", "p_value": "$p$", "p_adjusted": "$p_{\\mathrm{adj}}$", "n": "$n$ (X/Y/A/B)"}
 # what can make two results of one test and encoder different hypotheses (analysis.families.HYPOTHESIS)
 CORRECTION_NAMES = {"holm": "Holm", "bh": "Benjamini-Hochberg", "by": "Benjamini-Yekutieli", "none": "no"}
@@ -96,9 +98,10 @@ def results_view(df: pl.DataFrame) -> pl.DataFrame:
 
 def read_columns(df: pl.DataFrame) -> list[str]:
     """The default terminal columns present in `df` (`ci` only where a CI exists; `language`
-    only where a result is not in English)."""
+    only where a result is not in English; the baseline's only where some result has one)."""
     english = "language" not in df.columns or df["language"].drop_nulls().is_in(["en"]).all()
-    return [c for c in READ_COLUMNS if c in df.columns and not (c == "language" and english)]
+    shown = [c for c in READ_COLUMNS if c in df.columns and not (c == "language" and english)]
+    return shown + [c for c in BASELINE_COLUMNS if c in df.columns and df[c].null_count() < df.height]
 
 
 def choose_columns(df: pl.DataFrame, spec: str | None, default: list[str] | None) -> list[str] | None:

@@ -8,7 +8,8 @@ from typing import Annotated, Optional
 import typer
 
 from ..checks import BALANCE_POLICIES, check_choice, choices
-from .common import app, count, db_path, emit, err, format_option, handles_errors, open_store, out, state
+from ..errors import UsageError
+from .common import app, count, db_path, emit, emit_tables, err, format_option, handles_errors, open_store, out, state
 
 catalog_app = typer.Typer(help="The test catalog: list tests, show their set queries.", invoke_without_command=True)
 export_app = typer.Typer(help="Export stimulus sets in other tools' formats.")
@@ -97,16 +98,39 @@ def templates_cmd(
 def sets_cmd(
     all_versions: Annotated[bool, typer.Option("--all", help="Every version, not only the current ones.")] = False,
     like: Annotated[Optional[str], typer.Argument(help="Only sets whose name contains this.")] = None,
+    diagnose: Annotated[bool, typer.Option("--diagnose", help="What the sets' words are made of: Zipf frequency (mean, SD), OOV share per static encoder, subword counts per tokenizer, split-half reliability where a result exists.")] = False,
+    encoder: Annotated[Optional[list[str]], typer.Option("--encoder", "-e", help="With --diagnose: encoders whose vocabulary or tokenizer to use (default: those with vectors in the store).")] = None,
+    language: Annotated[str, typer.Option("--language", help="With --diagnose: the words' language (wordfreq's code).")] = "en",
     fmt: Annotated[Optional[str], format_option()] = None,
 ):
-    """List stimulus sets with their versions and counts.
+    """List stimulus sets with their versions and counts, or (--diagnose) what their words are made of.
+
+    --diagnose prints a row per current set: its words' Zipf frequency (wordfreq; 7 is "the",
+    3 a word like "branding", 0 unknown), each static encoder's share of words out of its
+    vocabulary and each tokenizer's mean subword count; then, for the target sets of the
+    latest results, the split-half reliability of their words (Spearman-Brown: do the set's
+    words lean alike across the test's attribute words?). X and Y more than 0.5 apart in mean
+    Zipf or subword count is a confound: `test` and `run` warn of it.
 
     Examples:
       stimkit sets flowers
       stimkit sets --all --format csv
+      stimkit sets names --diagnose -e glove-6b-50d -e minilm
     """
+    if not diagnose:
+        if encoder or language != "en":
+            raise UsageError("--encoder and --language go with --diagnose")
+        with open_store(read_only=True) as store:
+            emit(store.sets(like, all_versions), fmt)
+        return
+    if all_versions:
+        raise UsageError("--diagnose describes the current sets: leave out --all")
     with open_store(read_only=True) as store:
-        emit(store.sets(like, all_versions), fmt)
+        profiles, reliability, notes = store.diagnose_sets(like, encoder, language)
+    for note in notes:
+        err.print(note, highlight=False)
+    emit_tables({"sets": profiles, "reliability": reliability}, fmt, options={"sets": {"keep": ("set", "zipf_mean")}},
+                titles={"reliability": "split-half reliability (Spearman-Brown) of target sets in the latest results"})
 
 
 @catalog_app.callback()

@@ -76,10 +76,23 @@ def warn_cannot_reject(report, alpha: float) -> None:
                                f"(smallest possible p above alpha; marked † in tables): {names}"), highlight=False)
 
 
+def baseline_line(b, reused: bool = False) -> str:
+    """One baseline in words: where d falls among matched random pairs, and which side carries it."""
+    return result_lines(f"baseline {b.test} / {b.encoder}" + (" (stored, reused)" if reused else ""),
+                        f"d {b.observed_d:+.2f} lies at the {b.percentile:.1f}th percentile of {b.k:,} matched random "
+                        f"pairs (random d {b.d_median:+.2f} [{b.d_low:+.2f}, {b.d_high:+.2f}])",
+                        f"{b.fpr:.1%} of them reach p <= {b.alpha:g}; X vs its random words {b.d_x:+.2f}, Y vs its "
+                        f"random words {b.d_y:+.2f}")
+
+
 def finish(report) -> None:
-    """The run's notes and summary line; exit 1 when any test or encoder failed."""
+    """The run's notes, warnings and summary line; exit 1 when any test or encoder failed."""
     for note in report.notes:
         err.print(result_lines(note), highlight=False)
+    for warning in report.warnings:  # stimulus diagnostics: X and Y differ in frequency or length
+        err.print(result_lines(f"warning: {warning}"), highlight=False)
+    for b in report.baselines:
+        err.print(baseline_line(b, b.baseline_id in report.reused), highlight=False)
     if report.run_id:
         err.print(result_lines(f"run {report.run_id}: {_count(len(report.results), 'result')} from "
                                f"{_count(report.n_tests, 'test')} x {_count(report.n_encoders, 'encoder')}, "
@@ -120,6 +133,7 @@ def test_cmd(
     center: Annotated[Optional[str], typer.Option("--center", help=f"Centre the vectors before cosines: {choices(CENTERINGS)} (abtt:K also removes the reference's top K directions).")] = None,
     center_ref: Annotated[str, typer.Option("--center-ref", help="The centring reference: test (the test's own four sets) or a set name or SELECT.")] = "test",
     metric: Annotated[Optional[str], typer.Option("--metric", help=f"Association metrics, comma-separated: {', '.join(METRIC_NAMES)} (one result each; default: the test's own, else weat).")] = None,
+    baseline: Annotated[int, typer.Option("--baseline", help="Also a matched random baseline of K pairs per result (stored, reused; see `stimkit baseline`); 0: none.")] = 0,
     wordlist_dir: WordlistDirOption = None,
     template_dir: TemplateDirOption = None,
     override: OverrideOption = False,
@@ -145,9 +159,75 @@ def test_cmd(
         with bar:
             report = store.test(patterns, encoders=encoder or ["glove-6b-50d"], everything=everything, source=source,
                                 x=x, y=y, a=a, b=b, name=name, context=context, command=" ".join(sys.argv[1:]),
-                                options=opts, save=save, cross_lingual=cross_lingual, rerun=rerun, **callbacks)
+                                options=opts, save=save, cross_lingual=cross_lingual, rerun=rerun,
+                                baseline=baseline or None, **callbacks)
     warn_cannot_reject(report, alpha)
     finish(report)
+
+
+@app.command("baseline")
+@handles_errors
+def baseline_cmd(
+    patterns: Annotated[list[str], typer.Argument(help="Tests by name or shell-style pattern.")],
+    encoder: Annotated[Optional[list[str]], typer.Option("--encoder", "-e", help="Encoder spec (repeatable).")] = None,
+    sets: Annotated[int, typer.Option("--sets", "-k", help="K: random pairs of target sets to draw.")] = 1000,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the draws and of the random pairs' permutations.")] = 0,
+    tolerance: Annotated[float, typer.Option("--tolerance", help="Zipf distance allowed between a drawn word and the target word it stands for.")] = 0.25,
+    vocabulary: Annotated[Optional[Path], typer.Option("--vocabulary", help="Draw from the words of this file (one a line) instead of wordfreq's list.")] = None,
+    language: Annotated[str, typer.Option("--language", help="The words' language (wordfreq's code): frequencies and the default vocabulary.")] = "en",
+    budget: Annotated[int, typer.Option("--budget", help="Permutation sample budget, as the test's.")] = DEFAULT_BUDGET,
+    method: Annotated[str, typer.Option("--method", help=f"{choices(P_METHODS)}, as the test's.")] = "auto",
+    alternative: Annotated[Optional[str], typer.Option("--alternative", help=f"{choices(ALTERNATIVES)} (default: the test's own, else greater).")] = None,
+    clustered: Annotated[bool, typer.Option("--clustered", help="Permute whole words with all their sentences, as the test's.")] = False,
+    balance: Annotated[Optional[str], typer.Option("--balance", help=f"{choices(BALANCE_POLICIES)} (default: the test's).")] = None,
+    cut_seed: Annotated[int, typer.Option("--cut-seed", help="The test's cut seed.")] = 0,
+    alpha: AlphaOption = 0.01,
+    wordlist_dir: WordlistDirOption = None,
+    template_dir: TemplateDirOption = None,
+    override: OverrideOption = False,
+    fmt: Annotated[Optional[str], format_option()] = None,
+):
+    """What a d means on this encoder: the test's d against K matched random pairs of target sets.
+
+    Each random word matches one target word on frequency (wordfreq's Zipf scale, within
+    --tolerance), on subword count under the encoder's tokenizer (a static vocabulary: the word
+    is in it) and on word kind where the lexicon knows it; the drawn words go through the
+    test's own templates and procedure (the options below, as for `test`). Prints the observed
+    d, its percentile among the random d, the share of random pairs rejected at --alpha (the
+    procedure's false-positive rate on this encoder), the random d's median and 95% range, and
+    d of X and of Y against their own random words (which side carries the effect). Stored and
+    reused: `results` then shows baseline_percentile and baseline_fpr beside a matching result.
+
+    Examples:
+      stimkit baseline weat6 -e glove-6b-50d --sets 1000
+      stimkit baseline sent-weat6 -e minilm --sets 200 --clustered --seed 3
+    """
+    import polars as pl
+
+    from ..run.options import Options
+
+    opts = Options(budget=budget, method=method, alternative=alternative, clustered=clustered, balance=balance,
+                   cut_seed=cut_seed, alpha=alpha)
+    from .encode import progress_for
+
+    with open_store(wordlist_dir=wordlist_dir, template_dir=template_dir, override=override) as store:
+        report = store.baseline(patterns, encoders=encoder or ["glove-6b-50d"], sets=sets, seed=seed,
+                                tolerance=tolerance, vocabulary=vocabulary, language=language,
+                                command="baseline " + " ".join(sys.argv[2:]), options=opts, progress=progress_for,
+                                on_failure=lambda f: err.print(f"failed: {f}", style="red", highlight=False))
+    rows = [{"test": b.test, "encoder": b.encoder, "d": b.observed_d, "percentile": b.percentile, "fpr": b.fpr,
+             "random_d": b.d_median, "random_low": b.d_low, "random_high": b.d_high, "d_x": b.d_x, "d_y": b.d_y,
+             "k": b.k, "stored": "reused" if b.baseline_id in report.reused else "new", "baseline_id": b.baseline_id}
+            for b in report.baselines]
+    schema = {"test": pl.String, "encoder": pl.String, "d": pl.Float64, "percentile": pl.Float64, "fpr": pl.Float64,
+              "random_d": pl.Float64, "random_low": pl.Float64, "random_high": pl.Float64, "d_x": pl.Float64,
+              "d_y": pl.Float64, "k": pl.Int64, "stored": pl.String, "baseline_id": pl.String}
+    err.print(f"percentile: d among {sets:,} matched random pairs; fpr: their share with p <= {alpha}; random_d: "
+              "their median d (random_low, random_high: 2.5%, 97.5%); d_x, d_y: X, Y against their own random words",
+              highlight=False)
+    emit(pl.DataFrame(rows, schema=schema), fmt, keep=("test", "encoder", "d", "percentile", "fpr"))
+    if report.failures:  # each said in its line already (on_failure)
+        raise typer.Exit(1)
 
 
 ColumnsOption = Annotated[Optional[str], typer.Option(

@@ -91,6 +91,15 @@ class Encoder:
         """The encoders whose vectors one encode stores: itself, or one per layer for a layer sweep."""
         return [self]
 
+    # A static encoder (word vectors) has a vocabulary: a word is in it or not, whole.
+    static: bool = False
+
+    def subword_counts(self, words: list[str]) -> np.ndarray | None:
+        """How many pieces the encoder's tokenizer cuts each word into (0: a static vocabulary
+        does not hold it); None when the encoder exposes no tokenizer. Loads the tokenizer
+        (or vocabulary) only, never the model."""
+        return None
+
 
 class EncoderWarning(UserWarning):
     """Something about an encoder a user should know, that does not stop it (one line)."""

@@ -141,6 +141,18 @@ class SentenceTransformerEncoder(Encoder):
             self._model.eval()
         return self._model
 
+    def subword_counts(self, words: list[str]) -> np.ndarray | None:
+        """Pieces of each word under the pipeline's tokenizer (its folder's), or None if it has none."""
+        if getattr(self, "_tokenizer", None) is None:
+            from transformers import AutoTokenizer
+
+            try:
+                self._tokenizer = AutoTokenizer.from_pretrained(str(self.folder))
+            except (OSError, ValueError):
+                return None
+        ids = self._tokenizer(list(words), add_special_tokens=False)["input_ids"] if words else []
+        return np.array([len(row) for row in ids], dtype=np.int64)
+
     def encode(self, texts: list[str], spans: list[Span]) -> Encoded:
         model = self._load()
         # the prompt as text, resolved above exactly as the library resolves a name (so that the

@@ -27,6 +27,7 @@ is fast.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from importlib.metadata import version
@@ -228,6 +229,13 @@ class TransformerEncoder(Encoder):
             out.append(enc)
         return out
 
+    def subword_counts(self, words: list[str]) -> np.ndarray:
+        """Pieces of each word alone under the model's tokenizer (no special tokens); loads the
+        tokenizer only."""
+        tokenizer = self._loaded[0] if self._loaded is not None else tokenizer_of(self.model_id, self.name)
+        ids = tokenizer(list(words), add_special_tokens=False)["input_ids"] if words else []
+        return np.array([len(row) for row in ids], dtype=np.int64)
+
     # --- the model ---
 
     def _load(self):
@@ -380,6 +388,18 @@ class TransformerEncoder(Encoder):
         if self.layer == "mean":
             return states.float().mean(0)
         return states[int(self.layer)]
+
+
+@functools.lru_cache(maxsize=8)
+def tokenizer_of(model_id: str, name: str):
+    """A model's tokenizer alone (one per model in a process: a layer sweep's encoders share it)."""
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(model_id)
+    except (OSError, ValueError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise StimkitError(f"encoder {name!r}: cannot load the tokenizer of {model_id!r}: {first}") from None
 
 
 def length_batches(lengths: list[int], batch_tokens: int, batch_size: int | None = None) -> list[list[int]]:

@@ -38,6 +38,9 @@ class WordVectors:
         self.lower = all(w == w.lower() for w in words[:1000])
 
 
+_LOADED: dict[str, WordVectors] = {}  # by the file's identity (its content hash): never stale
+
+
 class WordVectorEncoder(Encoder):
     def __init__(self, name: str, load, identity: dict, pooling: str = "cbow", dim: int | None = None):
         if pooling not in ("cbow", "token"):
@@ -52,8 +55,11 @@ class WordVectorEncoder(Encoder):
 
     @property
     def vectors(self) -> WordVectors:
-        if self._vectors is None:
-            self._vectors = self._load()
+        if self._vectors is None:  # one load a file per process: every run's diagnostics read the vocabulary
+            key = repr(sorted(self._identity.items()))
+            if key not in _LOADED:
+                _LOADED[key] = self._load()
+            self._vectors = _LOADED[key]
         return self._vectors
 
     @property
@@ -62,6 +68,17 @@ class WordVectorEncoder(Encoder):
 
     def identity(self) -> dict:
         return self._identity
+
+    static = True
+
+    def subword_counts(self, words: list[str]) -> np.ndarray:
+        """Tokens of each word if the vocabulary holds every one (a plain word: 1), else 0."""
+        wv = self.vectors
+        counts = []
+        for word in words:
+            tokens = [t for t, _, _ in tokenize(word, wv.lower)]
+            counts.append(len(tokens) if tokens and all(t in wv.index for t in tokens) else 0)
+        return np.array(counts, dtype=np.int64)
 
     def encode(self, texts: list[str], spans: list[Span]) -> Encoded:
         wv = self.vectors

@@ -195,6 +195,19 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
                         "caption": f"{a['test']}, {a['encoder']}, templates {a['template_set']}: {a['n_templates']} templates, "
                                    f"k = {a['k_meta']} in the meta-analysis; I² = "
                                    + ("n/a" if a.get("i2") is None else f"{a['i2']:.0%}") + "."})
+    baselines = []
+    for b, draws in data.baselines:
+        name = f"baseline-{figures.slug(b['test'])}-{figures.slug(b['encoder'])}"
+        fig = figures.baseline_histogram(draws["effect_size"].to_numpy(), b["d"], f"{b['test']} / {names.get(b['encoder'], b['encoder'])}")
+        baselines.append({"svg": emit_figure(fig, name),
+                          "caption": f"{b['test']} on {names.get(b['encoder'], b['encoder'])}: d = {b['d']:+.2f} lies at the "
+                                     f"{b['baseline_percentile']:.1f}th percentile of {b['k']:,} random pairs of target sets, "
+                                     f"each word matched to a target word on frequency (Zipf within {b['tolerance']:g}) and "
+                                     f"subword count, through the same templates and procedure; "
+                                     f"{b['baseline_fpr']:.1%} of the random pairs reach p <= {data.alpha:g} (the procedure's "
+                                     f"false-positive rate here). X against its own random words: d = {b['d_x']:+.2f}; "
+                                     f"Y against its own: d = {b['d_y']:+.2f}."})
+    diagnostic_rows = data.diagnostics.to_dicts() if data.diagnostics is not None else []
     cuts_svg = emit_figure(figures.cut_spread(data.cuts), "cut-spread") if data.cuts is not None and data.cuts.height else ""
     layers_svg = emit_figure(figures.layer_sweep(data.layers), "layer-sweep") if data.layers is not None else ""
     metric_rows = data.metrics.to_dicts() if data.metrics is not None else []
@@ -208,7 +221,8 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
     if "html" in formats:
         cons = data.consistency if data.consistency is not None else pl.DataFrame()
         sections = [("matrix", "Significance matrix"), ("table4", "Table 4")] + ([("left-out", "Left out")] if left_out.height else [])
-        sections += [(k, t) for k, t, on in (("tests", "Per test", strips), ("audits", "Template audits", forests),
+        sections += [(k, t) for k, t, on in (("tests", "Per test", strips), ("stimuli", "Stimuli", diagnostic_rows),
+                                             ("baselines", "Baselines", baselines), ("audits", "Template audits", forests),
                                              ("cuts", "Cut spread", cuts_svg), ("layers", "By layer", layers_svg),
                                              ("metrics", "Metrics", metric_rows), ("wefat", "WEFAT", wefats)) if on]
         sections += [("consistency", "Consistency checks"), ("provenance", "Provenance")]
@@ -217,6 +231,7 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
             sections=sections, matrix_svg=inline["significance-matrix"], t4_columns=t4_columns, t4_rows=t4_rows,
             ci_text=ci_text(data), left_out_columns=left_out.columns, left_out_rows=left_out.to_dicts(),
             result_columns=results.columns, result_rows=results.to_dicts(), strips=strips, forests=forests,
+            baselines=baselines, diagnostic_rows=diagnostic_rows,
             cuts_svg=cuts_svg, layers_svg=layers_svg, metric_rows=metric_rows, wefats=wefats, consistency_columns=cons.columns, consistency_rows=cons.to_dicts(),
             consistency_counts={v: (cons["verdict"] == v).sum() if cons.height else 0
                                 for v in ("violation", "note", "not comparable")},

@@ -39,6 +39,8 @@ class ReportData:
     family: str = ""                                        # the family's definition (analysis.Family)
     source: str = ""                                        # where the table comes from (paper_tables.source)
     left_out: pl.DataFrame | None = None                    # results of the scope not shown, and why (families.left_out)
+    baselines: list[tuple[dict, pl.DataFrame]] = field(default_factory=list)  # matched baseline, its random d
+    diagnostics: pl.DataFrame | None = None                 # X's and Y's words per result: Zipf, pieces, reliability
 
 
 def has_rows(con, table: str) -> bool:
@@ -70,6 +72,10 @@ def gather(con, where: str | None = None, correct: str = "holm", alpha: float = 
         data.wefat = wefat(con)
     from ..analysis import checks
 
+    if has_rows(con, "baselines"):
+        data.baselines = baselines(con, df["result_id"].to_list())
+    if has_rows(con, "result_diagnostics"):
+        data.diagnostics = diagnostics(con, df["result_id"].to_list())
     data.consistency = checks.consistency(con, alpha)
     data.layers = layer_sweeps(df)
     data.metrics = metric_matrix(con, names)
@@ -142,6 +148,25 @@ def cut_spread(con, result_ids: list[str]) -> pl.DataFrame:
         SELECT r.test, r.encoder, r.effect_size AS d_full, c.cut, c.effect_size, c.p_value, c.rejected
         FROM result_cuts c JOIN results r USING (result_id)
         WHERE c.result_id IN (SELECT unnest(?)) ORDER BY r.test, r.encoder, c.cut""", [result_ids])
+
+
+def baselines(con, result_ids: list[str]) -> list[tuple[dict, pl.DataFrame]]:
+    """Each family result's matched random baseline (result_baselines: the largest K) with its
+    random d, at the family's alpha."""
+    rows = store.frame(con, """
+        SELECT r.test, r.encoder, r.effect_size AS d, rb.baseline_percentile, rb.baseline_fpr, b.*
+        FROM family r JOIN result_baselines rb USING (result_id) JOIN baselines b USING (baseline_id)
+        WHERE r.result_id IN (SELECT unnest(?)) ORDER BY r.test, r.encoder""", [result_ids])
+    return [(r, store.frame(con, "SELECT effect_size FROM baseline_draws WHERE baseline_id = ? AND effect_size IS NOT NULL "
+                                 "ORDER BY draw", [r["baseline_id"]])) for r in rows.iter_rows(named=True)]
+
+
+def diagnostics(con, result_ids: list[str]) -> pl.DataFrame:
+    """X's and Y's words of each family result: Zipf mean and SD, subword count or OOV share, reliability."""
+    return store.frame(con, """
+        SELECT r.test, r.encoder, d.role, d.n_words, d.zipf_mean, d.zipf_sd, d.pieces_mean, d.oov_share, d.reliability
+        FROM family r JOIN result_diagnostics d USING (result_id)
+        WHERE r.result_id IN (SELECT unnest(?)) ORDER BY r.test, r.encoder, d.role""", [result_ids])
 
 
 def wefat(con) -> list[tuple[dict, pl.DataFrame]]:

@@ -219,6 +219,25 @@ def cut_spread(cuts: pl.DataFrame) -> Figure:
         return fig
 
 
+def baseline_histogram(random_d: np.ndarray, observed: float, title: str) -> Figure:
+    """The d of K matched random pairs as a histogram, the observed d marked."""
+    random_d = np.asarray(random_d, dtype=np.float64)
+    with rc_context(STYLE):
+        fig = new_figure(COLUMN_IN, 1.6)
+        ax = fig.add_subplot()
+        low = min(float(random_d.min()) if random_d.size else -1.0, observed) - 0.1
+        high = max(float(random_d.max()) if random_d.size else 1.0, observed) + 0.1
+        ax.hist(random_d, bins=np.linspace(low, high, 31), color=GREY, alpha=0.6, edgecolor="white", linewidth=0.3)
+        ax.axvline(observed, color=X_COLOUR, linewidth=1.2)
+        right = observed < high - 0.5  # the label beside the line, on the side with room
+        ax.text(observed, ax.get_ylim()[1] * 0.95, f"  d = {observed:+.2f}" if right else f"d = {observed:+.2f}  ",
+                color=X_COLOUR, ha="left" if right else "right", va="top", fontsize=6.5)
+        ax.set_xlabel(wrap(f"d of {random_d.size:,} matched random pairs (unitless)", 50))
+        ax.set_ylabel("pairs")
+        ax.set_title(wrap(title, 60), loc="left")
+        return fig
+
+
 def layer_sweep(layers: pl.DataFrame) -> Figure:
     """d by layer per test and model, with its interval where one was computed; filled points
     are rejected after the correction."""

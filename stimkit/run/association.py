@@ -92,6 +92,13 @@ def word_groups(kept: dict[str, pl.DataFrame]) -> tuple[np.ndarray, int]:
     return stats.group_ids(kept["x"]["word"].to_list(), kept["y"]["word"].to_list())
 
 
+def permutation_units(prep: Prepared, opts: Options) -> tuple[np.ndarray | None, int]:
+    """What the permutation moves: whole words (a group id per item, and X's number of words)
+    when the options say so, else single items (None). One decision, read by the test and
+    by its matched random baseline (run.baseline), so both run the same procedure."""
+    return word_groups(prep.kept) if opts.clustered else (None, 0)
+
+
 def compute(prep: Prepared, opts: Options, test_name: str, fingerprint: str, enc_spec: str = "") -> dict:
     X, Y, A, B = (prep.vectors[r] for r in ROLES)
     what = f"test {test_name!r}, encoder {enc_spec or fingerprint!r}"
@@ -100,8 +107,8 @@ def compute(prep: Prepared, opts: Options, test_name: str, fingerprint: str, enc
     sx, sy = s[: len(X)], s[len(X):]
     stats.check_associations(sx, sy, what)
     rng = rng_for(opts.seed, test_name, fingerprint, "permutation")
-    groups, n_groups_x = word_groups(prep.kept) if opts.clustered else (None, 0)
-    if opts.clustered:
+    groups, n_groups_x = permutation_units(prep, opts)
+    if groups is not None:
         pv = stats.clustered_p(s, groups, n_groups_x, opts.alternative, opts.budget, rng, opts.method)
     else:
         pv = stats.permutation_p(s, len(X), opts.alternative, opts.method, opts.budget, rng)
@@ -224,12 +231,18 @@ def run_one(con, run_id: str, planned: PlannedTest, enc: Encoder, opts: Options,
             reference: pl.DataFrame | None = None) -> list[Result]:
     """Prepare once, then compute and store a result per metric (WEAT's with its items and
     cuts). The caller owns the transaction."""
+    from dataclasses import replace
+
+    from . import diagnose
+
     started = time.perf_counter()
     prep = prepare(con, planned, enc, opts, reference)
+    profiles = diagnose.profiles(prep, enc, planned.name)  # X's and Y's words: frequency, length, reliability
     found = []
     for name in opts.metrics:
         res = (result(run_id, planned, enc, prep, opts, started, kind) if name == "weat"
                else metric_result(run_id, planned, enc, prep, opts, name, started, kind))
+        res = replace(res, diagnostics=diagnose.rows(res.result_id, profiles, diagnose.LANGUAGE))
         write(con, res)
         found.append(res)
     return found
@@ -272,3 +285,4 @@ def write(con, res: Result) -> None:
     insert(con, "result_cuts", list(res.cut_rows))
     if res.items is not None:
         insert(con, "result_items", res.items)
+    insert(con, "result_diagnostics", list(res.diagnostics))

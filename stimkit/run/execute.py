@@ -6,7 +6,7 @@ import re
 
 from .. import store
 from ..errors import StimkitError, first_line
-from . import association, wefat
+from . import association, baseline, diagnose, wefat
 from .plan import Plan
 from .rows import Failure, FailureRow, RunReport
 
@@ -32,7 +32,10 @@ def execute(con, plan: Plan, command: str, on_result=None, on_failure=None, fail
         fail(f.test, f.encoder, f.cause)
     report = RunReport(None, [], failures, plan.options.alpha, plan.n_tests, plan.n_encoders, notes=list(plan.notes))
     total = sum(len(p.options.metrics) for p, _ in plan.pairs) + len(plan.wefats)
-    if not total:
+    fresh = [b for b in plan.baselines if b.draws is not None]
+    report.baselines.extend(b.stored for b in plan.baselines if b.draws is None)  # stored already: reused
+    report.reused.extend(b.baseline_id for b in plan.baselines if b.draws is None)
+    if not total and not fresh:
         return report
     with store.transaction(con):
         run_id = store.start_run(con, command, plan.options.seed)
@@ -42,6 +45,9 @@ def execute(con, plan: Plan, command: str, on_result=None, on_failure=None, fail
             except StimkitError as e:
                 fail(planned.name, getattr(enc, "base_spec", enc.spec), e)
                 continue
+            for warning in diagnose.warnings(found[0]) if found else []:
+                if warning not in report.warnings:  # a frequency gap is the words', said once a test
+                    report.warnings.append(warning)
             for res in found:
                 report.results.append(res)
                 if on_result:
@@ -51,7 +57,14 @@ def execute(con, plan: Plan, command: str, on_result=None, on_failure=None, fail
                 report.wefats.append(wefat.run_one(con, run_id, planned, enc, plan.wefat_options))
             except StimkitError as e:
                 fail(planned.wefat.name, enc.spec, e)
-        if report.results or report.wefats:
+        for b in fresh:
+            try:
+                row = baseline.execute_one(con, run_id, b, reference=plan.reference)
+                baseline.write(con, row)
+                report.baselines.append(row)
+            except StimkitError as e:
+                fail(b.planned.name, getattr(b.encoder, "base_spec", b.encoder.spec), f"baseline: {first_line(e)}")
+        if report.results or report.wefats or len(report.baselines) > len(report.reused):
             report.run_id = run_id
             store.insert(con, "run_failures", [FailureRow(run_id, f.test, f.encoder, f.cause) for f in failures])
         else:

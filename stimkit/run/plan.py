@@ -69,6 +69,7 @@ class Plan:
     # A layer sweep (layer=all) encodes once for all its layers: layer fingerprint -> the sweep
     sweeps: dict[str, Encoder] = field(default_factory=dict)
     reference: pl.DataFrame | None = None                 # --center-ref SET: its stimuli, selected once
+    baselines: tuple = ()                                 # run.baseline.PlannedBaseline: matched random baselines
 
     def source(self, enc: Encoder) -> Encoder:
         """The encoder that encodes what `enc` reads (a layer's sweep, or itself)."""
@@ -83,6 +84,10 @@ class Plan:
             frames.setdefault(self.source(enc).fingerprint, (self.source(enc), list(extra)))[1].extend(t.sets.values())
         for w, enc in self.wefats:
             frames.setdefault(enc.fingerprint, (enc, []))[1].extend(w.frames.values())
+        for b in self.baselines:  # a baseline to compute reads the test's stimuli and its drawn ones
+            if b.draws is not None:
+                frames.setdefault(self.source(b.encoder).fingerprint, (self.source(b.encoder), list(extra)))[1].extend(
+                    [*b.planned.sets.values(), b.draws.stimuli])
         return [(enc, stimuli_of(fs)) for enc, fs in frames.values()]
 
     def without(self, failed: dict[str, str]) -> tuple[Plan, list[Failure]]:
@@ -93,9 +98,11 @@ class Plan:
         dead = lambda enc: self.source(enc).fingerprint in failed  # noqa: E731
         gone = {self.source(e).fingerprint: Failure("*", getattr(e, "base_spec", self.source(e).spec),
                                                     failed[self.source(e).fingerprint])
-                for _, e in self.pairs + self.wefats if dead(e)}
+                for e in [e for _, e in self.pairs + self.wefats] + [b.encoder for b in self.baselines] if dead(e)}
         return replace(self, pairs=tuple(p for p in self.pairs if not dead(p[1])),
-                       wefats=tuple(w for w in self.wefats if not dead(w[1]))), list(gone.values())
+                       wefats=tuple(w for w in self.wefats if not dead(w[1])),
+                       baselines=tuple(b for b in self.baselines if b.draws is None or not dead(b.encoder))), \
+            list(gone.values())
 
 
 def refuse_early(test: TestDef, sets: dict[str, pl.DataFrame], opts: Options) -> None:

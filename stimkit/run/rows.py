@@ -74,6 +74,61 @@ class Result:
     n_shared_vectors: int | None = None  # stimuli whose vector another word has too (the encoder cannot tell them apart)
     items: pl.DataFrame | None = column(stored=False)        # result_items: one row per selected stimulus
     cut_rows: tuple["CutRow", ...] = column((), stored=False)  # result_cuts
+    diagnostics: tuple["DiagnosticRow", ...] = column((), stored=False)  # result_diagnostics: X's and Y's words
+
+
+@dataclass(frozen=True)
+class DiagnosticRow:
+    """What one target set of a result is made of: a row of `result_diagnostics`."""
+    result_id: str
+    role: str                      # X | Y
+    n_words: int
+    zipf_mean: float               # wordfreq's Zipf scale, over the set's distinct words
+    zipf_sd: float | None
+    pieces_mean: float | None      # mean subword count under the encoder's tokenizer
+    oov_share: float | None        # share of words a static vocabulary lacks
+    reliability: float | None      # split-half (Spearman-Brown) of the words' association profiles
+    language: str
+
+
+@dataclass(frozen=True)
+class BaselineRow:
+    """A matched random baseline of one test on one encoder: a row of `baselines`, with its draws."""
+    baseline_id: str               # hash of what decides it: test, fingerprint, set versions, K, seed, procedure
+    run_id: str
+    test: str
+    encoder: str
+    fingerprint: str
+    context: str
+    set_versions: list[str]
+    k: int
+    seed: int
+    procedure: str                 # JSON: the test's options that decide d and p, and how words were matched
+    alternative: str
+    balance: str | None
+    cut_seed: int | None
+    clustered: bool
+    ddof: int
+    centering: str | None
+    p_method: str
+    samples: int
+    tolerance: float
+    vocabulary: str
+    language: str
+    n_candidates: int              # reference words that matched some target word
+    min_pool: int                  # candidates of the target word with the fewest
+    observed_d: float
+    percentile: float              # the observed d among the K random d (0-100, ties half)
+    fpr: float                     # share of random pairs with p <= alpha
+    alpha: float
+    d_median: float
+    d_low: float
+    d_high: float
+    d_x: float                     # median d of X against its matched random set
+    d_y: float                     # median d of Y against its matched random set
+    stimkit_version: str
+    seconds: float
+    draws: pl.DataFrame | None = column(stored=False)   # baseline_draws: one row per drawn pair
 
 
 @dataclass(frozen=True)
@@ -245,6 +300,9 @@ class RunReport:
     n_encoders: int = 0
     wefats: list[WefatResult] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)   # what did not apply (an encoder without c-word vectors)
+    warnings: list[str] = field(default_factory=list)  # stimulus diagnostics: X and Y differ in frequency, length
+    baselines: list[BaselineRow] = field(default_factory=list)  # computed or reused
+    reused: list[str] = field(default_factory=list)   # baseline_ids found stored, not computed again
 
     @property
     def cannot_reject(self) -> list[Result]:

@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from ..checks import suggest
 from .. import StimkitError, store
+from . import grammar
 from .language import ANY, Provenance, same_language
 from .sets import SetSpec  # noqa: F401  (generate.SetSpec: a set to render)
 from .templates import TemplateSet, check_language, current_limits
@@ -60,7 +61,8 @@ def render(spec: SetSpec, wordlists: dict[str, WordList], template_sets: dict[st
     files_used = []
     limits = current_limits()
     per_file: dict[str, int] = {}
-    for word_ordinal, word in enumerate(wl.words):
+    words = [tset.inflected(w) for w in wl.words]  # the singular and plural of the set's grammar
+    for word_ordinal, word in enumerate(words):
         file = tset.file_for(word, spec.template_file)
         files_used.append(file)
         produced = 0
@@ -87,13 +89,15 @@ def render(spec: SetSpec, wordlists: dict[str, WordList], template_sets: dict[st
                                f"{word.text!r} (list {wl.name!r}, {wl.path}:{wl.line})")
     payload = {
         "generator": GENERATOR_VERSION,
-        "wordlist": {"name": wl.name, "category": wl.category, "words": [w.as_dict() for w in wl.words]},
+        "wordlist": {"name": wl.name, "category": wl.category, "words": [w.as_dict() for w in words]},
         "template_set": spec.template_set,
         "template_file": spec.template_file,
         "templates": tset.digest(files_used),
     }
     if wl.provenance.hashed():
         payload["language"] = wl.provenance.hashed()
+    if tset.grammar != grammar.PAPER_GRAMMAR:  # the paper's rules were the only grammar before sets chose:
+        payload["grammar"] = tset.grammar      # their versions stay as they were
     version = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
     replaced = [{"word_list": wl.name, "builtin": wl.overrides, "user": f"{wl.path}:{wl.line}"}] if wl.overrides else []
     replaced += [{"template_set": s.name, "builtin": s.overrides, "user": str(s.path)} for s in tset.chain() if s.overrides]

@@ -1,13 +1,21 @@
 """English grammar for stimulus templates: articles, plurals, sentence case, word kinds.
 
-The rules are those of the published SEAT generator (May et al. 2019), as read
-off the published sets (`spec/STIMULI.md`). Every filter here accepts text in
-which the word of interest is *marked* (see `mark`), so that the renderer can
-find the word's character span in the finished sentence.
+Two grammars, chosen per template set (`templates.TemplateSet.grammar`):
+
+- `may2019`: the rules of the published SEAT generator (May et al. 2019), as read off
+  the published sets (`spec/STIMULI.md`), slips included ("childs", "an university"):
+  the sets that reproduce a paper keep them, so their stimuli and versions never move;
+- `inflect`: the `inflect` library (plurals, singulars and indefinite articles of
+  English, irregular nouns included: child -> children, person -> people), for every
+  other set, the user's included.
+
+Every filter here accepts text in which the word of interest is *marked* (see `mark`),
+so that the renderer can find the word's character span in the finished sentence.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 
 # Private-use code points that bracket the word of interest while rendering.
@@ -101,6 +109,62 @@ def singular(word: str) -> str:
     if word == "children":
         return "child"
     return word[:-1] if word.endswith("s") else word
+
+
+# ---------------------------------------------------------------- inflect (every other set)
+
+GRAMMARS = ("may2019", "inflect")
+PAPER_GRAMMAR = "may2019"   # the published generator's rules: the grammar a set version was made under
+                            # before sets could choose one (so it is left out of their version hash)
+
+
+@functools.lru_cache(maxsize=1)
+def _engine():
+    import inflect  # here: importing inflect takes about a second, and the paper's sets never need it
+
+    return inflect.engine()
+
+
+def inflect_article(text: str) -> str:
+    """The indefinite article by pronunciation (inflect): 'an hour', 'a university', 'an honest'."""
+    plain = unmark(str(text)).strip()
+    return _engine().a(plain).split(" ", 1)[0] if plain else "a"
+
+
+def inflect_with_article(text: str) -> str:
+    return f"{inflect_article(text)} {text}"
+
+
+@_inner
+def inflect_plural(word: str) -> str:
+    """The plural by inflect: child -> children, person -> people, mouse -> mice, knife -> knives."""
+    return (_engine().plural_noun(word) or word) if word.strip() else word
+
+
+@_inner
+def inflect_singular(word: str) -> str:
+    """The singular of a plural noun by inflect (children -> child); a word it does not take
+    for a plural stays as it is."""
+    return (_engine().singular_noun(word) or word) if word.strip() else word
+
+
+def filters(grammar: str) -> dict:
+    """The template filters of a grammar: a, article, plural, singular, capfirst."""
+    if grammar == "inflect":
+        return {"a": inflect_with_article, "article": inflect_article, "plural": inflect_plural,
+                "singular": inflect_singular, "capfirst": capfirst}
+    return {"a": with_article, "article": article, "plural": plural, "singular": singular, "capfirst": capfirst}
+
+
+def forms(text: str, singular_form: str, plural_form: str, given: bool, grammar: str) -> tuple[str, str]:
+    """A word's (singular, plural) under a grammar. A word list's own forms (`given`) and the
+    paper's grammar keep the forms the list resolved (the paper's rules); under inflect a
+    word listed in the plural (children) gets inflect's singular, any other its plural."""
+    if grammar == PAPER_GRAMMAR or given:
+        return singular_form, plural_form
+    if plural_form == text and singular_form != text:  # listed in the plural (the lexicon's plural nouns)
+        return inflect_singular(text), text
+    return text, inflect_plural(text)
 
 
 def capfirst(text: str) -> str:

@@ -21,7 +21,9 @@ from .inputs import inside, read_text
 SET_FILE = "_set.toml"
 SET_KEYS = {"description": "one line: what the set is, or what it changes against the set it perturbs",
             "language": "the BCP 47 tag of the set's own words (default en); `*` for a set with none, which serves a list "
-                        "in any language"}
+                        "in any language",
+            "grammar": "inflect (the default) or may2019 (the published SEAT generator's rules, slips included): how the "
+                       "English filters make plurals, singulars and articles; never inherited"}
 
 
 def info(folder: Path) -> dict:

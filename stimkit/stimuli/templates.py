@@ -16,6 +16,7 @@ for a list in another language, whose templates use the forms the list gives.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import os
 import re
@@ -229,21 +230,24 @@ class _Loader(jinja2.FileSystemLoader):
         return source, filename, uptodate
 
 
-def make_environment(roots: list[Path]) -> SandboxedEnvironment:
+def make_environment(roots: list[Path], grammar_name: str = grammar.PAPER_GRAMMAR) -> SandboxedEnvironment:
     env = _Sandbox(
         loader=_Loader([str(r) for r in roots]),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         keep_trailing_newline=False,
     )
-    env.filters.update(
-        a=grammar.with_article,
-        article=grammar.article,
-        plural=grammar.plural,
-        singular=grammar.singular,
-        capfirst=grammar.capfirst,
-    )
+    env.filters.update(grammar.filters(grammar_name))
     return env
+
+
+def read_grammar(folder: Path, info: dict) -> str:
+    """The grammar a set renders with: the `grammar` of its own `_set.toml` (never inherited: a
+    set that reproduces a paper says so itself), else inflect."""
+    name = info.get("grammar", "inflect")
+    if name not in grammar.GRAMMARS:
+        raise InputError(f"{folder / SET_FILE}: unknown grammar {name!r} (known: {', '.join(grammar.GRAMMARS)})")
+    return name
 
 
 class TemplateSet:
@@ -270,10 +274,11 @@ class TemplateSet:
                                f"known: {', '.join(known)})")
         if not self.path.resolve().is_relative_to(self.root.resolve()):
             raise StimkitError(f"template set {name!r}: {self.path} leads outside {self.root}")
-        self.env = make_environment(roots)
+        self.info = template_sets.info(self.path)  # its `_set.toml` (description, language, grammar), checked here
+        self.grammar = read_grammar(self.path, self.info)
+        self.env = make_environment(roots, self.grammar)
         self._files: dict[str, list[Template]] = {}
         self.overrides: str | None = None  # the built-in set's folder, when this user set replaces it
-        self.info = template_sets.info(self.path)  # its `_set.toml` (description), checked here
         base_file = self.path / "_base"
         self.base = None
         if base_file.exists():
@@ -312,12 +317,21 @@ class TemplateSet:
             return self.base.language if self.base else DEFAULT_LANGUAGE
         return normalise(self.info["language"], str(self.path / SET_FILE), allow_any=True)
 
+    def inflected(self, word: Word) -> Word:
+        """The word with the singular and plural of this set's grammar (its list's own forms kept);
+        a set in a language the grammar does not inflect leaves the list's forms as they are."""
+        if not inflected(self.language):
+            return word
+        singular, plural = grammar.forms(word.text, word.singular, word.plural, word.forms_given, self.grammar)
+        if (singular, plural) == (word.singular, word.plural):
+            return word
+        return dataclasses.replace(word, singular=singular, plural=plural)
+
     def templates(self, file: str) -> list[Template]:
-        owner = self.owner(file)
-        if owner is not self:
-            return owner.templates(file)
+        """The file's templates (an inherited file keeps its owner's ids but renders with this
+        set's grammar: may2019_fixed's inherited may2019 lines use inflect's filters)."""
         if file not in self._files:
-            self._files[file] = self._parse(file)
+            self._files[file] = self._parse(file, self.owner(file))
         return self._files[file]
 
     def file_for(self, word: Word, file: str | None = None) -> str:
@@ -356,9 +370,9 @@ class TemplateSet:
             seen[name] = Path(filename)
             self._depends(source_, f"{filename}", seen)
 
-    def _parse(self, file: str) -> list[Template]:
-        path = self.path / f"{file}.j2"
-        inside(path, self.root, "template file")
+    def _parse(self, file: str, owner: "TemplateSet") -> list[Template]:
+        path = owner.path / f"{file}.j2"
+        inside(path, owner.root, "template file")
         source = read_text(path)
         declared = {n for n, line in enumerate(source.split("\n"), start=1) if _WORDLESS.search(line)}
         # Blank out comments, keeping their newlines so line numbers stay true.
@@ -389,7 +403,7 @@ class TemplateSet:
             depends: dict[str, Path] = {}
             self._depends("\n".join(padded), f"{path}:{number}", depends)
             filters, variables = self._names("\n".join(padded), depends.values())
-            templates.append(Template(f"{self.name}/{file}:{number}", file, number, line.strip(), compiled,
+            templates.append(Template(f"{owner.name}/{file}:{number}", file, number, line.strip(), compiled,
                                       file_wordless or number in declared, tuple(sorted(set(depends.values()))),
                                       filters, variables))
         if not templates:
@@ -439,9 +453,11 @@ def check_language(template: Template, word: Word, language: str, wordlist: str)
 
 
 def _contents(folder: Path) -> list[tuple[str, bytes]]:
-    """What a set renders from (its description, `_set.toml`, aside)."""
-    return sorted((str(p.relative_to(folder)), p.read_bytes()) for p in folder.rglob("*")
-                  if p.is_file() and p.relative_to(folder) != Path(SET_FILE))
+    """What a set renders from: its files and its grammar (the rest of `_set.toml`, its
+    description and language, renders nothing)."""
+    grammar_name = read_grammar(folder, template_sets.info(folder)).encode()
+    return sorted([(str(p.relative_to(folder)), p.read_bytes()) for p in folder.rglob("*")
+                   if p.is_file() and p.relative_to(folder) != Path(SET_FILE)] + [(SET_FILE + ":grammar", grammar_name)])
 
 
 def load_set(name: str, user_root: Path | None = None, override: bool = False) -> TemplateSet:

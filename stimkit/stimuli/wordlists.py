@@ -73,6 +73,8 @@ class Word:
     plural: str | None            # None: a list outside English that gives no plural
     gender: str | None = None
     grammatical_gender: str | None = None
+    forms_given: bool = False  # the list gave `singular`/`plural` itself: every grammar keeps them
+    # (not in as_dict: a set's version covers the forms rendered, never how they were found)
 
     def as_dict(self) -> dict:
         """What a set version hashes of the word (grammatical gender only where marked, so
@@ -200,7 +202,15 @@ def _resolve_word(entry, defaults: dict, lexicon, where, language: str = "en") -
         singular, plural = grammar.singular(text), text
     else:
         singular, plural = text, grammar.plural(text)
-    return Word(text, kind, person, singular, plural, gender, genus)
+    return Word(text, kind, person, singular, plural, gender, genus,
+                forms_given="singular" in entry or "plural" in entry)
+
+
+def fold(text: str) -> str:
+    """The key under which two words are one: Unicode compatibility forms and case folded
+    (NFKC of the case-folded NFKC, Unicode's caseless match), so "Senior" and "senior", or
+    "ﬁle" and "file", are the same word."""
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
 
 
 def clean_text(text: str, where: str, what: str) -> str:
@@ -270,7 +280,7 @@ def parse_file(path: Path, lexicon=None) -> list[WordList]:
         entries = _derive(entries, body, where)
         provenance = Provenance.parse(body, where, body.get("source", ""))
         defaults = {k: body[k] for k in ("kind", "person", "gender", "grammatical_gender") if k in body}
-        words, seen = [], {}
+        words, seen, folded = [], {}, {}
         for entry in entries:
             label = entry if isinstance(entry, str) else (entry.get("word") if isinstance(entry, dict) else entry)
             found = lines.next_string(label, at)
@@ -279,7 +289,12 @@ def parse_file(path: Path, lexicon=None) -> list[WordList]:
             word = _resolve_word(entry, defaults, lexicon, f"{path}:{line}: list {name!r}", provenance.language)
             if word.text in seen:
                 raise StimkitError(f"{path}:{line}: list {name!r}: duplicate word {word.text!r} (first at line {seen[word.text]})")
+            first = folded.get(fold(word.text))
+            if first is not None:  # "Senior" and "senior": one GloVe vector, counted twice
+                raise StimkitError(f"{path}:{line}: list {name!r}: duplicate word {word.text!r}: the same as {first!r} "
+                                   f"(line {seen[first]}) after case folding and Unicode normalisation")
             seen[word.text] = line
+            folded[fold(word.text)] = word.text
             words.append(word)
         lists.append(
             WordList(

@@ -14,6 +14,8 @@ once and checked; `Store.run` executes one through the same plan path as `stimki
     catalog = "tests"
     checks = true                      # consistency checks over the study's results
     [options]                          # test options: budget, seed, alternative, clustered, ...
+    [baseline]                         # a matched random baseline per result (or: baseline = 1000)
+    sets = 1000                        #   K random pairs; seed, tolerance, vocabulary, language
     [table]
     layout = "table4"                  # table4 | tan-celis (with `rows`)
 """
@@ -30,7 +32,8 @@ from ..stimuli.inputs import read_toml
 LAYOUTS = ("table4", "tan-celis")
 CONTEXT_CHOICES = ("own", "c-word")
 KEYS = {"name", "description", "paper", "tests", "contexts", "encoders", "options", "correction", "alpha", "wefat",
-        "checks", "table", "wordlists", "templates", "catalog"}
+        "checks", "table", "wordlists", "templates", "catalog", "baseline"}
+BASELINE_KEYS = {"sets", "seed", "tolerance", "vocabulary", "language"}
 TABLE_KEYS = {"layout", "rows"}
 
 
@@ -53,6 +56,7 @@ class Study:
     wordlist_dir: Path | None = None             # your own inputs (relative to the study file)
     template_dir: Path | None = None
     catalog_dir: Path | None = None
+    baseline: dict | None = None                 # [baseline] sets = K, seed, tolerance, vocabulary, language
 
 
 def builtin() -> list[str]:
@@ -121,7 +125,16 @@ def parse(body: dict, path: Path | None = None) -> Study:
         if not folder.is_dir():
             raise UsageError(f"{where}: `{key}` folder {folder} does not exist")
         folders[key] = folder
+    baseline = body.get("baseline")
+    if isinstance(baseline, int) and not isinstance(baseline, bool):  # baseline = 1000: K pairs, the defaults
+        baseline = {"sets": baseline}
+    if baseline is not None:
+        if not isinstance(baseline, dict) or set(baseline) - BASELINE_KEYS or "sets" not in baseline:
+            raise UsageError(f"{where}: `baseline` is a number of random pairs (baseline = 1000) or a table "
+                             f"[baseline] with `sets` (and {', '.join(sorted(BASELINE_KEYS - {'sets'}))})")
+        if isinstance(baseline.get("vocabulary"), str):  # relative to the study file, like its folders
+            baseline = {**baseline, "vocabulary": str((path.parent if path else Path.cwd()) / baseline["vocabulary"])}
     return Study(name, str(body.get("description", "")), paper, tests, contexts,
                  _strings(body, "encoders", where, ("glove-6b-50d",)), dict(options), str(body.get("correction", "holm")),
                  float(alpha), _strings(body, "wefat", where), bool(body.get("checks", False)), layout, rows, path,
-                 folders["wordlists"], folders["templates"], folders["catalog"])
+                 folders["wordlists"], folders["templates"], folders["catalog"], baseline)
