@@ -485,7 +485,7 @@ class Store:
         return with_baselines(self.con, plan, b, self._baseline_inputs(), keep_tests)
 
     def baseline(self, tests: list[str], *, encoders: list[str] = ("glove-6b-50d",), sets: int = 1000, seed: int = 0,
-                 tolerance: float = 0.25, vocabulary: str | Path | None = None, language: str = "en",
+                 tolerance: float = 0.25, vocabulary: str | Path | None = None, language: str | None = None,
                  command: str = "library", options: Options | None = None, progress=None, on_failure=None,
                  **option_values) -> RunReport:
         """Matched random baselines (`stimkit baseline`): for each test and encoder, `sets` (K)

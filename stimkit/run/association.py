@@ -237,12 +237,13 @@ def run_one(con, run_id: str, planned: PlannedTest, enc: Encoder, opts: Options,
 
     started = time.perf_counter()
     prep = prepare(con, planned, enc, opts, reference)
-    profiles = diagnose.profiles(prep, enc, planned.name)  # X's and Y's words: frequency, length, reliability
+    language = diagnose.wordfreq_language(planned.language)
+    profiles = diagnose.profiles(prep, enc, planned.name, language)  # X's and Y's words: frequency, length, reliability
     found = []
     for name in opts.metrics:
         res = (result(run_id, planned, enc, prep, opts, started, kind) if name == "weat"
                else metric_result(run_id, planned, enc, prep, opts, name, started, kind))
-        res = replace(res, diagnostics=diagnose.rows(res.result_id, profiles, diagnose.LANGUAGE))
+        res = replace(res, diagnostics=diagnose.rows(res.result_id, profiles, language))
         write(con, res)
         found.append(res)
     return found

@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -39,7 +39,7 @@ from ..stats import baseline as bstats
 from ..stimuli import diagnostics, grammar
 from ..stimuli.sets import SetSpec
 from ..stimuli.wordlists import Word, fold, load_lexicon
-from . import association
+from . import association, diagnose
 from .options import Options
 from .plan import Plan, PlannedTest
 from .rows import BaselineRow, Failure
@@ -58,7 +58,7 @@ class BaselineOptions:
     seed: int = 0
     tolerance: float = 0.25         # Zipf distance allowed between a drawn word and its target word
     vocabulary: str | None = None   # a file of words (one a line); None: wordfreq's list for the language
-    language: str = diagnostics.DEFAULT_LANGUAGE
+    language: str | None = None     # the words' language (wordfreq's code); None: each test's targets' language
 
     def __post_init__(self):
         if isinstance(self.sets, bool) or not isinstance(self.sets, int) or self.sets < 2:
@@ -72,6 +72,10 @@ class BaselineOptions:
             raise UsageError(f"--tolerance must be a Zipf distance in (0, 3], not {self.tolerance!r}")
         if self.vocabulary is not None and not Path(self.vocabulary).is_file():
             raise UsageError(f"--vocabulary {self.vocabulary}: no such file")
+
+    def for_test(self, planned: PlannedTest) -> BaselineOptions:
+        """These options for one test: in its targets' language unless a language was given."""
+        return self if self.language else replace(self, language=diagnose.wordfreq_language(planned.language))
 
 
 @dataclass(frozen=True)
@@ -133,14 +137,18 @@ def stored(con, bid: str) -> BaselineRow | None:
 def plan(con, run_plan: Plan, b: BaselineOptions, inputs: Inputs) -> tuple[tuple[PlannedBaseline, ...], list[Failure]]:
     """A planned baseline for every (test, encoder) pair of the plan: reused when stored, else
     drawn and rendered now (so that encoding the plan encodes the drawn stimuli too)."""
-    vocab = None
+    vocabs: dict[str, diagnostics.Vocabulary] = {}
     out, failed = [], []
+    given = b
     for planned, enc in run_plan.pairs:
         try:
             opts = planned.options
             if opts.center is not None:
                 raise UsageError("a matched baseline of a centred test is not supported yet: run it without --center")
-            vocab = vocab or diagnostics.reference_vocabulary(b.language, b.vocabulary)
+            b = given.for_test(planned)
+            if b.language not in vocabs:
+                vocabs[b.language] = diagnostics.reference_vocabulary(b.language, b.vocabulary)
+            vocab = vocabs[b.language]
             procedure = procedure_of(opts, b, vocab.source)
             bid = baseline_id(planned.name, enc.fingerprint, planned.versions, b.sets, b.seed, procedure)
             found = stored(con, bid)
@@ -209,6 +217,7 @@ def _forms(words: list[str], kinds: list[str]) -> list[str]:
 def draw_sets(planned: PlannedTest, enc: Encoder, vocab: diagnostics.Vocabulary, b: BaselineOptions, inputs: Inputs,
               rng: np.random.Generator) -> Draws:
     """Draw K matched pairs and render them where the test's words stood."""
+    b = b.for_test(planned)
     targets = _targets(planned)
     words = [t.word for t in targets]
     tz = diagnostics.zipf(words, b.language)

@@ -17,8 +17,16 @@ from ..stats import reliability
 from ..stimuli import diagnostics
 from .rows import DiagnosticRow, Result
 
-# The language whose frequencies describe a test's words: English, until word lists say theirs.
+# The language whose frequencies describe words whose sets name none.
 LANGUAGE = diagnostics.DEFAULT_LANGUAGE
+
+
+def wordfreq_language(tag: str | None) -> str:
+    """wordfreq's code for a set's or a test's language tag: the targets' primary subtag (a
+    cross-lingual test's language reads "targets+attributes")."""
+    from ..stimuli.language import primary
+
+    return primary((tag or LANGUAGE).split("+")[0])
 
 
 def words_of(frame: pl.DataFrame) -> list[str]:
@@ -72,7 +80,7 @@ def warnings(res: Result) -> list[str]:
 
 
 def sets_report(con, like: str | None, encoder_specs: list[str] | None,
-                language: str = LANGUAGE) -> tuple[pl.DataFrame, pl.DataFrame, list[str]]:
+                language: str | None = None) -> tuple[pl.DataFrame, pl.DataFrame, list[str]]:
     """What `sets --diagnose` shows: per current set (name containing `like`), its words' Zipf
     mean and SD, each static encoder's OOV share and each tokenizer's mean subword count (the
     encoders named, else those with vectors in the store: one per model); and per target set
@@ -80,9 +88,10 @@ def sets_report(con, like: str | None, encoder_specs: list[str] | None,
     from .. import store
     from ..encoders import resolve
 
-    where = "WHERE set_name LIKE ?" if like else ""
-    words = store.frame(con, f"SELECT set_name, list(DISTINCT word ORDER BY word) AS words FROM current_stimuli {where} "
-                             "GROUP BY set_name ORDER BY set_name", [f"%{like}%"] if like else None)
+    where = "WHERE s.set_name LIKE ?" if like else ""
+    words = store.frame(con, "SELECT s.set_name, list(DISTINCT s.word ORDER BY s.word) AS words, any_value(c.language) "
+                             f"FROM current_stimuli s JOIN current_sets c ON c.name = s.set_name {where} "
+                             "GROUP BY s.set_name ORDER BY s.set_name", [f"%{like}%"] if like else None)
     notes: list[str] = []
     specs = encoder_specs or [s for (s,) in store.rows(con, "SELECT spec FROM encoders ORDER BY created_at")]
     encs, seen = [], set()
@@ -97,15 +106,16 @@ def sets_report(con, like: str | None, encoder_specs: list[str] | None,
             seen.add(model)
             encs.append(enc)
     rows = []
-    for set_name, listed in words.iter_rows():
+    for set_name, listed, set_language in words.iter_rows():
         listed = [w for w in listed if w]
-        p = diagnostics.profile(listed, language)
+        set_language = language or wordfreq_language(set_language)
+        p = diagnostics.profile(listed, set_language)
         row = {"set": set_name, "n_words": p.n_words, "zipf_mean": p.zipf_mean, "zipf_sd": p.zipf_sd}
         for enc in encs:
             counted = pieces(enc, listed)
             if counted is None:
                 continue
-            q = diagnostics.profile(listed, language, counted, static=enc.static)
+            q = diagnostics.profile(listed, set_language, counted, static=enc.static)
             row[f"oov:{enc.name}" if enc.static else f"pieces:{enc.name}"] = q.oov_share if enc.static else q.pieces_mean
         rows.append(row)
     profiles_df = pl.DataFrame(rows, schema_overrides={"zipf_sd": pl.Float64}) if rows else pl.DataFrame(

@@ -34,6 +34,15 @@ GAP_PIECES = 0.5        # ... or in mean subword count
 
 # ------------------------------------------------------------------------------ frequency
 
+@lru_cache(maxsize=None)
+def has_frequencies(language: str) -> bool:
+    """Whether wordfreq has a word list of its own for `language` (else it would answer from
+    "the nearest match", Telugu from English: a frequency of nothing)."""
+    import wordfreq
+
+    return language in wordfreq.available_languages()
+
+
 @lru_cache(maxsize=65536)
 def _zipf(word: str, language: str) -> float:
     import wordfreq
@@ -43,7 +52,9 @@ def _zipf(word: str, language: str) -> float:
 
 def zipf(words, language: str = DEFAULT_LANGUAGE) -> np.ndarray:
     """Zipf frequency of each word (a multi-word item: wordfreq's estimate for the phrase;
-    0 for a word wordfreq has never seen)."""
+    0 for a word wordfreq has never seen; NaN for every word of a language wordfreq lacks)."""
+    if not has_frequencies(language):
+        return np.full(len(list(words)), np.nan)
     return np.array([_zipf(str(w), language) for w in words], dtype=np.float64)
 
 
@@ -64,6 +75,9 @@ def reference_vocabulary(language: str = DEFAULT_LANGUAGE, path: str | None = No
     import wordfreq
 
     if path is None:
+        if not has_frequencies(language):
+            raise UsageError(f"wordfreq has no word list for language {language!r}: give the words to draw from "
+                             "(--vocabulary FILE, one word a line)")
         try:
             listed = wordfreq.top_n_list(language, 10_000_000)
             freq = wordfreq.get_frequency_dict(language)
