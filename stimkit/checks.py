@@ -7,6 +7,7 @@ import os
 from .errors import UsageError
 
 ALTERNATIVES = ("greater", "less", "two-sided")
+UNITS = ("sentences", "words")  # what a sentence test's permutation moves: its unit of inference
 CORRECTIONS = ("holm", "bonferroni", "bh", "by", "none")  # queries/<name>.sql, and none
 
 

@@ -8,7 +8,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from .. import StimkitError, store
+from .. import StimkitError, UsageError, store
 from . import tests as catalog
 from ..stimuli.generate import GENERATOR_VERSION, insert_set
 from ..stimuli.balance import balance as balance_sets
@@ -94,10 +94,17 @@ def read(path: Path) -> dict:
     return data
 
 
-def import_dir(con, directory: Path, prefix: str = "import:", override: bool = False) -> list[dict]:
+def import_dir(con, directory: Path, prefix: str = "import:", override: bool = False,
+               units: str | None = None) -> list[dict]:
     """Every published-format file of `directory` as a test `<prefix><file stem>`. A name
     that is a catalog test's would replace it: refused unless `override`, and then
-    recorded in the imported sets' provenance."""
+    recorded in the imported sets' provenance. `units`: the tests' units (None: words, the
+    default of a user's sentence test; the format names no word per example, so each
+    example is its own word and the two units permute the same items)."""
+    from ..checks import UNITS
+
+    if units is not None and units not in UNITS:
+        raise UsageError(f"--units {units!r}: unknown units (known: {', '.join(UNITS)})")
     directory = Path(directory)
     files = sorted(directory.glob("*.jsonl")) + sorted(directory.glob("*.json"))
     if not files:
@@ -136,8 +143,8 @@ def import_dir(con, directory: Path, prefix: str = "import:", override: bool = F
                 seq += 1
                 set_names.append(name)
             con.execute(
-                "INSERT OR REPLACE INTO imported_tests (name, source, x_set, y_set, a_set, b_set) VALUES (?, ?, ?, ?, ?, ?)",
-                [test_name, str(path), *set_names],
+                "INSERT OR REPLACE INTO imported_tests (name, source, x_set, y_set, a_set, b_set, units) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)", [test_name, str(path), *set_names, units],
             )
             report.append({"test": test_name, "file": str(path), "sizes": [len(data[k]["examples"]) for k in catalog.SENTBIAS_KEYS.values()]})
     return report

@@ -150,13 +150,14 @@ def import_sentbias(
     directory: Path,
     prefix: Annotated[str, typer.Option("--prefix", help="Prefix of the imported test names.")] = "import:",
     override: Annotated[bool, typer.Option("--override", help="Let an imported test replace the catalog test of the same name (recorded in its sets' provenance).")] = False,
+    units: Annotated[Optional[str], typer.Option("--units", help="sentences | words: the imported tests' units (default words; the format names no word per sentence, so each example is its own word unless you ask for sentences by name).")] = None,
 ):
     """Load published-format JSON files as stimulus sets and tests named <prefix><file stem>.
 
     Example: stimkit import sentbias their-tests/ --prefix theirs:
     """
     with open_store() as store:
-        report = store.import_sentbias(directory, prefix, override)
+        report = store.import_sentbias(directory, prefix, override, units)
     for r in report:
         out.print(f"{r['test']:<50} sizes X/Y/A/B = {'/'.join(map(str, r['sizes']))}", highlight=False, markup=False, emoji=False)
     out.print(f"imported {count(len(report), 'test')}", highlight=False)
