@@ -26,7 +26,7 @@ from ..errors import UsageError
 from ..output import interval_text, latex_escape, markdown_escape, with_interval
 
 # results: what a terminal shows (in reading order), never drops, and drops first to fit
-READ_COLUMNS = ("test", "encoder", "context", "units", "d", "ci", "p_value", "p_adjusted", "rejected", "n", "flags")
+READ_COLUMNS = ("test", "encoder", "context", "d", "ci", "p_value", "p_adjusted", "rejected", "n", "flags")
 KEEP_COLUMNS = ("test", "encoder", "d", "p_value", "p_adjusted", "rejected")
 DROP_FIRST = ("flags", "n", "ci", "context")  # flags first: a narrow table puts them under the test
 STACK = {"ci": "d", "flags": "test"}  # a narrow terminal shows these under d and test rather than leave them out
@@ -104,7 +104,10 @@ def fragile_lines(df: pl.DataFrame) -> list[str]:
     """A line per result whose decision flips without one word, for under a table."""
     if "flip_word" not in df.columns:
         return []
-    return [f"{r['test']} / {r['encoder']}: {fragile_text(r['flip_word'], r.get('flip_d'), r.get('flip_p'))}"
+    def units(r):
+        return f" ({r['units']} as units)" if r.get("units") and r.get("context") != "word" else ""
+
+    return [f"{r['test']} / {r['encoder']}{units(r)}: {fragile_text(r['flip_word'], r.get('flip_d'), r.get('flip_p'))}"
             for r in df.filter(pl.col("flip_word").is_not_null()).iter_rows(named=True)]
 
 

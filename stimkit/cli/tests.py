@@ -69,8 +69,7 @@ def result_flags(r) -> list[str]:
     alpha = r.influence_alpha
     if (r.units == "sentences" and r.p_value is not None and r.p_words is not None and alpha is not None
             and r.p_value <= alpha < r.p_words):
-        found.append(f"{SENTENCES_ONLY} significant at {alpha} only with sentences as units: with words as units "
-                     f"p {r.p_words:.2g}")
+        found.append(f"{SENTENCES_ONLY} significant at {alpha} only over sentences: words as units give p {r.p_words:.2g}")
     return found
 
 

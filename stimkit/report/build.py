@@ -116,12 +116,14 @@ def ci_text(data: ReportData) -> str:
             "ci_scheme column of the exact numbers" if methods else "no interval was computed")
 
 
-def correction_text(data: ReportData) -> str:
+SENTENCES_ONLY_TEXT = f"{paper.SENTENCES_ONLY} significant only with sentences as units (not with whole words as units)"
+
+
+def correction_text(data: ReportData, sentences_only: bool = True) -> str:
+    """The marks in words (`sentences_only`: with the ^ mark's, where the family has sentence units)."""
     text = (f"* p <= {data.alpha}; ** also after {data.correction} correction" if data.correction != "none"
             else f"* p <= {data.alpha}, no correction")
-    if sentence_units(data):
-        text += f"; {paper.SENTENCES_ONLY} significant only with sentences as units (not with whole words as units)"
-    return text
+    return text + (f"; {SENTENCES_ONLY_TEXT}" if sentences_only and sentence_units(data) else "")
 
 
 def sentence_units(data: ReportData) -> bool:
@@ -178,7 +180,9 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
     d, labels, cell_tips = matrix(t4, names)
     fig, tips = figures.significance_matrix(d, labels, t4.rows, [names.get(e, e) for e in t4.encoders],
                                             "d by test and encoder" + (" [95% interval]" if paper.has_ci(data.results) else "")
-                                            + f"\n{correction_text(data)} (m = {m}, a cell each)",
+                                            + f"\n{correction_text(data, sentences_only=False)} (m = {m}, a cell each)"
+                                            + (f"\n{paper.SENTENCES_ONLY} significant only with sentences as units"
+                                               if sentence_units(data) else ""),
                                             cell_tips)
     emit_figure(fig, "significance-matrix", tips)
     strips = []
