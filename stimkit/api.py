@@ -256,12 +256,14 @@ class Store:
 
         return sentbias.export(self.con, Path(outdir), list(tests or []), balance, seed, force)
 
-    def import_sentbias(self, directory: str | Path, prefix: str = "import:", override: bool = False) -> list[dict]:
-        """Published-format JSON files as stimulus sets and tests named <prefix><file stem>."""
+    def import_sentbias(self, directory: str | Path, prefix: str = "import:", override: bool = False,
+                        units: str | None = None) -> list[dict]:
+        """Published-format JSON files as stimulus sets and tests named <prefix><file stem>.
+        `units`: the tests' units (None: words, a user's question about words)."""
         from .catalog import sentbias
 
         self._writable("import")
-        return sentbias.import_dir(self.con, Path(directory), prefix, override or self.override)
+        return sentbias.import_dir(self.con, Path(directory), prefix, override or self.override, units)
 
     def import_weathub(self, directory: str | Path, only: list[str] | None = None) -> list[dict]:
         """WEATHub as published (its data/ folder of <lang>_<variant> folders): word tests named
@@ -319,13 +321,14 @@ class Store:
                 failed[enc.fingerprint] = _first_line(e)
         return reports, failed
 
-    def _execute(self, plan: Plan, command: str, progress=None, on_result=None, on_failure=None) -> RunReport:
+    def _execute(self, plan: Plan, command: str, progress=None, on_result=None, on_failure=None,
+                 study: dict | None = None) -> RunReport:
         """Encode what the plan needs (released), then execute it."""
         from .run.execute import execute
 
         _, failed = self._encode_plan(plan, progress)
         plan, gone = plan.without(failed)
-        return execute(self.con, plan, command, on_result, on_failure, gone)
+        return execute(self.con, plan, command, on_result, on_failure, gone, study)
 
     # ------------------------------------------------------------------ tests
 
@@ -338,8 +341,9 @@ class Store:
         """Run tests (names or shell patterns over catalog and imported tests, or `everything`,
         or one ad-hoc test from four set names or SELECTs) on each encoder, in one run.
         `context="c-word"` runs sentence tests on each encoder's inserted-word vectors.
-        Options as keywords (budget=, method=, alternative=, seed=, clustered=, bootstrap=,
-        balance=, cut_seed=, cuts=, alpha=) or as a run.options.Options. A set the tests name
+        Options as keywords (budget=, method=, alternative=, seed=, units=, bootstrap=,
+        balance=, cut_seed=, cuts=, alpha=) or as a run.options.Options. A sentence test's
+        units are its own (the catalog's published tests: sentences), else words. A set the tests name
         that the store lacks is generated first (and said so in the report's notes).
 
         An ad-hoc test is stored by its `name`, so `test([name])` runs it again; its context is
@@ -359,7 +363,8 @@ class Store:
         if any((x, y, a, b)):
             if not all((x, y, a, b)):
                 raise UsageError("an ad-hoc test needs all four of --x --y --a --b")
-            adhoc = catalog.adhoc(name, (x, y, a, b), context, opts.balance or "none", opts.alternative, cross_lingual)
+            adhoc = catalog.adhoc(name, (x, y, a, b), context, opts.balance or "none", opts.alternative, cross_lingual,
+                                  opts.units)
             known = catalog.load(None, self.catalog_dir)
             if name in known and not (self.override or rerun):
                 raise UsageError(f"ad-hoc test {name!r} has the name of a {known[name].source} test: choose another "
@@ -419,6 +424,7 @@ class Store:
     def _run(self, study: Study, encoders, options, progress, on_result, on_failure, command, started,
              option_values) -> StudyRun:
         import time
+        from fnmatch import fnmatchcase
 
         from .analysis import paper_tables, tables
         from .catalog import tests as catalog
@@ -438,13 +444,17 @@ class Store:
             chosen = [t for t in chosen if t.context == "c-word"]
         every = wefat_defs.load_catalog()
         wefats = list(every.values()) if "*" in study.wefat else [wefat_defs.get(n) for n in study.wefat]
+        unmatched = [p for p, _ in study.per_test if not any(fnmatchcase(t.name, p) for t in chosen)]
+        if unmatched:
+            raise UsageError(f"{study.path or study.name}: [options.{unmatched[0]!r}] matches none of the study's tests")
         plan = run_plan.make(self.con, chosen, list(encoders or study.encoders), opts, wefats=wefats,
                              wefat_options=WefatOptions(budget=opts.budget, seed=opts.seed), cword_optional=True,
-                             generate_missing=self._generate_missing)
+                             generate_missing=self._generate_missing, per_test=lambda t: study.options_for(t.name))
         plan = self._with_baselines(plan, study.baseline, opts.seed)
-        # the study's name leads the command, so `report --study` finds its runs
+        # the study's name leads the command (and is recorded on the run, with its alpha and
+        # correction: the defaults of reading its results), so `report --study` finds its runs
         report = self._execute(plan, f"run {study.name}" + (f" ({command})" if command else ""), progress, on_result,
-                               on_failure)
+                               on_failure, {"study": study.name, "alpha": opts.alpha, "correction": study.correction})
         job = StudyRun(study, report, [n for n in plan.notes if n.startswith("generated")])
         if report.run_id and report.results:
             job.results = self.results(run=report.run_id, correct=study.correction, alpha=opts.alpha)
@@ -514,24 +524,27 @@ class Store:
 
     # ------------------------------------------------------------------ results
 
-    def results(self, where: str | None = None, run: str | None = None, correct: str = "holm",
-                alpha: float = 0.01, include_stale: bool = False, kind: str = "test") -> pl.DataFrame:
+    def results(self, where: str | None = None, run: str | None = None, correct: str | None = None,
+                alpha: float | None = None, include_stale: bool = False, kind: str = "test") -> pl.DataFrame:
         """The family's results with adjusted p (`correct`: holm | bonferroni | bh | by | none);
         the family (its definition, m, and how many stale results it left out) is in
-        `self.family`. `kind`: audit or compare results instead of the tests you ran."""
-        analysis.check_correction(correct)
-        self.family = analysis.define_family(self.con, where, alpha, run, include_stale=include_stale, kind=kind)
-        return analysis.corrected(self.con, correct)
+        `self.family`. `kind`: audit or compare results instead of the tests you ran.
+        `correct`, `alpha` not given: the study's whose runs make the family (all agreeing),
+        else holm at 0.01; `self.family.settings` says which."""
+        self.family = analysis.define_family(self.con, where, alpha, run, include_stale=include_stale, kind=kind,
+                                             correct=correct)
+        return analysis.corrected(self.con, self.family.correction)
 
-    def check(self, where: str | None = None, run: str | None = None, alpha: float = 0.01,
+    def check(self, where: str | None = None, run: str | None = None, alpha: float | None = None,
               include_stale: bool = False) -> pl.DataFrame:
-        """Every consistency comparison the family allows, with its verdict."""
+        """Every consistency comparison the family allows, with its verdict (at `alpha`; not
+        given: as `results`)."""
         from .analysis import checks
 
         self.family = analysis.define_family(self.con, where, alpha, run, allow_empty=True, include_stale=include_stale)
-        return checks.consistency(self.con, alpha)
+        return checks.consistency(self.con, self.family.alpha)
 
-    def check_metrics(self, where: str | None = None, run: str | None = None, alpha: float = 0.01,
+    def check_metrics(self, where: str | None = None, run: str | None = None, alpha: float | None = None,
                       include_stale: bool = False) -> tuple[pl.DataFrame, pl.DataFrame]:
         """How far the association metrics agree over the family: per test and encoder, whether
         they agree in sign and decision; over the family, Kendall's tau of each pair of metrics
@@ -545,7 +558,7 @@ class Store:
                                    "p_value AS p FROM family ORDER BY test, encoder, metric")
         if df.height == 0:
             return df, df
-        return metrics.sign_agreement(df, alpha), metrics.kendall_tau_matrix(df, by_strength=True)
+        return metrics.sign_agreement(df, self.family.alpha), metrics.kendall_tau_matrix(df, by_strength=True)
 
     def retire(self, where: str, reason: str) -> int:
         """Take the results matching `where` (an SQL condition on `results`) out of every
@@ -579,7 +592,7 @@ class Store:
             raise InputError(f"--where {where!r}: {usersql.first_line(e)}") from None
 
     def query(self, sql: str, params: dict | None = None, where: str | None = None, run: str | None = None,
-              alpha: float = 0.01) -> pl.DataFrame:
+              alpha: float | None = None) -> pl.DataFrame:
         """A named query (queries/NAME.sql) or one reading statement with named parameters
         ($name); the temp view `family` (see `results`) is defined first. Host files are
         reachable only from a store opened with allow_files=True."""
@@ -598,12 +611,13 @@ class Store:
             raise UsageError(f"study {study.name!r} has no run in {self.path} (run `stimkit run {study.path or study.name}`)")
         return row[0]
 
-    def report(self, out_dir: str | Path = "report", where: str | None = None, correct: str = "holm",
-               alpha: float = 0.01, formats: list[str] | None = None, tests: list[str] | None = None,
+    def report(self, out_dir: str | Path = "report", where: str | None = None, correct: str | None = None,
+               alpha: float | None = None, formats: list[str] | None = None, tests: list[str] | None = None,
                audits: bool = False, force: bool = False, study: str | Path | Study | None = None):
         """Write out_dir/report.html (figures inline), figures/ and tables/ from the store
         (reads only). Returns report.Written; its `notes` say what was asked for but absent.
-        `study`: the study's latest run, with its correction and alpha."""
+        `study`: the study's latest run. `correct`, `alpha` not given: the study's (that of the
+        family's runs, as `results`), else holm at 0.01."""
         from .analysis import paper_tables
         from .catalog import tests as catalog
 
@@ -613,7 +627,8 @@ class Store:
             study = study if isinstance(study, studies.Study) else studies.load(study)
             run_id = self.study_run(study)
             where = f"run_id = '{run_id}'" + (f" AND ({where})" if where else "")
-            correct, alpha = study.correction, study.alpha
+            correct = correct if correct is not None else study.correction
+            alpha = alpha if alpha is not None else study.alpha
         try:  # matplotlib is an extra: the rest of the library works without it
             from . import report
         except ImportError as e:
@@ -647,28 +662,38 @@ class Store:
             raise InputError(next(iter(failed.values())))
         return audit.AuditPlan(tuple(audited), plan)
 
+    def study_alpha(self, tests: list[str]) -> float:
+        """The alpha of the study whose runs hold these tests' latest results (studies agreeing),
+        else the default: what reading them would use."""
+        quoted = ", ".join("'" + t.replace("'", "''") + "'" for t in tests)
+        return analysis.define_family(self.con, f"test IN ({quoted})" if tests else None, allow_empty=True).alpha
+
     def audit(self, tests: list[str] | None = None, encoders: list[str] = ("minilm",),
-              template_sets: list[str] | None = None, alpha: float = 0.01, command: str = "library",
+              template_sets: list[str] | None = None, alpha: float | None = None, command: str = "library",
               on_audit=None, progress=None, **option_values) -> tuple[str, list[Audit]]:
         """Template audits (see stimkit.run.audit) of any test whose sets come from templates,
         under each template set (built-in or yours; default: the test's own): per template
-        alone and left out, a random-effects meta-analysis, flip rates and word influence."""
+        alone and left out, a random-effects meta-analysis, flip rates and word influence.
+        `alpha` not given: that of the study that ran the tests (as `results` reads them), else 0.01."""
         from .run import audit
         from .run.options import Options
 
         self._writable("audit")
+        tests = tests or audit.caliskan_sentence_tests()
+        alpha = alpha if alpha is not None else self.study_alpha(tests)
         opts = Options(**{"alpha": alpha, **option_values})
-        plan = self._audit_plan(tests or audit.caliskan_sentence_tests(), encoders, template_sets, opts, progress)
+        plan = self._audit_plan(tests, encoders, template_sets, opts, progress)
         return audit.run_templates(self.con, plan, alpha, command, on_audit)
 
     def audit_compare(self, tests: list[str], template_sets: list[str], encoders: list[str] = ("minilm",),
-                      alpha: float = 0.01, command: str = "library", progress=None,
+                      alpha: float | None = None, command: str = "library", progress=None,
                       **option_values) -> tuple[str, pl.DataFrame]:
         """The same tests under each template set: d, its shift and flips against the first set."""
         from .run import audit
         from .run.options import Options
 
         self._writable("audit")
+        alpha = alpha if alpha is not None else self.study_alpha(tests)
         opts = Options(**{"alpha": alpha, **option_values})
         if len(template_sets) < 2:  # before any set is generated or encoded
             raise UsageError("compare needs at least two template sets")

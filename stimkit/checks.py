@@ -9,6 +9,7 @@ from .errors import UsageError
 # Every enumerated option value, in one place: the code that checks a value and the help text
 # that lists the values both read these (tests/test_cli_startup.py holds each help to its list).
 ALTERNATIVES = ("greater", "less", "two-sided")
+UNITS = ("sentences", "words")  # what a sentence test's permutation moves: its unit of inference
 CORRECTIONS = ("holm", "bonferroni", "bh", "by", "none")  # queries/<name>.sql, and none
 P_METHODS = ("auto", "exact", "sampled", "parametric")  # a test's p-value procedure
 WORD_P_METHODS = ("auto", "exact", "sampled")  # a WEFAT's per-word p

@@ -143,6 +143,8 @@ ENUMERATED = {
     ("test", "--source"): (["test", "weat1"], lambda: checks.SOURCES),
     ("test", "--metric"): (["test", "weat1"], lambda: checks.METRIC_NAMES),
     ("test", "--center"): (["test", "weat1"], lambda: checks.CENTERINGS),
+    ("test", "--units"): (["test", "weat1"], lambda: checks.UNITS),
+    ("import sentbias", "--units"): (["import", "sentbias", "{tmp}"], lambda: checks.UNITS),
     ("baseline", "--method"): (["baseline", "weat1"], lambda: checks.P_METHODS),
     ("baseline", "--alternative"): (["baseline", "weat1"], lambda: checks.ALTERNATIVES),
     ("baseline", "--balance"): (["baseline", "weat1"], lambda: checks.BALANCE_POLICIES),

@@ -116,6 +116,12 @@ def test_run_may_2019_gives_the_published_numbers_of_stimkit_test(catalog_db, tm
     assert len(job.run.results) == 46 and job.family.m == 46 and len(job.run.wefats) == 2
     for r in job.run.results:
         assert (r.effect_size, r.p_value) == (recorded[r.test]["effect_size"], recorded[r.test]["p_value"]), r.test
+        # the paper's procedure: sentences as units, and the p with words as units beside it
+        assert r.units == ("words" if r.context == "word" else "sentences") and r.p_words is not None, r.test
+    # check still pairs each published word test with its sentence test (now by their word lists)
+    pairs = set(job.checks.filter(job.checks["check_name"] == "word vs sentence")["tests"])
+    assert {f"{t} / sent-{t}" for t in ("weat1", "weat2", "weat3", "weat3b", "weat4", "weat5", "weat5b", "weat6",
+                                         "weat6b", "weat7", "weat7b", "weat8", "weat8b", "weat9", "weat10")} <= pairs
 
 
 @pytest.mark.parametrize("make, args, message", [

@@ -1,7 +1,8 @@
 """Consistency checks that test instead of comparing decisions (May et al. 2019, section 6:
-C7 vs C8, C3/C4/C5; word vs sentence; one test across encoders; human against machine
-translation of one test), and a diagnostic of the stimuli: X and Y differing in grammatical
-gender composition (stimuli.language.gender_composition).
+C7 vs C8, C3/C4/C5; word vs sentence, paired by their word lists or `pair` key; one test
+across encoders; human against machine translation of one test), results whose decision
+flips without one word (`one word`: a note), and a diagnostic of the stimuli: X and Y
+differing in grammatical gender composition (stimuli.language.gender_composition).
 
 The difference between significant and not significant is not itself significant. A
 `violation` is a tested claim: the two effects differ beyond their joint uncertainty (the
@@ -37,7 +38,7 @@ def consistency(con, alpha: float) -> pl.DataFrame:
                                         else pl.Boolean if c == "heuristic" else pl.String) for c in COLUMNS})
     ids = sorted({i for row in found["result_ids"].to_list() for i in row})
     results = {r["result_id"]: r for r in store.frame(con, """
-        SELECT result_id, test, fingerprint, encoder, alternative, clustered, effect_size, p_value FROM family
+        SELECT result_id, test, fingerprint, encoder, alternative, units, effect_size, p_value FROM family
         WHERE result_id IN (SELECT unnest(?))""", [ids]).iter_rows(named=True)}
     items = _target_scores(con, [i for row in found.filter(pl.col("check_name").is_in(PAIRWISE)).iter_rows(named=True)
                                  for i in row["result_ids"]])
@@ -116,12 +117,12 @@ def _partner(con, missing: str, present: dict | None) -> str:
     if present is None:
         return f"no result for {missing} in the family"
     others = store.frame(con, """
-        SELECT result_id, alternative, clustered FROM family WHERE test = ? AND fingerprint = ?""",
+        SELECT result_id, alternative, units FROM family WHERE test = ? AND fingerprint = ?""",
                          [missing, present["fingerprint"]])
     if others.height == 0:
         return f"no result for {missing} with encoder {present['encoder']} in the family"
     o = others.row(0, named=True)
-    differs = [f"{k} {o[k]} (here {present[k]})" for k in ("alternative", "clustered") if o[k] != present[k]]
+    differs = [f"{k} {o[k]} (here {present[k]})" for k in ("alternative", "units") if o[k] != present[k]]
     return (f"found {o['result_id']} for {missing}, but it differs in " + ", ".join(differs)
             + ": only results with the same settings are compared")
 

@@ -16,7 +16,9 @@ from ..paths import data_dir
 from ..errors import InputError, UsageError
 from ..store import usersql
 
-HYPOTHESIS = "test, encoder fingerprint, context, alternative, balance, clustering, p-value procedure, set versions, metric, centring"
+HYPOTHESIS = ("test, encoder fingerprint, context, alternative, balance, units (sentences or words), p-value procedure, "
+              "set versions, metric, centring")
+DEFAULT_ALPHA, DEFAULT_CORRECTION = 0.01, "holm"  # where neither the user nor the family's study says
 
 
 @dataclass(frozen=True)
@@ -28,10 +30,36 @@ class Family:
     where: str | None = None
     stale: int = 0          # hypotheses left out because their set versions were superseded
     mixed: tuple[str, ...] = ()  # tests whose results in the family ran on different set versions
+    alpha: float = DEFAULT_ALPHA
+    correction: str = DEFAULT_CORRECTION
+    settings: str = ""      # where alpha and the correction came from: given, a study's, or the defaults
+    alternatives: tuple[tuple[str, int], ...] = ()  # (alternative, results) in the family
+    units: tuple[tuple[str, str, int], ...] = ()    # (word | sentence test, units, results)
 
     def as_dict(self) -> dict:
         return {"definition": self.definition, "m": self.m, "run": self.run, "where": self.where,
-                "stale_left_out": self.stale, "mixed_versions": list(self.mixed)}
+                "stale_left_out": self.stale, "mixed_versions": list(self.mixed), "alpha": self.alpha,
+                "correction": self.correction, "settings": self.settings,
+                "alternatives": dict(self.alternatives), "tested": self.tested,
+                "units": [{"tests": kind, "units": units, "results": n} for kind, units, n in self.units]}
+
+    @property
+    def tested(self) -> str:
+        """What was tested, for a legend or caption: the alternative and the units of inference."""
+        sides = {"greater": "greater (one-sided)", "less": "less (one-sided)", "two-sided": "two-sided"}
+        if len(self.alternatives) == 1:
+            alternative = "alternative " + sides.get(self.alternatives[0][0], self.alternatives[0][0])
+        else:
+            alternative = "alternatives " + ", ".join(f"{sides.get(a, a)} {n}" for a, n in self.alternatives)
+        parts = []
+        for kind in ("word", "sentence"):
+            found = [(u, n) for k, u, n in self.units if k == kind]
+            total = sum(n for _, n in found)
+            if len(found) == 1:
+                parts.append(f"{found[0][0]} in the {total} {kind}-test result{'s' if total != 1 else ''}")
+            elif found:
+                parts.append(", ".join(f"{u} in {n}" for u, n in found) + f" of the {total} {kind}-test results")
+        return f"{alternative}; units: {'; '.join(parts) or 'none'}"
 
     @property
     def mixed_note(self) -> str | None:
@@ -62,9 +90,14 @@ DTEXT = ("CREATE OR REPLACE TEMP MACRO dtext(d, lo, hi) AS printf('%.2f', d) "
          "|| CASE WHEN lo IS NOT NULL AND hi IS NOT NULL THEN printf(' [%.2f, %.2f]', lo, hi) ELSE '' END")
 
 
-def define_family(con, where: str | None = None, alpha: float = 0.01, run: str | None = None,
+# `^` after a p significant only with sentences as units (at alpha, no correction): `check`'s mark
+UMARK = ("CREATE OR REPLACE TEMP MACRO umark(p, pw, units) AS CASE WHEN units = 'sentences' AND p <= getvariable('alpha') "
+         "AND pw > getvariable('alpha') THEN '^' ELSE '' END")
+
+
+def define_family(con, where: str | None = None, alpha: float | None = None, run: str | None = None,
                   allow_empty: bool = False, include_stale: bool = False, kind: str = "test",
-                  values: bool = False) -> Family:
+                  values: bool = False, correct: str | None = None) -> Family:
     """(Re)define the temp view `family` that the analysis queries read.
 
     Default: the latest result of each hypothesis the user tested (kind 'test': not the
@@ -73,8 +106,16 @@ def define_family(con, where: str | None = None, alpha: float = 0.01, run: str |
     ('latest' for the newest run), again one row per hypothesis. `include_stale`: results on
     superseded set versions too. `kind`: audit or compare results instead (or all).
     `values`: also metric results without a p-value (for comparing metrics; never corrected).
-    `where`: an SQL condition that filters the family (checked to be part of a single SELECT)."""
-    alpha = check_alpha(alpha)
+    `where`: an SQL condition that filters the family (checked to be part of a single SELECT).
+    `alpha`, `correct`: None takes the family's study's (every result from runs of studies
+    agreeing on them), else DEFAULT_ALPHA and DEFAULT_CORRECTION; Family.settings says which.
+
+    The view's p_value is the p with whole words as units (p_words) while the variable
+    `word_units` is true: `corrected` runs the same correction over both."""
+    if alpha is not None:
+        check_alpha(alpha)
+    if correct is not None:
+        check_correction(correct)
     if kind not in KINDS:
         raise UsageError(f"--kind must be one of {', '.join(KINDS)}, not {kind!r}")
     conditions = ["NOT retired"] + ([] if values else ["p_value IS NOT NULL"])
@@ -103,10 +144,14 @@ def define_family(con, where: str | None = None, alpha: float = 0.01, run: str |
     if where:
         usersql.check_select(sql, f"--where {where!r}")
         definition += f", where {where}"
+    sql = (f"SELECT * REPLACE (CASE WHEN getvariable('word_units') THEN coalesce(p_words, p_value) ELSE p_value END "
+           f"AS p_value) FROM ({sql})")
     try:
         con.execute(f"CREATE OR REPLACE TEMP VIEW family AS {sql}")
         con.execute(PTEXT)
         con.execute(DTEXT)
+        con.execute(UMARK)
+        alpha, correct, settings = study_settings(con, alpha, correct)
         con.execute(f"SET VARIABLE alpha = {alpha!r}")
         m = store.one(con, "SELECT count(*) FROM family")[0]
         stale = 0 if include_stale else store.one(con, f"""
@@ -115,12 +160,42 @@ def define_family(con, where: str | None = None, alpha: float = 0.01, run: str |
         mixed = tuple(t for (t,) in store.rows(con, """
             SELECT test FROM family GROUP BY test
             HAVING count(DISTINCT array_to_string(list_sort(set_versions), ',')) > 1 ORDER BY test"""))
+        alternatives = tuple(store.rows(con, "SELECT alternative, count(*) FROM family WHERE alternative IS NOT NULL "
+                                             "GROUP BY 1 ORDER BY 2 DESC, 1"))
+        units = tuple(store.rows(con, """
+            SELECT CASE WHEN context = 'word' THEN 'word' ELSE 'sentence' END AS tests, units, count(*) FROM family
+            WHERE units IS NOT NULL GROUP BY ALL ORDER BY 1 DESC, 3 DESC, 2"""))
     except duckdb.Error as e:
         raise InputError(f"--where {where!r}: {usersql.first_line(e)}") from None
     if m == 0 and not allow_empty:
         raise InputError(f"no results in {definition} (run `stimkit test` first)"
                          + (f"; {stale} on superseded set versions (--include-stale)" if stale else ""))
-    return Family(definition, m, run_id, where, stale, mixed)
+    return Family(definition, m, run_id, where, stale, mixed, alpha, correct, settings, alternatives, units)
+
+
+def study_settings(con, alpha: float | None, correct: str | None) -> tuple[float, str, str]:
+    """Alpha and correction for the temp view `family`: as given; where not given, those its
+    runs recorded when every result comes from a study's run and those studies agree; else
+    the defaults. Returns them and a phrase saying which applied."""
+    if alpha is not None and correct is not None:
+        return alpha, correct, "alpha and correction as given"
+    found = store.rows(con, """
+        SELECT DISTINCT u.study, u.alpha, u.correction FROM family f LEFT JOIN runs u USING (run_id)""")
+    agreed = {(a, c) for _, a, c in found}
+    studies = sorted({s for s, _, _ in found if s})
+    if found and len(agreed) == 1 and None not in next(iter(agreed)) and all(s for s, _, _ in found):
+        (study_alpha, study_correct), = agreed
+        source = f"of study {', '.join(studies)}" if len(studies) == 1 else f"of studies {', '.join(studies)}"
+    else:
+        study_alpha, study_correct = DEFAULT_ALPHA, DEFAULT_CORRECTION
+        why = ("its results come from studies with different ones" if len(agreed) > 1 and studies
+               else "its results are not all from a study's run" if found else "the family is empty")
+        source = f"stimkit's defaults ({why})"
+    if alpha is None and correct is None:
+        return study_alpha, study_correct, f"alpha {study_alpha} and {study_correct} correction: {source}"
+    if alpha is None:
+        return study_alpha, correct, f"alpha {study_alpha}: {source}; {correct} correction as given"
+    return alpha, study_correct, f"alpha {alpha} as given; {study_correct} correction: {source}"
 
 
 # Why a stale result is left out: which of its sets changed since.
@@ -170,13 +245,34 @@ def run_sql(con, sql: str) -> pl.DataFrame:
 
 def corrected(con, method: str) -> pl.DataFrame:
     """The family with adjusted p-values and decisions; `can_reject`: whether the test
-    could reach p <= alpha at all (min_p)."""
+    could reach p <= alpha at all (min_p); `rejected_words`: the decision of the same
+    correction over the p's with whole words as units (p_words), and `sentences_only`: rejected
+    only with sentences as units; `flip_word`, `flip_role`, `flip_d`, `flip_p`: the word whose
+    removal flips the decision at alpha (the one moving d most), from result_influence."""
     check_correction(method)
     if method == "none":
         sql = ("SELECT *, count(*) OVER () AS m, p_value AS p_adjusted, p_value <= getvariable('alpha') AS rejected "
                "FROM family ORDER BY p_value, result_id")
     else:
         sql = named_query(method)
+    sql = sql.strip().rstrip(";")
     # In SQL rather than polars: a polars literal imports numpy, a tenth of `results`' start-up.
     # DuckDB keeps the subquery's ORDER BY through this projection.
-    return run_sql(con, f"SELECT *, min_p IS NULL OR min_p <= getvariable('alpha') AS can_reject FROM ({sql.strip().rstrip(';')})")
+    main = run_sql(con, f"SELECT *, min_p IS NULL OR min_p <= getvariable('alpha') AS can_reject FROM ({sql})")
+    con.execute("SET VARIABLE word_units = true")
+    try:
+        by_words = run_sql(con, f"SELECT result_id, rejected AS rejected_words FROM ({sql})")
+    finally:
+        con.execute("RESET VARIABLE word_units")
+    flips = run_sql(con, """
+        SELECT i.result_id, i.word AS flip_word, i.role AS flip_role, i.d_without AS flip_d, i.p_without AS flip_p
+        FROM result_influence i JOIN family f USING (result_id)
+        WHERE (i.p_without <= getvariable('alpha')) <> (f.p_value <= getvariable('alpha'))
+        QUALIFY row_number() OVER (PARTITION BY i.result_id
+                                   ORDER BY abs(i.d_without - f.effect_size) DESC NULLS LAST, i.role, i.word) = 1""")
+    out = main.join(by_words, on="result_id", how="left", maintain_order="left") \
+              .join(flips, on="result_id", how="left", maintain_order="left")
+    if "units" in out.columns:
+        out = out.with_columns(sentences_only=pl.col("rejected") & ~pl.col("rejected_words").fill_null(True)
+                               & (pl.col("units") == "sentences").fill_null(False))
+    return out

@@ -11,6 +11,8 @@
 
 Marks (May et al. 2019, Table 4): * p <= alpha, ** still significant after the correction,
 † the test cannot reach p <= alpha whatever the data (its smallest possible p is above alpha).
+^ (ours, ASCII and LaTeX-safe): significant only with sentences as units: the same correction
+over the p's with whole words as units (p_words) does not reject it.
 """
 
 from __future__ import annotations
@@ -26,11 +28,19 @@ from ..output import interval_text, latex_escape, markdown_escape, with_interval
 from ..paths import data_dir
 
 # results: what a terminal shows (in reading order), never drops, and drops first to fit
-READ_COLUMNS = ("test", "encoder", "context", "language", "d", "ci", "p_value", "p_adjusted", "rejected", "n")
+READ_COLUMNS = ("test", "encoder", "context", "language", "d", "ci", "p_value", "p_adjusted", "rejected", "n", "flags")
 KEEP_COLUMNS = ("test", "encoder", "d", "p_value", "p_adjusted", "rejected")
-DROP_FIRST = ("baseline_fpr", "baseline_percentile", "n", "ci", "context", "language")
+# flags first: a narrow table puts them under the test (STACK) before any column goes
+DROP_FIRST = ("flags", "baseline_fpr", "baseline_percentile", "n", "ci", "context", "language")
 BASELINE_COLUMNS = ("baseline_percentile", "baseline_fpr")  # shown where some result has a matched baseline
-STACK = {"ci": "d"}  # a narrow terminal shows the CI under d rather than leave it out
+STACK = {"ci": "d", "flags": "test"}  # a narrow terminal shows these under d and test rather than leave them out
+SENTENCES_ONLY = "^"  # significant only with sentences as units
+SENTENCES_ONLY_NOTE = ("^ after a p: significant at {alpha} only with sentences as units (with whole words as units, "
+                       "p > {alpha})")
+# A one-sided test whose d lies this far the other way is flagged (Cohen's "large" effect, 0.8:
+# Caliskan's d is a standardised mean difference on the same scale): its p near 1 says nothing
+# about the association it did find.
+OPPOSITE_D = 0.8
 PAPER_COLUMNS = ("test", "encoder", "context", "d", "p_value", "p_adjusted", "n")
 HEADERS = {"test": "Test", "encoder": "Encoder", "context": "Context", "language": "Language", "d": "d", "ci": "95% CI",
            "p_value": "p", "p_adjusted": "p (adj.)", "rejected": "Rejected", "n": "n (X/Y/A/B)",
@@ -39,7 +49,22 @@ HEADERS = {"test": "Test", "encoder": "Encoder", "context": "Context", "language
 LATEX_HEADERS = {"d": "$d$", "p_value": "$p$", "p_adjusted": "$p_{\\mathrm{adj}}$", "n": "$n$ (X/Y/A/B)"}
 # what can make two results of one test and encoder different hypotheses (analysis.families.HYPOTHESIS)
 CORRECTION_NAMES = {"holm": "Holm", "bh": "Benjamini-Hochberg", "by": "Benjamini-Yekutieli", "none": "no"}
-VARIANT_COLUMNS = ("context", "alternative", "balance", "clustered", "p_method", "centering")
+VARIANT_COLUMNS = ("context", "alternative", "balance", "units", "p_method", "centering")
+
+
+def has_sentence_units(family) -> bool:
+    return any(units == "sentences" for _, units, _ in family.units)
+
+
+def mark_note(correct: str, alpha: float, family) -> str:
+    """The marks, said once: * ** † and, where sentence units are in the family, ^."""
+    name = CORRECTION_NAMES.get(correct, correct)
+    marks = (f"* p <= {alpha}; ** also significant after {name} correction" if correct != "none"
+             else f"* p <= {alpha}, no correction")
+    if has_sentence_units(family):
+        marks += (f"; {SENTENCES_ONLY} significant only with sentences as units (with whole words as units, "
+                  f"{'the same correction' if correct != 'none' else f'p > {alpha}'} does not reject)")
+    return f"{marks}; † cannot reach p <= {alpha}"
 
 
 # The table of each published paper that its built-in study reproduces.
@@ -68,14 +93,52 @@ def sourced(what: str, where: str) -> str:
 
 
 def caption(family, correct: str, alpha: float, what: str = "Results") -> str:
-    """A paper table's caption: what it shows, the marks, the correction and the family with its m."""
-    name = CORRECTION_NAMES.get(correct, correct)
+    """A paper table's caption: what it shows, the marks, what was tested (alternative and
+    units), the correction and the family with its m."""
     scope = f"run {family.run}" if family.run else "the latest result per hypothesis"
     if family.where:
         scope += f", where {family.where}"
-    marks = (f"* p <= {alpha}; ** also significant after {name} correction" if correct != "none"
-             else f"* p <= {alpha}, no correction")
-    return f"{what}; {marks}; † cannot reach p <= {alpha}. Family: m = {family.m} hypotheses ({scope})."
+    return (f"{what}; {mark_note(correct, alpha, family)}. Tested: {family.tested}. "
+            f"Family: m = {family.m} hypotheses ({scope}).")
+
+
+def legend(family) -> str:
+    """A terminal table's legend: the marks, what was tested, and where alpha and the
+    correction came from."""
+    return f"{mark_note(family.correction, family.alpha, family)}; tested: {family.tested} ({family.settings})"
+
+
+def flags(row: dict) -> str:
+    """What a reader must know before trusting a result, in words: the decision flips without
+    one word (at the reading alpha: `flip_*`), it is significant only with sentences as units,
+    or a one-sided test found a large d the other way."""
+    found = []
+    if row.get("flip_word") is not None:
+        found.append(fragile_text(row["flip_word"], row.get("flip_d"), row.get("flip_p")))
+    if row.get("sentences_only"):
+        found.append(f"{SENTENCES_ONLY} words as units: p {row['p_words']:.2g}" if row.get("p_words") is not None
+                     else f"{SENTENCES_ONLY} only with sentences as units")
+    d, alternative = row.get("effect_size"), row.get("alternative")
+    if d is not None and ((alternative == "greater" and d <= -OPPOSITE_D) or (alternative == "less" and d >= OPPOSITE_D)):
+        found.append(f"d {d:+.2f} is large the other way (alternative {alternative})")
+    return "; ".join(found)
+
+
+def fragile_text(word: str, d, p) -> str:
+    """"fragile: without 'frail' d +0.19, p 0.19"."""
+    return (f"fragile: without {word!r}" + (f" d {d:+.2f}" if d is not None else "")
+            + (f", p {p:.2g}" if p is not None else ""))
+
+
+def fragile_lines(df: pl.DataFrame) -> list[str]:
+    """A line per result whose decision flips without one word, for under a table."""
+    if "flip_word" not in df.columns:
+        return []
+    def units(r):
+        return f" ({r['units']} as units)" if r.get("units") and r.get("context") != "word" else ""
+
+    return [f"{r['test']} / {r['encoder']}{units(r)}: {fragile_text(r['flip_word'], r.get('flip_d'), r.get('flip_p'))}"
+            for r in df.filter(pl.col("flip_word").is_not_null()).iter_rows(named=True)]
 
 
 def has_ci(df: pl.DataFrame) -> bool:
@@ -93,6 +156,8 @@ def results_view(df: pl.DataFrame) -> pl.DataFrame:
                                dtype=pl.String))
     if {"n_x", "n_y", "n_a", "n_b"} <= set(df.columns) and "n" not in df.columns:
         extra.append(pl.format("{}/{}/{}/{}", "n_x", "n_y", "n_a", "n_b").alias("n"))
+    if "flags" not in df.columns and df.height:
+        extra.append(pl.Series("flags", [flags(r) or None for r in df.iter_rows(named=True)], dtype=pl.String))
     return df.with_columns(extra) if extra else df
 
 
@@ -127,9 +192,10 @@ def display_names(df: pl.DataFrame) -> dict[str, str]:
 
 
 def marks(row: dict, alpha: float) -> str:
-    """May et al.'s marks for one result: ** rejected after correction, * p <= alpha, † cannot reject."""
+    """May et al.'s marks for one result: ** rejected after correction, * p <= alpha, † cannot
+    reject; and ^: significant only with sentences as units."""
     mark = "**" if row.get("rejected") else ("*" if row.get("p_value") is not None and row["p_value"] <= alpha else "")
-    return mark + ("†" if row.get("can_reject") is False else "")
+    return mark + (SENTENCES_ONLY if row.get("sentences_only") else "") + ("†" if row.get("can_reject") is False else "")
 
 
 def fmt_d(d) -> str:
@@ -273,8 +339,8 @@ def table4(df: pl.DataFrame, alpha: float, order: list[str] | None = None,
 
 
 def _variant(column: str, value) -> str:
-    if column == "clustered":
-        return "clustered" if value else "unclustered"
+    if column == "units":
+        return f"{value} as units"
     return str(value)
 
 

@@ -5,7 +5,8 @@ Tables 7 and 8 show each test (a row of the paper: C1..C10 from May et al., +C11
 Tan & Celis) as up to five encodings -- word, sent, sent (u), c-word, c-word (u) -- by
 encoder. A cell is d, with `*` when the test is significant after the chosen correction.
 A c-word cell also carries the paper's comparison with its sentence cell:
-"✓" significant with c-word only, "✗" with sent only, "▲" with both.
+"✓" significant with c-word only, "✗" with sent only, "▲" with both. "^" after `*`: significant
+only with sentences as units (analysis.paper_tables).
 "NA": the encoder gives no c-word vectors (static word vectors, sentence-only encoders).
 """
 
@@ -53,7 +54,8 @@ def tan_celis(df: pl.DataFrame, tests: dict[str, TestDef], paper_rows: list[tupl
         if test is None or test.family not in families:
             continue
         cells[(test.family, encoding(test, r["context"]), r["encoder"])] = (r["effect_size"], bool(r["rejected"]),
-                                                                             r.get("ci_low"), r.get("ci_high"))
+                                                                             r.get("ci_low"), r.get("ci_high"),
+                                                                             bool(r.get("sentences_only")))
     present = list(dict.fromkeys(df["encoder"].to_list()))
     encs = [e for e in (encoder_order or []) if e in present] + [e for e in present if e not in (encoder_order or [])]
     with_cword = {e for (_, enc_name, e) in cells if enc_name.startswith("c-word")}
@@ -73,8 +75,8 @@ def cell(cells: dict, family: str, enc_name: str, encoder: str, has_cword: bool)
     got = cells.get((family, enc_name, encoder))
     if got is None:
         return "NA" if enc_name.startswith("c-word") and not has_cword else ""
-    d, significant, ci_low, ci_high = got
-    text = f"{d:+.2f}" + ("*" if significant else "")
+    d, significant, ci_low, ci_high, sentences_only = got
+    text = f"{d:+.2f}" + ("*" if significant else "") + ("^" if sentences_only else "")
     if enc_name.startswith("c-word"):
         sent = cells.get((family, enc_name.replace("c-word", "sent"), encoder))
         if sent is not None:

@@ -13,7 +13,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import StimkitError, store
+from .. import StimkitError, UsageError, store
 from . import tests as catalog
 from ..stimuli.generate import GENERATOR_VERSION, insert_sets, set_record
 from ..stimuli.balance import balance as balance_sets
@@ -114,17 +114,25 @@ class ImportedTest:
     origin: Provenance = Provenance()   # the language and provenance of its four sets
     context: str | None = None          # None: sentence (May et al.'s files); word
     repeats: tuple[str, ...] = ()       # examples left out as repeats of one before them
+    units: str | None = None            # sentences | words (None: words, a user's sentence test's default)
 
 
-def import_dir(con, directory: Path, prefix: str = "import:", override: bool = False) -> list[dict]:
+def import_dir(con, directory: Path, prefix: str = "import:", override: bool = False,
+               units: str | None = None) -> list[dict]:
     """Every published-format file of `directory` as a test `<prefix><file stem>`. A name
     that is a catalog test's would replace it: refused unless `override`, and then
-    recorded in the imported sets' provenance."""
-    return write_tests(con, parse_dir(directory, prefix, override))
+    recorded in the imported sets' provenance. `units`: the tests' units (None: words, the
+    default of a user's sentence test; the format names no word per example, so each
+    example is its own word and the two units permute the same items)."""
+    from ..checks import UNITS
+
+    if units is not None and units not in UNITS:
+        raise UsageError(f"--units {units!r}: unknown units (known: {', '.join(UNITS)})")
+    return write_tests(con, parse_dir(directory, prefix, override, units=units))
 
 
 def parse_dir(directory: Path, prefix: str = "import:", override: bool = False, origin: Provenance = Provenance(),
-              context: str | None = None, drop_repeats: bool = False) -> list[ImportedTest]:
+              context: str | None = None, drop_repeats: bool = False, units: str | None = None) -> list[ImportedTest]:
     """Every published-format file of `directory`, read and checked (nothing written), as
     tests named `<prefix><file stem>` whose sets have the language and provenance `origin`.
     drop_repeats: an example repeating one before it is left out (named in the test's
@@ -141,7 +149,7 @@ def parse_dir(directory: Path, prefix: str = "import:", override: bool = False, 
             raise StimkitError(f"{p}: test {name!r} would replace the catalog test of that name; "
                                "choose a --prefix, or pass --override")
         repeats: list[str] | None = [] if drop_repeats else None
-        found.append(ImportedTest(name, p, read(p, repeats), origin, context, tuple(repeats or ())))
+        found.append(ImportedTest(name, p, read(p, repeats), origin, context, tuple(repeats or ()), units))
     return found
 
 
@@ -163,7 +171,8 @@ def write_tests(con, tests: list[ImportedTest]) -> list[dict]:
             log.append((name, version))
             set_names.append(name)
         defined.append({"name": test.name, "source": str(test.path), **dict(zip(("x_set", "y_set", "a_set", "b_set"),
-                                                                                set_names)), "context": test.context})
+                                                                                set_names)), "context": test.context,
+                        "units": test.units})
         report.append({"test": test.name, "file": str(test.path), "language": test.origin.language,
                        "translation": test.origin.translation, "repeats": list(test.repeats),
                        "sizes": [len(test.data[k]["examples"]) for k in catalog.SENTBIAS_KEYS.values()]})
@@ -176,7 +185,7 @@ def write_tests(con, tests: list[ImportedTest]) -> list[dict]:
                                                "seq": list(range(seq, seq + len(log)))}))
         con.execute("DELETE FROM imported_tests WHERE name IN (SELECT unnest(?))", [[d["name"] for d in defined]])
         store.insert(con, "imported_tests", pa.Table.from_pylist(defined, schema=pa.schema(
-            [(k, pa.string()) for k in ("name", "source", "x_set", "y_set", "a_set", "b_set", "context")])))
+            [(k, pa.string()) for k in ("name", "source", "x_set", "y_set", "a_set", "b_set", "context", "units")])))
     return report
 
 

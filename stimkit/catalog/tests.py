@@ -16,7 +16,7 @@ import polars as pl
 from .. import DEFAULT_PAPER, store
 from ..errors import UsageError
 from ..paths import data_dir
-from ..checks import ALTERNATIVES, CONTEXTS, SOURCES, suggest
+from ..checks import ALTERNATIVES, CONTEXTS, SOURCES, UNITS, suggest
 from ..stimuli.inputs import check_name, read_toml
 from ..stimuli.sets import SetSpec, fetch, is_sql, set_sql, specs_of
 from ..store import usersql
@@ -40,6 +40,13 @@ class TestDef:
     alternative: str | None = None  # the test's own alternative (None: greater, unless a run says otherwise)
     metrics: tuple[str, ...] | None = None  # the test's own metrics (None: weat, unless a run says otherwise)
     cross_lingual: bool = False   # targets in one language, attributes in another (XWEAT), on purpose
+    units: str | None = None      # sentences | words: a sentence test's unit of inference (None: words)
+    pair: str | None = None       # a word test and a sentence test with the same key are checked against each other
+
+    def word_lists(self) -> list[str | None]:
+        """The word list behind each of X, Y, A, B (None for a set given as SQL or by a bare name):
+        a word test and a sentence test on the same four lists ask the same question."""
+        return [SetSpec.parse(s).wordlist if not is_sql(s) and "@" in s else None for s in self.sets]
 
     def sql(self, role: str) -> str:
         return set_sql(self.sets[ROLES.index(role)])
@@ -49,7 +56,7 @@ class TestDef:
 
 
 TEST_KEYS = {"sets", "context", "family", "balance", "categories", "paper", "unbleached", "alternative", "metrics",
-             "description", "cross_lingual"}
+             "description", "cross_lingual", "units", "pair"}
 
 
 def parse_tests(raw: dict, path, source: str = "catalog", paper: str | None = DEFAULT_PAPER) -> dict[str, TestDef]:
@@ -81,11 +88,20 @@ def parse_tests(raw: dict, path, source: str = "catalog", paper: str | None = DE
             raise UsageError(f"{where}: `metrics` must list metric names (e.g. [\"weat\", \"ripa\"])")
         if not isinstance(body.get("cross_lingual", False), bool):
             raise UsageError(f"{where}: `cross_lingual` must be true or false")
+        units = body.get("units")
+        if units is not None and units not in UNITS:
+            raise UsageError(f"{where}: unknown units {units!r} (known: {', '.join(UNITS)})")
+        if units == "sentences" and context == "word":
+            raise UsageError(f"{where}: a word test has one stimulus a word: its units are words")
+        pair = body.get("pair")
+        if pair is not None and not (isinstance(pair, str) and pair.strip()):
+            raise UsageError(f"{where}: `pair` must be a name (the same in the word test and its sentence test)")
         tests[name] = TestDef(
             name, tuple(sets), context, body.get("family"), balance,
             tuple((list(body.get("categories", [])) + [None] * 4)[:4]), source=source,
             paper=body.get("paper", paper), unbleached=bool(body.get("unbleached", False)), alternative=alternative,
-            metrics=tuple(metrics) if metrics else None, cross_lingual=body.get("cross_lingual", False),
+            metrics=tuple(metrics) if metrics else None, cross_lingual=body.get("cross_lingual", False), units=units,
+            pair=pair,
         )
     return tests
 
@@ -137,6 +153,10 @@ def to_toml(test: TestDef) -> str:
         lines.append(f"alternative = {q(test.alternative)}")
     if test.metrics:
         lines.append("metrics = [" + ", ".join(q(m) for m in test.metrics) + "]")
+    if test.units:
+        lines.append(f"units = {q(test.units)}")
+    if test.pair:
+        lines.append(f"pair = {q(test.pair)}")
     if any(test.categories):
         lines.append("categories = [" + ", ".join(q(c or "") for c in test.categories) + "]")
     if test.cross_lingual:
@@ -181,12 +201,13 @@ def load(con=None, directory=None, override: bool = False) -> dict[str, TestDef]
                 t = replace(t, source=f"{t.source} (overrides catalog)")
             tests[name] = t
     if con is not None:
-        for name, source, x, y, a, b, context, balance, alternative, cross_lingual in con.execute(
-            "SELECT name, source, x_set, y_set, a_set, b_set, context, balance, alternative, cross_lingual "
+        for name, source, x, y, a, b, context, balance, alternative, cross_lingual, units in con.execute(
+            "SELECT name, source, x_set, y_set, a_set, b_set, context, balance, alternative, cross_lingual, units "
             "FROM imported_tests ORDER BY name"
         ).fetchall():
             tests.setdefault(name, TestDef(name, (x, y, a, b), context or "sentence", None, balance or "none",
-                                           source=source, alternative=alternative, cross_lingual=bool(cross_lingual)))
+                                           source=source, alternative=alternative, cross_lingual=bool(cross_lingual),
+                                           units=units))
     return tests
 
 
@@ -265,13 +286,14 @@ def sizes(con, test: TestDef) -> pl.DataFrame:
 
 
 def adhoc(name: str, refs: tuple[str, str, str, str], context: str | None, balance: str,
-          alternative: str | None = None, cross_lingual: bool = False) -> TestDef:
+          alternative: str | None = None, cross_lingual: bool = False, units: str | None = None) -> TestDef:
     """A test given on the command line (--x --y --a --b): checked as a catalog test is."""
     check_name(name, "test", "--name")
     if context not in (None, "word", "sentence"):
         raise UsageError(f"unknown context {context!r} for an ad-hoc test (known: word, sentence)")
-    return TestDef(name, tuple(refs), context or infer_context(refs), None, balance, source="adhoc",
-                   alternative=alternative, cross_lingual=cross_lingual)
+    context = context or infer_context(refs)
+    return TestDef(name, tuple(refs), context, None, balance, source="adhoc", alternative=alternative,
+                   cross_lingual=cross_lingual, units=None if context == "word" else units)
 
 
 def store_adhoc(con, test: TestDef) -> None:
@@ -279,8 +301,8 @@ def store_adhoc(con, test: TestDef) -> None:
     with store.transaction(con):
         con.execute("DELETE FROM imported_tests WHERE name = ?", [test.name])
         con.execute("INSERT INTO imported_tests (name, source, x_set, y_set, a_set, b_set, context, balance, alternative, "
-                    "cross_lingual) VALUES (?, 'adhoc', ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [test.name, *test.sets, test.context, test.balance, test.alternative, test.cross_lingual])
+                    "cross_lingual, units) VALUES (?, 'adhoc', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [test.name, *test.sets, test.context, test.balance, test.alternative, test.cross_lingual, test.units])
 
 
 def table(con, paper: str | None = None, directory=None) -> pl.DataFrame:

@@ -23,7 +23,7 @@ def _audit(
     test: Annotated[Optional[list[str]], typer.Option("--test", "-t", help="A test whose sets come from templates: catalog, yours or ad hoc (repeatable; templates: default the sent- Caliskan tests).")] = None,
     template_set: Annotated[Optional[list[str]], typer.Option("--template-set", "-s", help="Template set, built-in or in --template-dir (repeatable; templates: default the test's own; compare: two or more).")] = None,
     encoder: Annotated[Optional[list[str]], typer.Option("--encoder", "-e", help="Encoder (repeatable; default: minilm).")] = None,
-    alpha: Annotated[float, typer.Option("--alpha", help="Significance level for decision flips, in (0, 1).")] = 0.01,
+    alpha: Annotated[Optional[float], typer.Option("--alpha", help="Significance level for decision flips, in (0, 1) (default: that of the study that ran the tests, else 0.01).")] = None,
     budget: Annotated[int, typer.Option("--budget", help="Permutation sample budget.")] = DEFAULT_BUDGET,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the permutation samples.")] = 0,
     wordlist_dir: WordlistDirOption = None,
@@ -47,6 +47,7 @@ def _audit(
             return
         if not test:
             raise UsageError("compare needs the tests to compare: --test/-t (repeatable)")
+        alpha = alpha if alpha is not None else store.study_alpha(test)
         run_id, rows = store.audit_compare(test, list(template_set or []), encoder or ["minilm"], alpha, command,
                                            progress_for, budget=budget, seed=seed)
     emit(rows, fmt, title=f"d and p by template set (shift and flips against {template_set[0]}; alpha {alpha})",

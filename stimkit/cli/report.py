@@ -16,8 +16,8 @@ from .common import app, check_alpha, check_correction, count, err, handles_erro
 def report_cmd(
     out_dir: Annotated[Path, typer.Option("--out", "-o", help="Output folder (refused if not empty, unless --force).")] = Path("report"),
     where: Annotated[Optional[str], typer.Option("--where", help="SQL condition on `results` choosing the family (default: as `stimkit results`).")] = None,
-    correct: Annotated[str, typer.Option("--correct", help=f"Multiple-testing correction: {choices(CORRECTIONS)}.")] = "holm",
-    alpha: Annotated[float, typer.Option("--alpha", help="Significance level, in (0, 1).")] = 0.01,
+    correct: Annotated[Optional[str], typer.Option("--correct", help=f"Multiple-testing correction: {choices(CORRECTIONS)} (default: the study's whose runs make the family, else holm).")] = None,
+    alpha: Annotated[Optional[float], typer.Option("--alpha", help="Significance level, in (0, 1) (default: the study's, else 0.01).")] = None,
     fmt: Annotated[Optional[list[str]], typer.Option("--format", help=f"{choices(REPORT_FORMATS)} (repeatable; default: all).")] = None,
     test: Annotated[Optional[list[str]], typer.Option("--test", "-t", help="Add a strip plot of s(w) for this test (repeatable).")] = None,
     audit: Annotated[bool, typer.Option("--audit", help="Add template-audit forest plots (of the --test tests, or all).")] = False,
@@ -25,8 +25,10 @@ def report_cmd(
     study: Annotated[Optional[str], typer.Option("--study", help="Report a study's latest run (a built-in study or a study file), with its correction and alpha.")] = None,
 ):
     """Write DIR/report.html (figures inline, no network), DIR/figures/* and DIR/tables/* (Table 4 as markdown, LaTeX, CSV)."""
-    check_correction(correct)
-    check_alpha(alpha)
+    if correct is not None:
+        check_correction(correct)
+    if alpha is not None:
+        check_alpha(alpha)
     for f in fmt or ():
         check_choice(f, REPORT_FORMATS, "--format", "format")
     with open_store(read_only=True) as store:

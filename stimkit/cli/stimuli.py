@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..checks import BALANCE_POLICIES, check_choice, choices
+from ..checks import BALANCE_POLICIES, UNITS, check_choice, choices
 from ..errors import UsageError
 from .common import app, count, db_path, emit, emit_tables, err, format_option, handles_errors, open_store, out, state
 
@@ -200,13 +200,16 @@ def import_sentbias(
     directory: Path,
     prefix: Annotated[str, typer.Option("--prefix", help="Prefix of the imported test names.")] = "import:",
     override: Annotated[bool, typer.Option("--override", help="Let an imported test replace the catalog test of the same name (recorded in its sets' provenance).")] = False,
+    units: Annotated[Optional[str], typer.Option("--units", help=f"{choices(UNITS)}: the imported tests' units (default words; the format names no word per sentence, so each example is its own word unless you ask for sentences by name).")] = None,
 ):
     """Load published-format JSON files as stimulus sets and tests named <prefix><file stem>.
 
     Example: stimkit import sentbias their-tests/ --prefix theirs:
     """
+    if units is not None:
+        check_choice(units, UNITS, "--units", "units")
     with open_store() as store:
-        report = store.import_sentbias(directory, prefix, override)
+        report = store.import_sentbias(directory, prefix, override, units)
     for r in report:
         out.print(f"{r['test']:<50} sizes X/Y/A/B = {'/'.join(map(str, r['sizes']))}", highlight=False, markup=False, emoji=False)
     out.print(f"imported {count(len(report), 'test')}", highlight=False)

@@ -10,12 +10,16 @@ import typer
 
 from .. import DEFAULT_BUDGET, DEFAULT_PAPER, UsageError
 from ..checks import (ALTERNATIVES, BALANCE_POLICIES, CENTERINGS, CONTEXTS, CORRECTIONS, LAYOUTS, METRIC_NAMES, P_METHODS,
-                      RESULT_KINDS, SOURCES, choices)
+                      RESULT_KINDS, SOURCES, UNITS, choices)
 from .common import (OverrideOption, TemplateDirOption, WordlistDirOption, app, check_alpha, check_correction,
                      count as _count, db_path, emit, emit_document, emit_tables, err, family_line, format_option,
                      handles_errors, open_store, print_rows, result_lines)
 
 AlphaOption = Annotated[float, typer.Option("--alpha", help="Significance level, in (0, 1).")]
+ReadAlphaOption = Annotated[Optional[float], typer.Option(
+    "--alpha", help="Significance level, in (0, 1) (default: the study's whose runs make the family, else 0.01).")]
+CorrectOption = Annotated[Optional[str], typer.Option(
+    "--correct", help=f"Multiple-testing correction: {choices(CORRECTIONS)} (default: the study's, else holm).")]
 RunOption = Annotated[Optional[str], typer.Option(
     "--run", help="One run's results (a run id, or `latest`) instead of the latest result of every hypothesis in the store.")]
 WhereOption = Annotated[Optional[str], typer.Option("--where", help="SQL condition that filters the family (one expression).")]
@@ -46,12 +50,28 @@ def progress_callbacks(verbose: bool):
             p = p_text(r.p_value, r.min_p) if r.p_value is not None else "n/a"
             err.print(result_lines(f"[{done}/{total}] {r.test}  {r.encoder}",
                                    f"{value} p{'' if p.startswith('<') else '='}{p} ({r.p_method or r.p_null_reason}) "
-                                   f"n={r.n_x}/{r.n_y}/{r.n_a}/{r.n_b}", "; ".join(notes)), highlight=False)
+                                   f"n={r.n_x}/{r.n_y}/{r.n_a}/{r.n_b}", "; ".join(notes), *result_flags(r)),
+                      highlight=False)
 
     def on_failure(f):
         err.print(f"failed: {f}", style="red", highlight=False)
 
     return bar, {"progress": progress_for, "on_result": on_result, "on_failure": on_failure}
+
+
+def result_flags(r) -> list[str]:
+    """What a person must know about a result just computed, at the run's alpha: the decision
+    flips without one word; it is significant only with sentences as units."""
+    from ..analysis.paper_tables import SENTENCES_ONLY, fragile_text
+
+    found = []
+    if r.fragile and r.influential_word is not None:
+        found.append(f"{fragile_text(r.influential_word, r.influential_d, r.influential_p)} ({r.influential_role})")
+    alpha = r.influence_alpha
+    if (r.units == "sentences" and r.p_value is not None and r.p_words is not None and alpha is not None
+            and r.p_value <= alpha < r.p_words):
+        found.append(f"{SENTENCES_ONLY} significant at {alpha} only over sentences: words as units give p {r.p_words:.2g}")
+    return found
 
 
 def emit_rows(rows: list[dict], columns: list[str], title: str, fmt: str | None) -> None:
@@ -124,7 +144,8 @@ def test_cmd(
     method: Annotated[str, typer.Option("--method", help=f"{choices(P_METHODS)}.")] = "auto",
     alternative: Annotated[Optional[str], typer.Option("--alternative", help=f"{choices(ALTERNATIVES)} (default: the test's own, else greater).")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the permutation samples and bootstrap draws (never of the cut).")] = 0,
-    clustered: Annotated[bool, typer.Option("--clustered", help="Permute whole words with all their sentences.")] = False,
+    units: Annotated[Optional[str], typer.Option("--units", help=f"{choices(UNITS)}: what a sentence test's permutation moves (default: the test's own, else words: whole words with their sentences; the published tests: sentences). A word test's unit is the word.")] = None,
+    clustered: Annotated[bool, typer.Option("--clustered", help="The same as --units words (kept for old scripts).")] = False,
     bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates for a CI of d (0: none).")] = 0,
     balance: Annotated[Optional[str], typer.Option("--balance", help=f"{choices(BALANCE_POLICIES)} (default: the test's).")] = None,
     cut_seed: Annotated[int, typer.Option("--cut-seed", help="Which items balance=cut drops (default 0: fixed per test).")] = 0,
@@ -151,7 +172,7 @@ def test_cmd(
 
     from ..stats.metrics import parse_metrics
 
-    opts = Options(budget=budget, method=method, alternative=alternative, seed=seed, clustered=clustered,
+    opts = Options(budget=budget, method=method, alternative=alternative, seed=seed, clustered=clustered, units=units,
                    bootstrap=bootstrap, balance=balance, cut_seed=cut_seed, cuts=cuts, alpha=alpha,
                    metrics=tuple(parse_metrics(metric)) if metric else None, center=center, center_ref=center_ref)
     with open_store(wordlist_dir=wordlist_dir, template_dir=template_dir, override=override) as store:
@@ -248,8 +269,8 @@ def results_cmd(
     ctx: typer.Context,
     where: WhereOption = None,
     run: RunOption = None,
-    correct: Annotated[str, typer.Option("--correct", help=f"Multiple-testing correction: {choices(CORRECTIONS)}.")] = "holm",
-    alpha: AlphaOption = 0.01,
+    correct: CorrectOption = None,
+    alpha: ReadAlphaOption = None,
     include_stale: Annotated[bool, typer.Option("--include-stale", help="Also results on superseded set versions.")] = False,
     kind: Annotated[str, typer.Option("--kind", help=f"{choices(RESULT_KINDS)} (test: the tests you ran; all: every kind).")] = "test",
     fmt: Annotated[Optional[str], format_option("sentbias")] = None,
@@ -284,14 +305,17 @@ def results_cmd(
 
     if ctx.invoked_subcommand is not None:
         return
-    check_correction(correct)
-    check_alpha(alpha)
+    if correct is not None:
+        check_correction(correct)
+    if alpha is not None:
+        check_alpha(alpha)
     if layout is not None and layout not in LAYOUTS:
         raise UsageError(f"unknown layout {layout!r} (known: {', '.join(LAYOUTS)})")
     fmt = fmt or default_format()
     with open_store(read_only=True) as store:
         df = store.results(where, run, correct, alpha, include_stale, kind)
         family = store.family
+        correct, alpha = family.correction, family.alpha
         tests_order = None
         if layout:
             from ..catalog import tests as catalog
@@ -306,7 +330,7 @@ def results_cmd(
     for note in (family.stale_note, family.mixed_note):
         if note:
             err.print(note, highlight=False)
-    marks = f"* p <= {alpha}; ** also after {correct} correction; † cannot reach p <= {alpha}"
+    marks = paper.legend(family)
     if layout:
         frame = tables.tan_celis(df, tests_def, rows)
         if fmt in ("latex", "markdown"):
@@ -316,6 +340,10 @@ def results_cmd(
                                                                   "brackets: the 95% interval of d"),
                 paper.display_names(df)))
         else:
+            only = "; ^ only with sentences as units" if paper.has_sentence_units(family) else ""
+            err.print(f"d by test, encoding and encoder; * significant after {correct} at {alpha}{only}; c-word vs "
+                      f"sent: ✓ c-word only, ✗ sent only, ▲ both; [95% interval of d]; tested: {family.tested} "
+                      f"({family.settings})", highlight=False)
             emit(frame, fmt)
     elif table:
         if fmt in ("latex", "markdown"):
@@ -329,6 +357,8 @@ def results_cmd(
             grid = pl.DataFrame(rows, schema={c: pl.String for c in columns})
             err.print(f"d by test and encoder; {marks}" + ("; [95% interval of d]" if t4.ci else "")
                       + (f"; {t4.note}" if t4.note else ""), highlight=False)
+            for line in paper.fragile_lines(df):
+                err.print(line, highlight=False)
             emit(grid, fmt, keep=tuple(grid.columns))  # every encoder's column: names fold, none is dropped
     elif fmt == "sentbias":
         sys.stdout.write(tables.sentbias_rows(df).write_csv(separator="\t", quote_style="never"))
@@ -342,6 +372,8 @@ def results_cmd(
         elif fmt == "json":
             emit_document({"family": family.as_dict(), "correction": {"method": correct, "alpha": alpha}}, view, fmt, chosen)
         else:
+            if fmt == "table":
+                err.print(marks, highlight=False)
             emit(view, fmt, chosen, keep=paper.KEEP_COLUMNS, drop_first=paper.DROP_FIRST, stack=paper.STACK)
 
 
@@ -381,7 +413,7 @@ def unretire_cmd(
 def check_cmd(
     where: WhereOption = None,
     run: RunOption = None,
-    alpha: AlphaOption = 0.01,
+    alpha: ReadAlphaOption = None,
     metrics: Annotated[bool, typer.Option("--metrics", help="How the association metrics agree: sign and decision per test and encoder, Kendall's tau per pair of metrics.")] = False,
     include_stale: Annotated[bool, typer.Option("--include-stale", help="Also results on superseded set versions.")] = False,
     fmt: Annotated[Optional[str], format_option()] = None,
@@ -403,11 +435,13 @@ def check_cmd(
       stimkit check
       stimkit check --where "encoder LIKE 'minilm%'" --format json
     """
-    check_alpha(alpha)
+    if alpha is not None:
+        check_alpha(alpha)
     if metrics:
         with open_store(read_only=True) as store:
             agreement, tau = store.check_metrics(where, run, alpha, include_stale)
             family = store.family
+            alpha = family.alpha
         emit_tables({"agreement": agreement, "kendall_tau": tau}, fmt, meta={"family": family.as_dict(), "alpha": alpha},
                     titles={"agreement": "Sign and decision of each metric, per test and encoder",
                             "kendall_tau": "Kendall's tau between metrics (bias strength over the family's tests and encoders)"},
@@ -417,14 +451,17 @@ def check_cmd(
     with open_store(read_only=True) as store:
         df = store.check(where, run, alpha, include_stale)
         family = store.family
-    from ..analysis.paper_tables import choose_columns
+        alpha = family.alpha
+    from ..analysis.paper_tables import SENTENCES_ONLY_NOTE, choose_columns
     from ..output import MACHINE_FORMATS, default_format
 
     fmt = fmt or default_format()
     n = {v: int((df["verdict"] == v).sum()) for v in ("violation", "note", "not comparable")} if df.height else {}
     summary = (f"{_count(df.height, 'comparison')}, {_count(n.get('violation', 0), 'violation')} (tested), "
                f"{_count(n.get('note', 0), 'note')}, {n.get('not comparable', 0)} not comparable; "
-               f"{family_line(family, verbose=verbose)}")
+               f"{family_line(family, verbose=verbose)}; at alpha {alpha} ({family.settings}); {family.tested}")
+    if df.height and df["detail"].str.contains(r"\^", literal=False).any():
+        summary += f"\n{SENTENCES_ONLY_NOTE.format(alpha=alpha)}"
     # the ids of the results compared are for programs (and --columns); a person reads the rest
     reading = None if wide or fmt in MACHINE_FORMATS else [c for c in df.columns if c != "result_ids"]
     chosen = choose_columns(df, columns, reading)
@@ -512,19 +549,21 @@ def run_cmd(
     warn_cannot_reject(job.run, alpha)
     from ..analysis import paper_tables as paper
 
+    tested = f"tested: {job.family.tested}"
     if s.layout == "tan-celis":
-        title = (f"{s.name}: d by test, encoding and encoder; * significant after {s.correction} at {alpha}; "
-                 "c-word vs sent: ✓ c-word only, ✗ sent only, ▲ both; [95% interval of d]")
+        what = (f"{s.name}: d by test, encoding and encoder; * significant after {s.correction} at {alpha}"
+                + ("; ^ only with sentences as units" if paper.has_sentence_units(job.family) else "")
+                + "; c-word vs sent: ✓ c-word only, ✗ sent only, ▲ both; [95% interval of d]")
         if fmt in ("latex", "markdown"):  # a paper's table: booktabs or pipes, with its caption
             import polars as pl
             frame = pl.DataFrame(job.table, schema={c: pl.String for c in job.columns})
-            sys.stdout.write(paper.tancelis_table(frame, fmt, paper.caption(job.family, s.correction, alpha, title),
+            sys.stdout.write(paper.tancelis_table(frame, fmt, paper.caption(job.family, s.correction, alpha, what),
                                                   paper.display_names(job.results)))
         else:
-            emit_rows(job.table, job.columns, title, fmt)
+            emit_rows(job.table, job.columns, f"{what}; {tested}", fmt)
     else:
-        title = (f"Effect size d [95% interval]; * p <= {alpha}; ** significant after {s.correction} "
-                 f"over all {job.family.m} rows")
+        title = (f"Effect size d [95% interval]; {paper.mark_note(s.correction, alpha, job.family)}; "
+                 f"{s.correction} over all {job.family.m} rows; {tested}")
         if fmt in ("latex", "markdown"):
             order = [row["test"] for row in job.table]
             what = paper.sourced("Effect size d by test and encoder", paper.source(s))
@@ -532,6 +571,8 @@ def run_cmd(
                                                 paper.display_names(job.results), order))
         else:
             emit_rows(job.table, job.columns, title, fmt)
+            for line in paper.fragile_lines(job.results):
+                err.print(line, highlight=False)
     if job.checks is not None:
         violations = job.checks.filter(job.checks["verdict"] == "violation") if job.checks.height else job.checks
         notes = int((job.checks["verdict"] == "note").sum()) if job.checks.height else 0

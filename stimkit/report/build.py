@@ -19,9 +19,10 @@ from .data import ReportData
 
 FIGURE_FORMATS = ("svg", "png", "pdf")
 OWN = ("report.html", "figures", "tables")  # what --force replaces; nothing else in the folder is touched
-RESULT_COLUMNS = ["test", "encoder", "display", "context", "language", "metric", "n_x", "n_y", "n_a", "n_b",
-                  "effect_size", "ci_low", "ci_high", "ci_method", "ci_scheme", "p_value", "p_method", "p_adjusted",
-                  "rejected"]
+RESULT_COLUMNS = ["test", "encoder", "display", "context", "language", "metric", "alternative", "units", "n_x", "n_y",
+                  "n_a", "n_b", "effect_size", "ci_low", "ci_high", "ci_method", "ci_scheme", "p_value", "p_method",
+                  "p_adjusted", "rejected", "p_words", "p_words_method", "sentences_only", "influential_word",
+                  "influential_d", "influential_p", "flags"]
 
 
 @dataclass
@@ -115,9 +116,18 @@ def ci_text(data: ReportData) -> str:
             "ci_scheme column of the exact numbers" if methods else "no interval was computed")
 
 
-def correction_text(data: ReportData) -> str:
-    return (f"* p <= {data.alpha}; ** also after {data.correction} correction" if data.correction != "none"
+SENTENCES_ONLY_TEXT = f"{paper.SENTENCES_ONLY} significant only with sentences as units (not with whole words as units)"
+
+
+def correction_text(data: ReportData, sentences_only: bool = True) -> str:
+    """The marks in words (`sentences_only`: with the ^ mark's, where the family has sentence units)."""
+    text = (f"* p <= {data.alpha}; ** also after {data.correction} correction" if data.correction != "none"
             else f"* p <= {data.alpha}, no correction")
+    return text + (f"; {SENTENCES_ONLY_TEXT}" if sentences_only and sentence_units(data) else "")
+
+
+def sentence_units(data: ReportData) -> bool:
+    return "units" in data.results.columns and bool((data.results["units"] == "sentences").any())
 
 
 def left_out_line(left_out: pl.DataFrame, shown: int) -> str:
@@ -132,8 +142,10 @@ def caption(data: ReportData) -> str:
     name = paper.CORRECTION_NAMES.get(data.correction, data.correction)
     marks = (f"* p <= {data.alpha}; ** also significant after {name} correction" if data.correction != "none"
              else f"* p <= {data.alpha}, no correction")
+    if sentence_units(data):
+        marks += f"; {paper.SENTENCES_ONLY} significant only with sentences as units (not with whole words, same correction)"
     return (f"{paper.sourced('Effect size d by test and encoder', data.source)}; {marks}; † cannot reach p <= {data.alpha}. "
-            f"Family: m = {data.results.height} hypotheses ({data.family}).")
+            f"Tested: {data.tested}. Family: m = {data.results.height} hypotheses ({data.family}).")
 
 
 def write_tables(data: ReportData, t4: paper.Table4, names: dict[str, str], folder: Path,
@@ -144,7 +156,8 @@ def write_tables(data: ReportData, t4: paper.Table4, names: dict[str, str], fold
     for name, fmt in (("table4.md", "markdown"), ("table4.tex", "latex")):
         (folder / name).write_text(paper.render_table4(t4, fmt, caption(data), names))
         written.tables.append(folder / name)
-    results = data.results.select([c for c in RESULT_COLUMNS if c in data.results.columns])
+    view = paper.results_view(data.results)
+    results = view.select([c for c in RESULT_COLUMNS if c in view.columns])
     results.write_csv(folder / "results.csv")
     written.tables.append(folder / "results.csv")
     columns, rows = t4.grid(names)
@@ -178,7 +191,9 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
     d, labels, cell_tips = matrix(t4, names)
     fig, tips = figures.significance_matrix(d, labels, t4.rows, [names.get(e, e) for e in t4.encoders],
                                             "d by test and encoder" + (" [95% interval]" if paper.has_ci(data.results) else "")
-                                            + f"\n{correction_text(data)} (m = {m}, a cell each)",
+                                            + f"\n{correction_text(data, sentences_only=False)} (m = {m}, a cell each)"
+                                            + (f"\n{paper.SENTENCES_ONLY} significant only with sentences as units"
+                                               if sentence_units(data) else ""),
                                             cell_tips)
     emit_figure(fig, "significance-matrix", tips)
     strips = []
@@ -228,6 +243,8 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
         sections += [("consistency", "Consistency checks"), ("provenance", "Provenance")]
         html = ENV.get_template("report.html.j2").render(
             family=family, m=m, matrix_note=t4.note, alpha=data.alpha, correction=data.correction, correction_text=correction_text(data),
+            tested=data.tested, settings=data.settings,
+            flagged=[r for r in results.to_dicts() if r.get("flags")],
             sections=sections, matrix_svg=inline["significance-matrix"], t4_columns=t4_columns, t4_rows=t4_rows,
             ci_text=ci_text(data), left_out_columns=left_out.columns, left_out_rows=left_out.to_dicts(),
             result_columns=results.columns, result_rows=results.to_dicts(), strips=strips, forests=forests,

@@ -41,6 +41,8 @@ class ReportData:
     left_out: pl.DataFrame | None = None                    # results of the scope not shown, and why (families.left_out)
     baselines: list[tuple[dict, pl.DataFrame]] = field(default_factory=list)  # matched baseline, its random d
     diagnostics: pl.DataFrame | None = None                 # X's and Y's words per result: Zipf, pieces, reliability
+    tested: str = ""                                        # the alternative and the units (Family.tested)
+    settings: str = ""                                      # where alpha and the correction came from
 
 
 def has_rows(con, table: str) -> bool:
@@ -50,15 +52,18 @@ def has_rows(con, table: str) -> bool:
     return bool(store.one(con, f"SELECT count(*) FROM {table}")[0])
 
 
-def gather(con, where: str | None = None, correct: str = "holm", alpha: float = 0.01,
+def gather(con, where: str | None = None, correct: str | None = None, alpha: float | None = None,
            tests: list[str] | None = None, audits: bool = False) -> ReportData:
+    """What the report shows. `correct`, `alpha` not given: the family's study's, else holm at 0.01."""
     if not has_rows(con, "results"):
         raise NothingToReport("nothing to report: run `stimkit test` first")
-    family = analysis.define_family(con, where, alpha)
+    family = analysis.define_family(con, where, alpha, correct=correct)
+    correct, alpha = family.correction, family.alpha
     df = analysis.corrected(con, correct)
     order = list(catalog.load_toml())
     names = [t for t in order if t in set(df["test"])] + sorted(set(df["test"]) - set(order))
-    data = ReportData(correct, alpha, where, df, names, sorted(set(df["encoder"])), family=family.definition)
+    data = ReportData(correct, alpha, where, df, names, sorted(set(df["encoder"])), family=family.definition,
+                      tested=family.tested, settings=family.settings)
     for t in tests or []:
         if t not in set(df["test"]):
             raise StimkitError(f"--test {t}: no result for it in the family (run `stimkit test {t}` first)")
@@ -199,7 +204,9 @@ def rerun_command(r: dict, versions: dict[str, list[str]] | None = None) -> str:
                 "--x", r["x_sql"], "--y", r["y_sql"], "--a", r["a_sql"], "--b", r["b_sql"]]
     argv += ["-e", r["encoder"], "--seed", str(r["seed"]), "--budget", str(opts.get("budget", r["budget"])),
              "--method", opts.get("method", "auto"), "--alternative", r["alternative"]]
-    if r["clustered"]:
+    if r.get("units") and r["context"] != "word":  # a sentence test's units: its own, stated
+        argv += ["--units", r["units"]]
+    elif r["clustered"]:
         argv.append("--clustered")
     if r["bootstrap"]:
         argv += ["--bootstrap", str(r["bootstrap"])]

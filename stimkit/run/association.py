@@ -22,7 +22,14 @@ from ..stats.intervals import effect_size_ci
 from ..stimuli.balance import balance
 from .options import Options
 from .plan import PlannedTest
-from .rows import CutRow, Result
+from .rows import CutRow, InfluenceRow, Result
+
+# The leave-one-word-out p's (stats.influence) are there to decide at alpha, not to report a
+# p near 1e-5: exact where the result's own test enumerates, else sampled from 2,000
+# partitions and, where that p lies near alpha, from this many (or 100 / alpha for a small
+# alpha; never more than the result's own budget). At alpha 0.01 the Monte Carlo error of a p
+# near alpha is then 0.001 (a tenth of alpha); measured cost: README "Which results count".
+INFLUENCE_BUDGET = 10_000
 
 
 @dataclass
@@ -88,8 +95,16 @@ def cut(unbalanced: dict, policy: str, cut_seed: int, test_name: str):
     return b.x.drop("_k"), b.y.drop("_k"), vx[b.x["_k"].to_numpy()], vy[b.y["_k"].to_numpy()]
 
 
+def words_of(frame: pl.DataFrame) -> list:
+    """The word each stimulus belongs to; a stimulus without one (a set given as SQL without
+    words) is its own unit."""
+    if "word" not in frame.columns:
+        return frame["stimulus"].to_list()
+    return frame["word"].fill_null(frame["stimulus"]).to_list()
+
+
 def word_groups(kept: dict[str, pl.DataFrame]) -> tuple[np.ndarray, int]:
-    return stats.group_ids(kept["x"]["word"].to_list(), kept["y"]["word"].to_list())
+    return stats.group_ids(words_of(kept["x"]), words_of(kept["y"]))
 
 
 def permutation_units(prep: Prepared, opts: Options) -> tuple[np.ndarray | None, int]:
@@ -106,12 +121,20 @@ def compute(prep: Prepared, opts: Options, test_name: str, fingerprint: str, enc
     s = stats.association(np.concatenate([X, Y]), A, B)
     sx, sy = s[: len(X)], s[len(X):]
     stats.check_associations(sx, sy, what)
-    rng = rng_for(opts.seed, test_name, fingerprint, "permutation")
-    groups, n_groups_x = permutation_units(prep, opts)
-    if groups is not None:
-        pv = stats.clustered_p(s, groups, n_groups_x, opts.alternative, opts.budget, rng, opts.method)
+    rng = lambda: rng_for(opts.seed, test_name, fingerprint, "permutation")  # noqa: E731  (one stream, each p afresh)
+    moved, n_moved_x = permutation_units(prep, opts)
+    if moved is not None:
+        pv = stats.clustered_p(s, moved, n_moved_x, opts.alternative, opts.budget, rng(), opts.method)
     else:
-        pv = stats.permutation_p(s, len(X), opts.alternative, opts.method, opts.budget, rng)
+        pv = stats.permutation_p(s, len(X), opts.alternative, opts.method, opts.budget, rng())
+    # The p with whole words as units, whatever this result's units: the same number a
+    # word-unit run gives (the same stream). Where each word has one stimulus it is this p.
+    groups, n_groups_x = word_groups(prep.kept)
+    if moved is not None or len(np.unique(groups)) == len(groups):
+        pw = pv
+    else:
+        pw = stats.clustered_p(s, groups, n_groups_x, opts.alternative, opts.budget, rng(),
+                               "auto" if opts.method == "parametric" else opts.method)
     # The interval of d, attributes fixed as in the permutation test: targets are the sampled
     # units, and in a sentence test a word with all its sentences is one unit (stats.intervals;
     # coverage measured in bench/bench_coverage.py). --bootstrap N: BCa over the same units.
@@ -128,8 +151,43 @@ def compute(prep: Prepared, opts: Options, test_name: str, fingerprint: str, enc
         "effect_size": stats.effect_size(sx, sy, opts.ddof),
         "p_value": pv.p, "p_method": pv.method, "samples": pv.samples, "min_p": pv.min_p,
         "log10_partitions": log10(pv.partitions),
+        "p_words": pw.p, "p_words_method": pw.method, "p_words_min": pw.min_p,
         "association": s, "ci": iv,
     }
+
+
+def influence(prep: Prepared, opts: Options, test_name: str, fingerprint: str, result_id: str,
+              d: float, p: float) -> tuple[list[InfluenceRow], dict]:
+    """d and p with each target and attribute word left out (stats.influence, the result's own
+    procedure with the influence budget), and the Result's columns naming the word that moves
+    its decision at opts.alpha (the one moving d most where several do), else the one moving d most."""
+    from ..stats.influence import word_influence
+
+    W = stats.unit_rows(np.concatenate([prep.vectors["x"], prep.vectors["y"]]))
+    A, B = stats.unit_rows(prep.vectors["a"]), stats.unit_rows(prep.vectors["b"])
+    sample_budget = min(opts.budget, max(INFLUENCE_BUDGET, int(np.ceil(100 / opts.alpha))))
+    found = word_influence(W @ A.T, W @ B.T, len(W) - len(prep.vectors["y"]), *(words_of(prep.kept[r]) for r in ROLES),
+                           opts.ddof, alternative=opts.alternative, method=opts.method, budget=opts.budget,
+                           sample_budget=sample_budget,
+                           rng=rng_for(opts.seed, test_name, fingerprint, "influence"), word_units=opts.clustered,
+                           alpha=opts.alpha)
+    decided = p <= opts.alpha
+    flips = np.isfinite(found.p) & ((found.p <= opts.alpha) != decided)
+    rows = [InfluenceRow(result_id, role, word, int(n), _finite(dw), _finite(pw), method,
+                         None if not np.isfinite(pw) else bool(flip))
+            for role, word, n, dw, pw, method, flip in zip(found.role, found.word, found.n_stimuli, found.d, found.p,
+                                                           found.p_method, flips)]
+    shift = np.where(np.isfinite(found.d), np.abs(found.d - d), -1.0)
+    if not len(found) or shift.max() < 0:
+        return rows, {"fragile": bool(flips.any()), "influence_alpha": opts.alpha}
+    i = int(np.argmax(np.where(flips, shift, -1.0))) if flips.any() else int(np.argmax(shift))
+    return rows, {"influential_word": found.word[i], "influential_role": found.role[i],
+                  "influential_d": _finite(found.d[i]), "influential_p": _finite(found.p[i]),
+                  "fragile": bool(flips.any()), "influence_alpha": opts.alpha}
+
+
+def _finite(x) -> float | None:
+    return float(x) if x is not None and np.isfinite(x) else None
 
 
 def cut_spread(prep: Prepared, opts: Options, test_name: str, fingerprint: str, result_id: str,
@@ -148,7 +206,7 @@ def cut_spread(prep: Prepared, opts: Options, test_name: str, fingerprint: str, 
         s = np.concatenate([sx, sy])
         rng = rng_for(opts.seed, test_name, fingerprint, "permutation", "cut", seed)
         if opts.clustered:
-            groups, n_gx = stats.group_ids(b.x["word"].to_list(), b.y["word"].to_list())
+            groups, n_gx = stats.group_ids(words_of(b.x), words_of(b.y))
             pv = stats.clustered_p(s, groups, n_gx, opts.alternative, opts.budget, rng, opts.method)
         else:
             pv = stats.permutation_p(s, len(sx), opts.alternative, opts.method, opts.budget, rng)
@@ -172,6 +230,8 @@ def result(run_id: str, planned: PlannedTest, enc: Encoder, prep: Prepared, opts
     out = compute(prep, opts, test.name, enc.fingerprint, enc.spec)
     result_id = f"{run_id}/{test.name}/{enc.fingerprint}"
     cuts = cut_spread(prep, opts, test.name, enc.fingerprint, result_id, enc.spec) if opts.cuts > 1 and prep.n_cut else []
+    influence_rows, influential = influence(prep, opts, test.name, enc.fingerprint, result_id, out["effect_size"],
+                                            out["p_value"])
     return Result(
         **described(result_id, run_id, planned, enc, prep, opts, started, kind),
         statistic=out["statistic"], statistic_kind=out["statistic_kind"], effect_size=out["effect_size"],
@@ -181,6 +241,8 @@ def result(run_id: str, planned: PlannedTest, enc: Encoder, prep: Prepared, opts
         ci_level=opts.ci_level if out["ci"] else None, bootstrap=opts.bootstrap or None,
         ci_method=out["ci"].method if out["ci"] else None, ci_scheme=out["ci"].scheme if out["ci"] else None,
         **spread_columns(cuts, opts.alpha), items=items(result_id, prep, out["association"]), cut_rows=tuple(cuts),
+        p_words=out["p_words"], p_words_method=out["p_words_method"], p_words_min=out["p_words_min"],
+        **influential, influence=tuple(influence_rows),
     )
 
 
@@ -205,6 +267,7 @@ def described(result_id: str, run_id: str, planned: PlannedTest, enc: Encoder, p
         options=json.dumps({**asdict(opts), "sampler": sampler.NAME}), stimkit_version=__version__,
         seconds=time.perf_counter() - started, kind=kind, display=getattr(enc, "_display", None),
         centering=opts.centering, language=planned.language, n_shared_vectors=prep.n_shared_vectors,
+        units=opts.units, word_lists=test.word_lists(), pair_key=test.pair,
     )
 
 
@@ -260,7 +323,7 @@ def metric_result(run_id: str, planned: PlannedTest, enc: Encoder, prep: Prepare
     value = metrics.compute(name, X, Y, A, B, rng_for(opts.seed, test.name, enc.fingerprint, "metric", name))
     reason = spec.null_reason
     if spec.has_permutation_null and opts.clustered:
-        reason = "no clustered permutation form for this metric"
+        reason = "no permutation form with words as units for this metric (--units sentences gives one over sentences)"
     elif spec.has_permutation_null and opts.method == "parametric":
         reason = "no parametric form for this metric"
     pv = None
@@ -284,6 +347,7 @@ def write(con, res: Result) -> None:
 
     insert(con, "results", [res])
     insert(con, "result_cuts", list(res.cut_rows))
+    insert(con, "result_influence", list(res.influence))
     if res.items is not None:
         insert(con, "result_items", res.items)
     insert(con, "result_diagnostics", list(res.diagnostics))

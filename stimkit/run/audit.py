@@ -18,10 +18,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .. import stats, store
-from ..catalog.tests import ROLES, TestDef
+from ..catalog.tests import TestDef
 from ..errors import InputError, UsageError
 from ..stats import meta
-from ..stats.audit import template_cells, word_influence
+from ..stats.audit import template_cells
 from ..stimuli.sets import SetSpec
 from . import association
 from .options import Options
@@ -139,11 +139,6 @@ def audit_one(con, run_id: str, test: TestDef, template_set: str, planned, enc, 
     alone = [r for r in templates if r.analysis == "alone" and r.effect_size is not None]
     pooled = meta.dersimonian_laird([r.effect_size for r in alone], [r.variance for r in alone]) if len(alone) >= 2 else None
 
-    # leave-one-word-out on the balanced full test
-    W = stats.unit_rows(np.concatenate([prep.vectors["x"], prep.vectors["y"]]))
-    words = {r: np.array(prep.kept[r]["word"].to_list(), dtype=object) for r in ROLES}
-    influence = word_influence(W @ A.T, W @ B.T, len(prep.vectors["x"]), words["x"], words["y"], words["a"], words["b"], opts.ddof)
-
     audit = Audit(
         audit_id=res.result_id, run_id=run_id, test=test.name, template_set=template_set,
         encoder=enc.spec, fingerprint=enc.fingerprint, alpha=alpha, full_d=full_d, full_p=full_p,
@@ -155,7 +150,9 @@ def audit_one(con, run_id: str, test: TestDef, template_set: str, planned, enc, 
         decision_flip_share=_share([r.decision_flip for r in alone if r.decision_flip is not None]),
         sign_flip_share=_share([r.sign_flip for r in alone]),
         templates=tuple(templates),
-        words=tuple(AuditWord(res.result_id, r, w, n, d, None if d is None else d - full_d) for r, w, n, d in influence),
+        # leave-one-word-out on the balanced full test: the result's own (stats.influence)
+        words=tuple(AuditWord(res.result_id, i.role, i.word, i.n_stimuli, i.d_without,
+                              None if i.d_without is None else i.d_without - full_d) for i in res.influence),
         full_ci=(res.ci_low, res.ci_high),
     )
     store.insert(con, "audits", [audit])

@@ -11,13 +11,15 @@ from .plan import Plan
 from .rows import Failure, FailureRow, RunReport
 
 
-def execute(con, plan: Plan, command: str, on_result=None, on_failure=None, failed: list[Failure] = ()) -> RunReport:
+def execute(con, plan: Plan, command: str, on_result=None, on_failure=None, failed: list[Failure] = (),
+            study: dict | None = None) -> RunReport:
     """Run the plan's pairs (and WEFATs) in one run. A pair that fails with a StimkitError
     (meaningless input: degenerate vectors, no vector for a set) is reported and skipped; the
     others are stored. A crash leaves no partial run.
 
     on_result(result, done, total) after each stored result; on_failure(failure) for each
-    failure: the plan's refusals and `failed` (encoders that could not encode) first."""
+    failure: the plan's refusals and `failed` (encoders that could not encode) first.
+    study: the study's name, alpha and correction, recorded on the run."""
     failures: list[Failure] = []
 
     def fail(test, enc, e):
@@ -38,7 +40,7 @@ def execute(con, plan: Plan, command: str, on_result=None, on_failure=None, fail
     if not total and not fresh:
         return report
     with store.transaction(con):
-        run_id = store.start_run(con, command, plan.options.seed)
+        run_id = store.start_run(con, command, plan.options.seed, **(study or {}))
         for planned, enc in plan.pairs:
             try:
                 found = association.run_one(con, run_id, planned, enc, planned.options, reference=plan.reference)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 
 from .. import DEFAULT_BUDGET
 from ..catalog.tests import TestDef
-from ..checks import WORD_P_METHODS, check_alpha, check_level, limit
+from ..checks import UNITS, WORD_P_METHODS, check_alpha, check_level, limit
 from ..errors import UsageError
 from ..stats import ALTERNATIVES, METHODS
 from ..stats.centering import parse_method
@@ -38,7 +38,7 @@ class Options:
     alternative: str | None = None  # greater | less | two-sided; None: the test's own, else greater
     seed: int = 0                 # permutation samples and bootstrap draws only
     ddof: int = 1
-    clustered: bool = False       # permute whole words (sentence tests)
+    clustered: bool = False       # the old name of units="words" (kept for scripts); resolved: whole words permuted
     bootstrap: int = 0            # replicates for a CI of d; 0 = none
     ci_level: float = 0.95
     balance: str | None = None    # None: the test's own policy
@@ -49,6 +49,8 @@ class Options:
                                             # None: the test's own, else weat
     center: str | None = None     # mean | abtt:K: remove the reference's mean (and top K directions) first
     center_ref: str = "test"      # the reference: the test's own four sets, or a set name or SELECT
+    units: str | None = None      # sentences | words: what the permutation moves in a sentence test;
+                                  # None: the test's own, else words (a word test's unit is always the word)
 
     def __post_init__(self):
         """Refuse values and combinations that have no meaning, before any work."""
@@ -60,8 +62,15 @@ class Options:
             raise UsageError("the sample budget must be at least 2")
         if self.balance is not None and self.balance not in BALANCE_POLICIES:
             raise UsageError(f"unknown balance policy {self.balance!r} (known: {', '.join(BALANCE_POLICIES)})")
+        if self.units is not None and self.units not in UNITS:
+            raise UsageError(f"unknown units {self.units!r} (known: {', '.join(UNITS)})")
+        if self.clustered and self.units == "sentences":
+            raise UsageError("--clustered is --units words: it cannot go with --units sentences")
         if self.clustered and self.method == "parametric":
-            raise UsageError("--clustered has no parametric form: use --method auto, exact or sampled")
+            raise UsageError("--clustered has no parametric form (it takes words as units): use --method auto, exact or "
+                             "sampled, or --units sentences for the normal fit")
+        if self.clustered and self.units is None:  # the old flag, as the new option says it
+            object.__setattr__(self, "units", "words")
         _check_replicates(self.bootstrap)
         if self.cuts < 1:
             raise UsageError(f"--cuts must be at least 1, not {self.cuts}")
@@ -91,20 +100,27 @@ class Options:
         return None if self.center is None else f"{self.center} ref={self.center_ref}"
 
     def resolved(self, test: TestDef) -> Options:
-        """The options one test runs under: its own alternative and metrics unless the run gave some."""
+        """The options one test runs under: its own alternative, units and metrics unless the run
+        gave some. A sentence test's unit is the word unless it (or the run) says sentences; a
+        word test has one stimulus a word, so its unit is the word whatever the run says: a
+        study-wide setting never breaks its word tests. `clustered` then says whether whole
+        words move with their sentences."""
         metrics = self.metrics or test.metrics or ("weat",)
         for name in metrics:
             metric(name)
-        return replace(self, alternative=self.alternative or test.alternative or "greater", metrics=tuple(metrics))
+        units = "words" if test.context == "word" else (self.units or test.units or "words")
+        if units == "words" and test.context != "word" and self.method == "parametric":
+            raise UsageError(f"test {test.name!r}: words as units{'' if self.units else ' (its default)'} have no "
+                             "parametric form: use --method auto, exact or sampled, or --units sentences for the "
+                             "normal fit over sentences")
+        return replace(self, alternative=self.alternative or test.alternative or "greater", metrics=tuple(metrics),
+                       units=units, clustered=units == "words" and test.context != "word")
 
     def for_test(self, test: TestDef) -> str:
         """The balance policy this test runs under; refuses options that make no sense for it."""
         policy = self.balance or test.balance
         if self.cuts > 1 and policy == "none":
             raise UsageError(f"test {test.name!r}: --cuts needs a random balance (cut or drop-words), not balance=none")
-        if self.clustered and test.context == "word":
-            raise UsageError(f"test {test.name!r}: --clustered permutes words with their sentences; "
-                             "a word-level test has one stimulus a word")
         return policy
 
 

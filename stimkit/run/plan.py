@@ -169,13 +169,15 @@ def grammatical_gender_notes(test: TestDef, sets: dict[str, pl.DataFrame]) -> li
 
 def make(con, tests: list[TestDef], encoder_specs: list[str], options: Options, *, wefats: list[WefatDef] = (),
          wefat_options: WefatOptions | None = None, cword_optional: bool = False,
-         generate_missing: Callable[[list[SetSpec]], list[str]] | None = None) -> Plan:
+         generate_missing: Callable[[list[SetSpec]], list[str]] | None = None,
+         per_test: Callable[[TestDef], dict] | None = None) -> Plan:
     """The plan for `tests` (and `wefats`) on each encoder.
 
     cword_optional: an encoder without token vectors is a note (NA, as Tan & Celis's tables
     show it) for c-word tests rather than a failure. generate_missing(specs) renders the
     sets the tests name that the store lacks and returns notes (None: a missing set is the
-    test's failure)."""
+    test's failure). per_test(test): option values for this test alone (a study's
+    [options."pattern"] tables), over the run's."""
     refused, notes = [], []
     encs, sweeps = [], {}
     for spec in dict.fromkeys(encoder_specs):
@@ -200,13 +202,18 @@ def make(con, tests: list[TestDef], encoder_specs: list[str], options: Options, 
     planned = []
     for t in tests:
         try:
+            own = options
+            if per_test and per_test(t):  # the test's own units replace the run's, old flag included
+                values = per_test(t)
+                own = replace(options, **({"clustered": False} if "units" in values else {}), **values)
+            opts = own.resolved(t)
             sets = fetch_sets(con, t)
-            refuse_early(t, sets, options)
+            refuse_early(t, sets, opts)
             language = test_language(con, t, sets)
         except StimkitError as e:
             refused.append(Failure(t.name, "*", first_line(e), e))
             continue
-        planned.append(PlannedTest(t, sets, options.resolved(t), language))
+        planned.append(PlannedTest(t, sets, opts, language))
         notes += grammatical_gender_notes(t, sets)
     plain = [p for p in planned if p.test.context != "c-word"]
     in_cword = [p for p in planned if p.test.context == "c-word"]

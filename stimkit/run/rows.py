@@ -72,9 +72,22 @@ class Result:
     display: str | None = None     # the encoder's display name, if one was given
     language: str | None = None    # the test's language: "de", or "en+de" (targets+attributes) cross-lingual
     n_shared_vectors: int | None = None  # stimuli whose vector another word has too (the encoder cannot tell them apart)
+    units: str | None = None       # sentences | words: what the permutation moved (part of the hypothesis)
+    p_words: float | None = None   # the p with whole words as units, whatever `units` (a word-unit result: p_value)
+    p_words_method: str | None = None
+    p_words_min: float | None = None
+    influential_word: str | None = None  # the word that flips the decision when left out (moving d most), else
+    influential_role: str | None = None  # the one moving d most; its role (X, Y, A, B), d and p without it
+    influential_d: float | None = None
+    influential_p: float | None = None
+    fragile: bool | None = None    # the decision at influence_alpha flips when one word is left out
+    influence_alpha: float | None = None
+    word_lists: list[str | None] | None = None  # the word list behind X, Y, A, B (None: a set given as SQL)
+    pair_key: str | None = None    # the test definition's `pair`: its word test and sentence test are compared
     items: pl.DataFrame | None = column(stored=False)        # result_items: one row per selected stimulus
     cut_rows: tuple["CutRow", ...] = column((), stored=False)  # result_cuts
     diagnostics: tuple["DiagnosticRow", ...] = column((), stored=False)  # result_diagnostics: X's and Y's words
+    influence: tuple["InfluenceRow", ...] = column((), stored=False)  # result_influence
 
 
 @dataclass(frozen=True)
@@ -141,6 +154,19 @@ class CutRow:
     p_value: float
     p_method: str
     rejected: bool
+
+
+@dataclass(frozen=True)
+class InfluenceRow:
+    """d and p with one target or attribute word left out: a row of `result_influence`."""
+    result_id: str
+    role: str
+    word: str
+    n_stimuli: int
+    d_without: float | None
+    p_without: float | None
+    p_method: str | None
+    decision_flip: bool | None
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
-"""Template-audit statistics (pure): the test on subsets of the target sentences, and the
-leave-one-word-out influence on d."""
+"""Template-audit statistics (pure): the test on subsets of the target sentences (each
+word's influence: stats.influence)."""
 
 from __future__ import annotations
 
@@ -55,33 +55,3 @@ def template_cells(s_x, s_y, t_x, t_y, alternative, budget, seed, key) -> dict[s
         rng = rng_for(seed, *key, "left_out", t)
         out["left_out"].append((t, subset_test(s_x[t_x != t], s_y[t_y != t], alternative, budget, rng)))
     return out
-
-
-def word_influence(sim_a, sim_b, nx, words_x, words_y, words_a, words_b, ddof=1) -> list[tuple[str, str, int, float]]:
-    """(role, word, n stimuli, d without the word) for every target and attribute word."""
-    s = sim_a.mean(axis=1) - sim_b.mean(axis=1)
-    rows = []
-    for role, words, offset in (("X", words_x, 0), ("Y", words_y, nx)):
-        for w in dict.fromkeys(words):
-            keep = np.ones(len(s), bool)
-            keep[offset + np.flatnonzero(words == w)] = False
-            kx, ky = keep[:nx], keep[nx:]
-            rows.append((role, w, int((~keep).sum()), _d(s[:nx][kx], s[nx:][ky], ddof)))
-    for role, words in (("A", words_a), ("B", words_b)):
-        for w in dict.fromkeys(words):
-            keep = words != w
-            if role == "A":
-                s_w = sim_a[:, keep].mean(axis=1) - sim_b.mean(axis=1) if keep.any() else None
-            else:
-                s_w = sim_a.mean(axis=1) - sim_b[:, keep].mean(axis=1) if keep.any() else None
-            d = _d(s_w[:nx], s_w[nx:], ddof) if s_w is not None else None
-            rows.append((role, w, int((~keep).sum()), d))
-    return rows
-
-
-def _d(sx, sy, ddof):
-    if len(sx) == 0 or len(sy) == 0 or np.std(np.concatenate([sx, sy])) == 0:
-        return None
-    return effect_size(sx, sy, ddof)
-
-

@@ -11,6 +11,7 @@ Both go through one core, `subset_p`: exact enumeration or sampling, one rule fo
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import combinations, islice
 from math import comb
 from typing import Callable
@@ -46,8 +47,20 @@ def exact_subset_sums(values: np.ndarray, k: int) -> np.ndarray:
     return values[idx].sum(axis=1)
 
 
+@lru_cache(maxsize=32)
+def _small_subsets(N: int, k: int) -> np.ndarray:
+    """all_subsets for a space that fits in one chunk, kept: a study enumerates the same
+    C(16, 8) again and again (each word test, each word left out)."""
+    idx = all_subsets(N, k)
+    idx.flags.writeable = False
+    return idx
+
+
 def subset_sum_chunks(values: np.ndarray, k: int, chunk: int = _EXACT_CHUNK):
     """exact_subset_sums in chunks of `chunk` subsets, so memory stays bounded."""
+    if comb(len(values), k) <= chunk:
+        yield values[_small_subsets(len(values), k)].sum(axis=1)
+        return
     it = combinations(range(len(values)), k)
     while True:
         flat = np.fromiter((i for c in islice(it, chunk) for i in c), dtype=np.int32)
@@ -76,7 +89,7 @@ def min_p(partitions: int, method: str, budget: int, alternative: str, symmetric
 
 @dataclass(frozen=True)
 class PValue:
-    p: float
+    p: float           # an (m,) array when the values had m columns (one p per column, shared partitions)
     method: str        # exact | sampled | parametric
     samples: int       # partitions enumerated or drawn (observed one included when sampled)
     partitions: int    # C(N, n): how many partitions into the two sizes exist
@@ -93,27 +106,35 @@ def _exceeds(null: np.ndarray, observed: float, alternative: str, center: float,
     return np.abs(null - center) >= abs(observed - center) - tol
 
 
-def subset_p(units: np.ndarray, k: int, statistic: Callable[[np.ndarray], np.ndarray], observed: float,
-             center: float, scale: float, alternative: str, method: str, budget: int,
-             rng: np.random.Generator | None, label: str = "", return_null: bool = False) -> PValue:
+def _hits(null: np.ndarray, observed, alternative: str, center, scale):
+    """How many rows of the null reach the observed statistic: an int, or one count per
+    column when the statistic has columns."""
+    found = _exceeds(null, observed, alternative, center, scale).sum(axis=0)
+    return int(found) if np.ndim(found) == 0 else found
+
+
+def subset_p(units: np.ndarray, k: int, statistic: Callable[[np.ndarray], np.ndarray], observed,
+             center, scale, alternative: str, method: str, budget: int,
+             rng: np.random.Generator | None, label: str = "", return_null: bool = False, dense: bool = False) -> PValue:
     """The one core of every permutation p: the statistic of the first k units against
     every k-subset (exact) or budget - 1 random ones with the observed counted once (sampled).
 
-    units: per-unit values, (N,) or (N, m); statistic: subset sums -> the test statistic;
-    method: auto (exact when C(N, k) <= budget), exact or sampled. `label` marks the scheme
-    in the method name ("-clustered")."""
+    units: per-unit values, (N,) or (N, m); statistic: subset sums -> the test statistic, a
+    number per subset or (with columns) a row per subset, each column a test of its own over
+    the same partitions (observed, center and scale then one per column); method: auto
+    (exact when C(N, k) <= budget), exact or sampled. `label` marks the scheme in the method
+    name ("-clustered"). dense: sample with sampler.dense_subset_sums (few draws, many columns)."""
     partitions = comb(len(units), k)
     if method == "auto":
         method = "exact" if partitions <= budget else "sampled"
     floor = min_p(partitions, method, budget, alternative, 2 * k == len(units))
     if method == "exact":
         check_exact(partitions)
-        hits = sum(int(_exceeds(statistic(null), observed, alternative, center, scale).sum())
-                   for null in subset_sum_chunks(units, k))
+        hits = sum(_hits(statistic(null), observed, alternative, center, scale) for null in subset_sum_chunks(units, k))
         return PValue(hits / partitions, "exact" + label, partitions, partitions, floor)
     rng = rng if rng is not None else np.random.default_rng()
-    null = statistic(sampler.subset_sums(units, k, budget - 1, rng))
-    hits = int(_exceeds(null, observed, alternative, center, scale).sum())
+    null = statistic(sampler.subset_sums(units, k, budget - 1, rng, dense))
+    hits = _hits(null, observed, alternative, center, scale)
     return PValue((1 + hits) / budget, "sampled" + label, budget, partitions, floor, null if return_null else None)
 
 
@@ -129,25 +150,27 @@ def _identity(sums: np.ndarray) -> np.ndarray:
 
 
 def permutation_p(values: np.ndarray, n: int, alternative: str = "greater", method: str = "auto",
-                  budget: int = DEFAULT_BUDGET, rng: np.random.Generator | None = None, return_null: bool = False) -> PValue:
+                  budget: int = DEFAULT_BUDGET, rng: np.random.Generator | None = None, return_null: bool = False,
+                  dense: bool = False) -> PValue:
     """p-value of the first n of `values` (the observed X) against every split into n and N - n.
 
     values: s(w) for X then Y (or any per-item statistic); the statistic is the sum over X.
+    values of shape (N, m): m tests over the same partitions, p an (m,) array.
     auto: exact when C(N, n) <= budget, else sampled; parametric: a normal fit to the
     sampled statistic (Caliskan et al.'s replication code)."""
     check_method(method, alternative)
     values = np.asarray(values, dtype=np.float64)
-    observed = float(values[:n].sum())
-    center = n * float(values.mean())           # the null mean of a subset sum
-    scale = float(np.abs(values).sum()) or 1.0
+    observed = _number(values[:n].sum(axis=0))
+    center = n * _number(values.mean(axis=0))           # the null mean of a subset sum
+    scale = _scale(np.abs(values).sum(axis=0))
     if method != "parametric":
         return subset_p(values, n, _identity, observed, center, scale, alternative, method, budget, rng,
-                        return_null=return_null)
+                        return_null=return_null, dense=dense)
     rng = rng if rng is not None else np.random.default_rng()
-    null = sampler.subset_sums(values, n, budget, rng)
-    total = float(values.sum())
+    null = sampler.subset_sums(values, n, budget, rng, dense)
+    total = _number(values.sum(axis=0))
     stat_null, stat = 2 * null - total, 2 * observed - total
-    mu, sd = stat_null.mean(), stat_null.std(ddof=1)
+    mu, sd = stat_null.mean(axis=0), stat_null.std(axis=0, ddof=1)
     from scipy import stats as sps  # here: scipy.stats costs half a second to import
     if alternative == "greater":
         p = sps.norm.sf(stat, mu, sd)
@@ -155,31 +178,47 @@ def permutation_p(values: np.ndarray, n: int, alternative: str = "greater", meth
         p = sps.norm.cdf(stat, mu, sd)
     else:
         p = 2 * sps.norm.sf(abs(stat - mu), 0, sd)
-    return PValue(float(min(p, 1.0)), "parametric", budget, comb(len(values), n), None, null if return_null else None)
+    return PValue(_number(np.minimum(p, 1.0)), "parametric", budget, comb(len(values), n), None,
+                  null if return_null else None)
+
+
+def _scale(size):
+    """The size of the values (one per column), for the tie tolerance; 1 where they are all 0."""
+    return (float(size) or 1.0) if np.ndim(size) == 0 else np.where(size > 0, size, 1.0)
+
+
+def _number(x):
+    """A float for a 0-d result, the array itself for one value per column."""
+    return float(x) if np.ndim(x) == 0 else x
 
 
 def clustered_p(values: np.ndarray, groups: np.ndarray, n_groups_x: int, alternative: str = "greater",
-                budget: int = DEFAULT_BUDGET, rng: np.random.Generator | None = None, method: str = "auto") -> PValue:
+                budget: int = DEFAULT_BUDGET, rng: np.random.Generator | None = None, method: str = "auto",
+                dense: bool = False) -> PValue:
     """Word-level permutation for sentence tests: whole words move with all their sentences.
 
-    values: s(w) per stimulus, X first; groups: a word id per stimulus, X's words being
-    0..n_groups_x-1 and Y's the rest (weat.group_ids). Statistic: mean over X_i minus mean
-    over Y_i (words may carry different numbers of sentences, so sums are not comparable).
+    values: s(w) per stimulus, X first (or (N, m): m tests over the same partitions of the
+    words, p an (m,) array); groups: a word id per stimulus, X's words being 0..n_groups_x-1
+    and Y's the rest (weat.group_ids). Statistic: mean over X_i minus mean over Y_i (words
+    may carry different numbers of sentences, so sums are not comparable).
     method: auto | exact | sampled (a normal fit has no clustered form)."""
     if method == "parametric":
         raise InvalidInput("clustered permutation has no 'parametric' form (use auto, exact or sampled)")
     check_method(method, alternative, ("auto", "exact", "sampled"))
     values = np.asarray(values, dtype=np.float64)
+    columns = values.reshape(len(values), -1)
+    m = columns.shape[1]
     G = int(groups.max()) + 1
-    per_group = np.zeros((G, 2))
-    np.add.at(per_group, groups, np.column_stack([values, np.ones_like(values)]))
-    total, count = per_group.sum(axis=0)
+    per_group = np.zeros((G, m + 1))  # each column's sum over the word's stimuli, then their count
+    np.add.at(per_group, groups, np.column_stack([columns, np.ones(len(values))]))
+    total = per_group.sum(axis=0)
 
     def mean_diff(sums):
-        sx, cx = sums[..., 0], sums[..., 1]
-        return sx / cx - (total - sx) / (count - cx)
+        sx, cx = sums[..., :m], sums[..., m:]
+        diff = sx / cx - (total[:m] - sx) / (total[m] - cx)
+        return diff if values.ndim > 1 else diff[..., 0]
 
-    observed = float(mean_diff(per_group[:n_groups_x].sum(axis=0)))
-    scale = float(np.abs(values).mean()) or 1.0
+    observed = _number(mean_diff(per_group[:n_groups_x].sum(axis=0)))
+    scale = _scale(np.abs(values).mean(axis=0))
     return subset_p(per_group, n_groups_x, mean_diff, observed, 0.0, scale, alternative, method, budget, rng,
-                    label="-clustered")
+                    label="-clustered", dense=dense)

@@ -19,6 +19,11 @@ Two exact samplers share that layout:
 - `flip_subset_sums`: each item joins by a fair coin, then uniformly chosen items are
   flipped until the row holds exactly k. Used when k is so far from M/2 that a coin pool
   would rarely hold subsets of the sizes wanted.
+
+Many value columns at once (the influence of every word: a test per column over the same
+partitions) make the per-column lookup tables the cost (M/12 tables of 4,096 sums each, per
+column). Beyond DENSE_COLUMNS columns `dense_subset_sums` draws each subset as the k smallest
+of M uniform numbers (a uniform k-subset) and sums every column by one matrix product.
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ LANE_BITS, LANES = 12, 4                # items per table lookup, lanes per 64-b
 MAX_POOL_FACTOR = 4.0                   # beyond this many coin subsets per row, flip instead
 MAX_ROWS = 1 << 17                      # rows per batch, and
 MAX_POOL_BYTES = 1 << 26                # at most this much memory for the coin words of a batch
+DENSE_COLUMNS = 4                       # more value columns than this: dense_subset_sums
+DENSE_CELLS = 1 << 22                   # rows x items of one batch of dense_subset_sums
 # LANE_SUBSETS[s, i] = 1 when subset s (read as 12 bits) of a lane holds its item i
 LANE_SUBSETS = ((np.arange(1 << LANE_BITS)[:, None] >> np.arange(LANE_BITS)) & 1).astype(np.float64)
 
@@ -83,18 +90,39 @@ class Layout:
         return out
 
 
-def subset_sums(values: np.ndarray, k: int, size: int, rng: np.random.Generator) -> np.ndarray:
-    """Sums of `values` ((M,) or (M, m)) over `size` independent uniform k-subsets of its rows."""
+def subset_sums(values: np.ndarray, k: int, size: int, rng: np.random.Generator, dense: bool = False) -> np.ndarray:
+    """Sums of `values` ((M,) or (M, m)) over `size` independent uniform k-subsets of its rows.
+    dense: draw them with `dense_subset_sums` whatever the shape (cheaper for a few thousand
+    draws, where the split sampler's pools cost more than they save)."""
     vals = np.asarray(values, dtype=np.float64).reshape(len(values), -1)
     if not 0 <= k <= len(vals):
         raise ValueError(f"cannot draw {k} of {len(vals)} items")
     # SFC64 draws raw bits about twice as fast as PCG64. Its seeds come from the caller's
     # generator, so every result stays a function of the run seed: one stream for the
     # sizes in half A, one per half for its coins.
+    if dense or vals.shape[1] > DENSE_COLUMNS:
+        out = dense_subset_sums(vals, k, size, rng)
+        return out[:, 0] if np.ndim(values) == 1 else out
     seeds = [int(x) for x in rng.integers(2**63, size=3)]
     split = SplitPlan.build(vals, k)
     out = split.sums(size, seeds) if split else flip_subset_sums(vals, k, size, np.random.SFC64(seeds[0]))
     return out[:, 0] if np.ndim(values) == 1 else out
+
+
+def dense_subset_sums(vals: np.ndarray, k: int, size: int, rng: np.random.Generator) -> np.ndarray:
+    """(size, m): sums of each column of `vals` (M, m) over `size` independent uniform
+    k-subsets of its rows, each the k smallest of M uniform draws, summed by one product."""
+    M, m = vals.shape
+    out = np.empty((size, m))
+    batch = max(1, DENSE_CELLS // max(M, 1))
+    for start in range(0, size, batch):
+        rows = min(batch, size - start)
+        picked = np.argpartition(rng.random((rows, M)), k - 1, axis=1)[:, :k] if 0 < k < M else \
+            np.broadcast_to(np.arange(k), (rows, k))
+        member = np.zeros((rows, M))
+        np.put_along_axis(member, picked, 1.0, axis=1)
+        out[start:start + rows] = member @ vals
+    return out
 
 
 # --------------------------------------------------------------------------- split and match

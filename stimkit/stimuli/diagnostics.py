@@ -47,7 +47,18 @@ def has_frequencies(language: str) -> bool:
 def _zipf(word: str, language: str) -> float:
     import wordfreq
 
-    return float(wordfreq.zipf_frequency(word, language))
+    try:
+        return float(wordfreq.zipf_frequency(word, language))
+    except ImportError:  # a language whose tokenizer is an optional package (ja, ko: MeCab): the word as listed
+        freq = _frequencies(language).get(word.lower(), 0.0)
+        return round(float(np.log10(freq)) + 9, 2) if freq > 0 else 0.0
+
+
+@lru_cache(maxsize=8)
+def _frequencies(language: str) -> dict:
+    import wordfreq
+
+    return wordfreq.get_frequency_dict(language)
 
 
 def zipf(words, language: str = DEFAULT_LANGUAGE) -> np.ndarray:

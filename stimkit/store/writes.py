@@ -48,9 +48,11 @@ def insert(con, table: str, rows, keep_stored: bool = False) -> int:
     return rows.num_rows
 
 
-def start_run(con, command: str, seed: int) -> str:
-    """A new run id (a timestamp, so ids sort by time) recorded with its command and seed."""
+def start_run(con, command: str, seed: int, study: str | None = None, alpha: float | None = None,
+              correction: str | None = None) -> str:
+    """A new run id (a timestamp, so ids sort by time) recorded with its command and seed, and
+    a study's name, alpha and correction (the defaults of reading its results)."""
     run_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
-    con.execute("INSERT INTO runs (run_id, command, seed, stimkit_version) VALUES (?, ?, ?, ?)",
-                [run_id, command, seed, __version__])
+    con.execute("INSERT INTO runs (run_id, command, seed, stimkit_version, study, alpha, correction) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)", [run_id, command, seed, __version__, study, alpha, correction])
     return run_id

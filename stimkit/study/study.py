@@ -13,7 +13,10 @@ once and checked; `Store.run` executes one through the same plan path as `stimki
     templates = "templates"            #   word lists, template sets, test definitions
     catalog = "tests"
     checks = true                      # consistency checks over the study's results
-    [options]                          # test options: budget, seed, alternative, clustered, ...
+    [options]                          # test options: budget, seed, alternative, units, ...
+    units = "words"                    #   sentences | words (a word test's unit is the word whatever this says)
+    [options."care-tech-gender-sent"]  # one test (a name or pattern): its units and alternative
+    units = "sentences"
     [baseline]                         # a matched random baseline per result (or: baseline = 1000)
     sets = 1000                        #   K random pairs; seed, tolerance, vocabulary, language
     [table]
@@ -25,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..checks import ALTERNATIVES, UNITS
 from ..errors import UsageError
 from ..paths import data_dir
 from ..stimuli.inputs import read_toml
@@ -35,6 +39,7 @@ KEYS = {"name", "description", "paper", "tests", "contexts", "encoders", "option
         "checks", "table", "wordlists", "templates", "catalog", "baseline"}
 BASELINE_KEYS = {"sets", "seed", "tolerance", "vocabulary", "language"}
 TABLE_KEYS = {"layout", "rows"}
+PER_TEST_KEYS = {"units", "alternative"}  # what [options."<test or pattern>"] may set for its tests
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,7 @@ class Study:
     contexts: tuple[str, ...] = ("own",)
     encoders: tuple[str, ...] = ("glove-6b-50d",)
     options: dict = field(default_factory=dict)  # test options (run.options.Options keywords)
+    per_test: tuple[tuple[str, dict], ...] = ()  # (test name or pattern, its units / alternative), in file order
     correction: str = "holm"
     alpha: float = 0.01
     wefat: tuple[str, ...] = ()
@@ -57,6 +63,17 @@ class Study:
     template_dir: Path | None = None
     catalog_dir: Path | None = None
     baseline: dict | None = None                 # [baseline] sets = K, seed, tolerance, vocabulary, language
+
+
+    def options_for(self, test_name: str) -> dict:
+        """The option values [options."<pattern>"] give this test (later tables win)."""
+        from fnmatch import fnmatchcase
+
+        found: dict = {}
+        for pattern, values in self.per_test:
+            if fnmatchcase(test_name, pattern):
+                found.update(values)
+        return found
 
 
 def builtin() -> list[str]:
@@ -107,6 +124,16 @@ def parse(body: dict, path: Path | None = None) -> Study:
     options = body.get("options", {})
     if not isinstance(options, dict):
         raise UsageError(f"{where}: [options] must be a table of test options")
+    per_test = tuple((k, v) for k, v in options.items() if isinstance(v, dict))
+    for pattern, values in per_test:
+        if set(values) - PER_TEST_KEYS or not values:
+            bad = sorted(set(values) - PER_TEST_KEYS)
+            raise UsageError(f"{where}: [options.{pattern!r}] sets a test's {' and '.join(sorted(PER_TEST_KEYS))}"
+                             + (f", not {bad[0]!r}" if bad else ""))
+        for key, known in (("units", UNITS), ("alternative", ALTERNATIVES)):
+            if key in values and values[key] not in known:
+                raise UsageError(f"{where}: [options.{pattern!r}] unknown {key} {values[key]!r} (known: {', '.join(known)})")
+    options = {k: v for k, v in options.items() if not isinstance(v, dict)}
     alpha = body.get("alpha", 0.01)
     if not isinstance(alpha, (int, float)) or isinstance(alpha, bool):
         raise UsageError(f"{where}: `alpha` must be a number")
@@ -135,6 +162,7 @@ def parse(body: dict, path: Path | None = None) -> Study:
         if isinstance(baseline.get("vocabulary"), str):  # relative to the study file, like its folders
             baseline = {**baseline, "vocabulary": str((path.parent if path else Path.cwd()) / baseline["vocabulary"])}
     return Study(name, str(body.get("description", "")), paper, tests, contexts,
-                 _strings(body, "encoders", where, ("glove-6b-50d",)), dict(options), str(body.get("correction", "holm")),
+                 _strings(body, "encoders", where, ("glove-6b-50d",)), dict(options), per_test,
+                 str(body.get("correction", "holm")),
                  float(alpha), _strings(body, "wefat", where), bool(body.get("checks", False)), layout, rows, path,
                  folders["wordlists"], folders["templates"], folders["catalog"], baseline)
