@@ -70,7 +70,7 @@ def _register(name: str, compare: bool, doc: str) -> None:
     audit_app.command(name)(handles_errors(command))
 
 
-_register("templates", False, """Per template: the test alone and left out, a random-effects meta-analysis, flip rates, word influence.
+_register("templates", False, """Per template: the test alone and left out; pooled d over words x templates; flip rates; word influence.
 
     Examples:
       stimkit audit templates -t sent-weat6 -e minilm -e use-m3

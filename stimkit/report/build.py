@@ -20,7 +20,8 @@ FORMATS = ("html", "svg", "png", "pdf")
 FIGURE_FORMATS = ("svg", "png", "pdf")
 OWN = ("report.html", "figures", "tables")  # what --force replaces; nothing else in the folder is touched
 RESULT_COLUMNS = ["test", "encoder", "display", "context", "metric", "n_x", "n_y", "n_a", "n_b", "effect_size",
-                  "ci_low", "ci_high", "ci_method", "ci_scheme", "p_value", "p_method", "p_adjusted", "rejected"]
+                  "ci_low", "ci_high", "ci_method", "ci_scheme", "p_value", "p_method", "p_adjusted", "rejected",
+                  "crossed_d", "crossed_ci_low", "crossed_ci_high", "crossed_p", "n_templates", "crossed_scheme"]
 
 
 @dataclass
@@ -181,7 +182,8 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
         name = f"forest-{figures.slug(a['test'])}-{figures.slug(a['encoder'])}-{figures.slug(a['template_set'])}"
         forests.append({"svg": emit_figure(figures.forest(a, templates), name),
                         "caption": f"{a['test']}, {a['encoder']}, templates {a['template_set']}: {a['n_templates']} templates, "
-                                   f"k = {a['k_meta']} in the meta-analysis; I² = "
+                                   f"pooled d from the crossed model (words and templates as random factors); "
+                                   "share of the per-template spread due to templates I² = "
                                    + ("n/a" if a.get("i2") is None else f"{a['i2']:.0%}") + "."})
     cuts_svg = emit_figure(figures.cut_spread(data.cuts), "cut-spread") if data.cuts is not None and data.cuts.height else ""
     layers_svg = emit_figure(figures.layer_sweep(data.layers), "layer-sweep") if data.layers is not None else ""

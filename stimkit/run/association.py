@@ -20,6 +20,7 @@ from ..seeding import rng_for
 from ..stats import sampler
 from ..stats.intervals import effect_size_ci
 from ..stimuli.balance import balance
+from . import crossed
 from .options import Options
 from .plan import PlannedTest
 from .rows import CutRow, Result
@@ -168,6 +169,7 @@ def result(run_id: str, planned: PlannedTest, enc: Encoder, prep: Prepared, opts
         ci_level=opts.ci_level if out["ci"] else None, bootstrap=opts.bootstrap or None,
         ci_method=out["ci"].method if out["ci"] else None, ci_scheme=out["ci"].scheme if out["ci"] else None,
         **spread_columns(cuts, opts.alpha), items=items(result_id, prep, out["association"]), cut_rows=tuple(cuts),
+        **crossed.columns(prep, out["association"], opts, test.name, enc.fingerprint),
     )
 
 
