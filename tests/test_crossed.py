@@ -289,3 +289,41 @@ def test_a_sentence_result_stores_its_crossed_estimate(catalog_store):
 
     view = results_view(store.frame(catalog_store.con, "SELECT * FROM results ORDER BY test"))
     assert view["crossed"].to_list() == [f"{want.d:+.2f} [{want.ci_low:.2f}, {want.ci_high:.2f}]", None]
+
+
+def test_result_columns_from_prepared_targets():
+    """run.crossed.columns: nothing without templates or with one frame; the reason, and no
+    numbers, where the design cannot carry the model; the fit on the frames otherwise."""
+    from types import SimpleNamespace
+
+    import polars as pl
+
+    from stimkit.run import crossed
+    from stimkit.run.options import Options
+    from stimkit.seeding import rng_for
+
+    texts = ["This is {{ word }}.", "This is {{ singular|a }}.", "{{ plural|capfirst }} are here.", "Look at {{ word }}."]
+
+    def frame(words, templates):
+        pairs = [(w, t) for w in words for t in templates]
+        return pl.DataFrame({"word": [w for w, _ in pairs], "template_text": [texts[t] for _, t in pairs],
+                             "template_id": [f"set/file:{t}" for _, t in pairs]})
+
+    rng = np.random.default_rng(3)
+    opts = Options(seed=4).resolved(SimpleNamespace(alternative=None, metrics=None))
+    good = SimpleNamespace(kept={"x": frame("abcd", [0, 2, 3]), "y": frame("efgh", [1, 2, 3])})
+    s = rng.normal(size=24)
+    got = crossed.columns(good, s, opts, "t", "fp")
+    # frames 0 and 1 are one ("This is X."): three frames, shared by both sets
+    want = crossed_fit(s, np.arange(24) < 12, list("aaabbbcccddd") + list("eeefffggghhh"),
+                       ["This is X.", "X are here.", "Look at X."] * 8, rng=rng_for(4, "t", "fp", "crossed"))
+    assert got["n_templates"] == 3 and got["crossed_d"] == want.d and got["crossed_ci_low"] == want.ci_low
+    assert got["crossed_p"] == want.p and got["crossed"] == want
+    assert crossed.columns(SimpleNamespace(kept={"x": frame("abcd", [0]), "y": frame("efgh", [1])}),
+                           s[:8], opts, "t", "fp") == {}                       # one frame
+    bare = SimpleNamespace(kept={"x": pl.DataFrame({"word": list("abcd")}), "y": pl.DataFrame({"word": list("efgh")})})
+    assert crossed.columns(bare, s[:8], opts, "t", "fp") == {}                # no templates (imported sets)
+    apart = SimpleNamespace(kept={"x": frame("abcd", [0, 2]), "y": frame("efgh", [3, 3])})
+    refused = crossed.columns(apart, np.r_[s[:8], s[:8]], opts, "t", "fp")
+    assert refused["crossed_scheme"].startswith("not estimated: ") and "share no template" in refused["crossed_scheme"]
+    assert "crossed_d" not in refused and refused["n_templates"] == 3

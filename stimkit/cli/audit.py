@@ -52,7 +52,7 @@ def _audit(
 
 
 def _audit_line(a) -> None:
-    pooled = ("n/a" if a.pooled_d is None else
+    pooled = (f"n/a ({a.pooled_note or 'no crossed model'})" if a.pooled_d is None else
               f"{with_interval(f'{a.pooled_d:+.2f}', a.ci_low, a.ci_high)} tau2={a.tau2:.3f} I2={a.i2:.0%}")
     flips = "n/a" if a.decision_flip_share is None else f"{a.decision_flip_share:.0%}"
     err.print(f"{a.test:<14} {a.template_set:<14} {a.encoder:<22} d={with_interval(f'{a.full_d:+.2f}', *a.full_ci)} p={a.full_p:.2g} "

@@ -51,13 +51,18 @@ def cdf(x: float, diff: float, se: np.ndarray, sigma: np.ndarray) -> float:
 
 def quantiles(diff: float, se: np.ndarray, sigma: np.ndarray, probs) -> np.ndarray:
     """The quantiles of delta* = (diff - Z se) / sigma over the draws of (se, sigma), Z
-    integrated out: the roots of cdf(x) = p, to 1e-9 in x."""
-    from scipy import optimize
+    integrated out: the roots of cdf(x) = p, to 1e-9 in x. The root lies between the
+    smallest and the largest of the draws' own p-quantiles (diff + z_p se_i) / sigma_i: cdf is
+    their mixture."""
+    from scipy import optimize, special
 
-    lo = float(np.min((diff - 9 * se) / sigma))
-    hi = float(np.max((diff + 9 * se) / sigma))
-    return np.array([optimize.brentq(lambda x: cdf(x, diff, se, sigma) - p, lo, hi, xtol=1e-9, rtol=1e-12)
-                     for p in probs])
+    out = []
+    for p in probs:
+        own = (diff + special.ndtri(p) * se) / sigma
+        lo, hi = float(np.min(own)), float(np.max(own))
+        out.append(lo if hi - lo < 1e-12 else
+                   optimize.brentq(lambda x: cdf(x, diff, se, sigma) - p, lo, hi, xtol=1e-10, rtol=1e-12, maxiter=1000))
+    return np.array(out)
 
 
 def p_greater(diff: float, se: np.ndarray) -> float:
