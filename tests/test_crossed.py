@@ -167,6 +167,10 @@ def test_what_cannot_be_estimated_is_refused():
         crossed_fit(s[one_x_word], g[one_x_word], w[one_x_word], t[one_x_word])
     with pytest.raises(InputError, match="share no template"):
         crossed_fit(s, g, w, np.where(g, t, t + 5))
+    with pytest.raises(InputError, match="both X and Y"):
+        crossed_fit(s, np.ones(len(s), bool), w, t)
+    with pytest.raises(InputError, match="both X and Y"):
+        crossed_fit([], [], [], [])
     with pytest.raises(InputError, match="one entry per sentence"):
         crossed_fit(s, g[:-1], w, t)
     with pytest.raises(InputError, match="method"):

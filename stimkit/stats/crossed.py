@@ -164,6 +164,8 @@ def _design(s, is_x, word, template, what) -> _Design:
                            f"(got {n}, {len(is_x)}, {len(word)}, {len(template)})")
     if not np.isfinite(s).all():
         raise InvalidInput(f"{what}: s holds NaN or infinite values")
+    if not (is_x.any() and (~is_x).any()):
+        raise InvalidInput(f"{what}: the crossed model needs sentences of both X and Y")
     wcode, _ = _codes(list(zip(is_x.tolist(), list(word))))    # a word is nested in its group
     tcode, tindex = _codes(list(template))
     n_templates = len(tindex)
