@@ -673,7 +673,7 @@ class Store:
               on_audit=None, progress=None, **option_values) -> tuple[str, list[Audit]]:
         """Template audits (see stimkit.run.audit) of any test whose sets come from templates,
         under each template set (built-in or yours; default: the test's own): per template
-        alone and left out, a random-effects meta-analysis, flip rates and word influence.
+        alone and left out, the pooled d of words and templates as random factors, flip rates and word influence.
         `alpha` not given: that of the study that ran the tests (as `results` reads them), else 0.01."""
         from .run import audit
         from .run.options import Options

@@ -65,6 +65,27 @@ def test_template_alone_equals_a_direct_computation(catalog_con, glove):
     assert a.k_meta == 8 and a.tau2 >= 0 and 0 <= a.i2 <= 1
 
 
+def test_the_pooled_estimate_comes_from_the_crossed_model(catalog_con, glove):
+    """Not a meta-analysis of the per-template tests (they share their words): the full test's
+    crossed model, recomputed here from the stored items and the templates' frames."""
+    from test_crossed import stored_fit
+
+    a = run_audit(catalog_con, "sent-weat6", glove)
+    row = store.frame(catalog_con, "SELECT * FROM audits WHERE audit_id = ?", [a.audit_id]).row(0, named=True)
+    res = store.frame(catalog_con, "SELECT * FROM results WHERE result_id = ?", [a.audit_id]).row(0, named=True)
+    want = stored_fit(catalog_con, a.audit_id)
+    assert row["pooled_d"] == res["crossed_d"] == pytest.approx(want.d, rel=1e-9)
+    assert (row["ci_low"], row["ci_high"]) == (res["crossed_ci_low"], res["crossed_ci_high"])
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((want.ci_low, want.ci_high), rel=1e-7)
+    assert (row["pi_low"], row["pi_high"]) == pytest.approx((want.pi_low, want.pi_high), rel=1e-7)
+    assert row["pi_low"] <= row["ci_low"] and row["pi_high"] >= row["ci_high"]
+    assert row["tau2"] == pytest.approx(want.tau2) and row["i2"] == pytest.approx(want.i2) and row["q"] is None
+    assert row["pooled_se"] == pytest.approx(want.se_diff / want.sd)
+    assert (row["pooled_method"], row["k_meta"]) == ("anova-gpq", 8) and row["pooled_p"] == pytest.approx(want.p)
+    assert row["var_share_group_template"] == pytest.approx(want.shares["group_template"])
+    assert row["var_share_words"] == res["var_share_words"]
+
+
 def test_word_influence_equals_leaving_the_word_out(catalog_con, glove):
     a = run_audit(catalog_con, "sent-weat6", glove)
     words = store.frame(catalog_con, "SELECT * FROM audit_words WHERE audit_id = ?", [a.audit_id])
@@ -94,7 +115,7 @@ def test_one_template_set_is_refused_and_store_unchanged(catalog_con, glove):
                       wordlists.load_all())
     before = snapshot(catalog_con)
     with pytest.raises(StimkitError, match=r"uses one target template \('This is X\.'\): "
-                                           r"leave-one-template-out and a meta-analysis need at least two"):
+                                           r"leave-one-template-out and templates as a random factor need at least two"):
         run_audit(catalog_con, "sent-weat1", glove, "single_this")
     assert snapshot(catalog_con) == before
 
@@ -111,7 +132,10 @@ def test_mixed_kind_targets_meet_in_shared_frames(catalog_con, glove):
     rows = store.frame(catalog_con, "SELECT * FROM audit_templates WHERE audit_id = ? AND analysis = 'alone' "
                                     "AND effect_size IS NOT NULL ORDER BY frame", [a.audit_id])
     assert rows["frame"].to_list() == ["That is X.", "They are X.", "This is X."]
-    assert rows["n_x"].to_list() == [6, 6, 6] and a.k_meta == 3 and a.pooled_d is not None
+    assert rows["n_x"].to_list() == [6, 6, 6] and a.pooled_d is not None
+    # the crossed model takes every frame, those of one target too (the count nouns' others), of the
+    # full test: after its balance=cut, which leaves 12 of the 14 frames
+    assert a.n_templates == 14 and a.k_meta == 12
 
 
 def test_word_level_tests_are_refused(catalog_con):

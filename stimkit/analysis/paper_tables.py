@@ -146,8 +146,9 @@ def has_ci(df: pl.DataFrame) -> bool:
 
 
 def results_view(df: pl.DataFrame) -> pl.DataFrame:
-    """`df` with `d` (= effect_size), `ci` ("[low, high]" where a bootstrap CI exists) and `n`
-    ("n_x/n_y/n_a/n_b") added; every original column stays, for --columns and machine formats."""
+    """`df` with `d` (= effect_size), `ci` ("[low, high]" where a bootstrap CI exists), `n`
+    ("n_x/n_y/n_a/n_b") and `crossed` (crossed d with its interval, where one was estimated)
+    added; every original column stays, for --columns and machine formats."""
     extra = []
     if "effect_size" in df.columns and "d" not in df.columns:
         extra.append(pl.col("effect_size").alias("d"))
@@ -158,6 +159,11 @@ def results_view(df: pl.DataFrame) -> pl.DataFrame:
         extra.append(pl.format("{}/{}/{}/{}", "n_x", "n_y", "n_a", "n_b").alias("n"))
     if "flags" not in df.columns and df.height:
         extra.append(pl.Series("flags", [flags(r) or None for r in df.iter_rows(named=True)], dtype=pl.String))
+    if "crossed_d" in df.columns and "crossed" not in df.columns and df["crossed_d"].is_not_null().any():
+        # words and templates as random factors (stats.crossed): "+0.62 [-0.10, 1.25]", for --columns and --wide
+        extra.append(pl.Series("crossed", [None if d is None else with_interval(f"{d:+.2f}", lo, hi) for d, lo, hi
+                                           in zip(df["crossed_d"], df["crossed_ci_low"], df["crossed_ci_high"])],
+                               dtype=pl.String))
     return df.with_columns(extra) if extra else df
 
 

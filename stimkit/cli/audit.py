@@ -56,7 +56,7 @@ def _audit(
 
 
 def _audit_line(a) -> None:
-    pooled = ("n/a" if a.pooled_d is None else
+    pooled = (f"n/a ({a.pooled_note or 'no crossed model'})" if a.pooled_d is None else
               f"{with_interval(f'{a.pooled_d:+.2f}', a.ci_low, a.ci_high)} tau2={a.tau2:.3f} I2={a.i2:.0%}")
     flips = "n/a" if a.decision_flip_share is None else f"{a.decision_flip_share:.0%}"
     err.print(result_lines(f"{a.test}  {a.template_set}  {a.encoder}",
@@ -76,7 +76,7 @@ def _register(name: str, compare: bool, doc: str) -> None:
     audit_app.command(name)(handles_errors(command))
 
 
-_register("templates", False, """Per template: the test alone and left out, a random-effects meta-analysis, flip rates, word influence.
+_register("templates", False, """Per template: the test alone and left out; pooled d over words x templates; flip rates; word influence.
 
     Examples:
       stimkit audit templates -t sent-weat6 -e minilm -e use-m3

@@ -22,7 +22,8 @@ OWN = ("report.html", "figures", "tables")  # what --force replaces; nothing els
 RESULT_COLUMNS = ["test", "encoder", "display", "context", "language", "metric", "alternative", "units", "n_x", "n_y",
                   "n_a", "n_b", "effect_size", "ci_low", "ci_high", "ci_method", "ci_scheme", "p_value", "p_method",
                   "p_adjusted", "rejected", "p_words", "p_words_method", "sentences_only", "influential_word",
-                  "influential_d", "influential_p", "flags"]
+                  "influential_d", "influential_p", "flags", "crossed_d", "crossed_ci_low", "crossed_ci_high",
+                  "crossed_p", "n_templates", "crossed_scheme"]
 
 
 @dataclass
@@ -208,7 +209,8 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
         name = f"forest-{figures.slug(a['test'])}-{figures.slug(a['encoder'])}-{figures.slug(a['template_set'])}"
         forests.append({"svg": emit_figure(figures.forest(a, templates), name),
                         "caption": f"{a['test']}, {a['encoder']}, templates {a['template_set']}: {a['n_templates']} templates, "
-                                   f"k = {a['k_meta']} in the meta-analysis; I² = "
+                                   f"pooled d from the crossed model (words and templates as random factors); "
+                                   "share of the per-template spread due to templates I² = "
                                    + ("n/a" if a.get("i2") is None else f"{a['i2']:.0%}") + "."})
     baselines = []
     for b, draws in data.baselines:

@@ -164,7 +164,8 @@ def category_name(items: pl.DataFrame, role: str) -> str:
 
 
 def forest(a: dict, templates: pl.DataFrame) -> Figure:
-    """Per template: d alone with its 95% CI, d with it left out, and the random-effects pooled d."""
+    """Per template: d alone with its 95% CI, d with it left out, and the pooled d of the crossed
+    model (words and templates random) with its interval and the prediction for a new template."""
     alone = templates.filter(pl.col("analysis") == "alone").sort("effect_size")
     left = {r["frame"]: r["effect_size"] for r in templates.filter(pl.col("analysis") == "left_out").iter_rows(named=True)}
     frames = alone["frame"].to_list()
@@ -181,9 +182,9 @@ def forest(a: dict, templates: pl.DataFrame) -> Figure:
         ax.plot(lo, y, "D", ms=3, mfc="none", color=Y_COLOUR, label="template left out")
         if a.get("pooled_d") is not None:
             pd, cl, ch = a["pooled_d"], a["ci_low"], a["ci_high"]
-            ax.fill([cl, pd, ch, pd], [0, 0.3, 0, -0.3], color=ACCENT, label="random-effects pooled d (95% CI)")
+            ax.fill([cl, pd, ch, pd], [0, 0.3, 0, -0.3], color=ACCENT, label="pooled d, words and templates random (95% CI)")
             if a.get("pi_low") is not None and np.isfinite(a["pi_low"]):
-                ax.hlines(0, a["pi_low"], a["pi_high"], color=ACCENT, lw=0.8, ls="--", label="prediction interval")
+                ax.hlines(0, a["pi_low"], a["pi_high"], color=ACCENT, lw=0.8, ls="--", label="d in a new template (95% prediction)")
         ax.axvline(a["full_d"], color=GREY, lw=0.8, label=f"full test d = {a['full_d']:+.2f}")
         ax.axvline(0, color=GREY, lw=0.5, ls=":")
         ax.set_yticks([0, *y], ["pooled", *frame_labels])

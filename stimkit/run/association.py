@@ -20,6 +20,7 @@ from ..seeding import rng_for
 from ..stats import sampler
 from ..stats.intervals import effect_size_ci
 from ..stimuli.balance import balance
+from . import crossed
 from .options import Options
 from .plan import PlannedTest
 from .rows import CutRow, InfluenceRow, Result
@@ -243,6 +244,7 @@ def result(run_id: str, planned: PlannedTest, enc: Encoder, prep: Prepared, opts
         **spread_columns(cuts, opts.alpha), items=items(result_id, prep, out["association"]), cut_rows=tuple(cuts),
         p_words=out["p_words"], p_words_method=out["p_words_method"], p_words_min=out["p_words_min"],
         **influential, influence=tuple(influence_rows),
+        **crossed.columns(prep, out["association"], opts, test.name, enc.fingerprint),
     )
 
 

@@ -5,14 +5,15 @@ A sentence test's stimuli come from templates; each target template frame ("This
 the same templates for adjectives and count nouns) still meet in shared frames. For each frame:
   alone     the test on the target sentences of that template only
   left_out  the test without that template's target sentences
-then a DerSimonian-Laird random-effects meta-analysis over the templates alone, the
-share of templates that flip the decision or the sign of d, and the leave-one-word-out
-influence of every target and attribute word on d. (The statistics: stats.audit, stats.meta.)
+then the pooled estimate and the heterogeneity from the crossed model of the full test
+(words and templates as random factors, stats.crossed: the per-template tests share their
+words, so they are not independent studies to meta-analyse), the share of templates that
+flip the decision or the sign of d, and the leave-one-word-out influence of every target and
+attribute word on d. (The statistics: stats.audit, stats.crossed.)
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -20,8 +21,8 @@ import numpy as np
 from .. import stats, store
 from ..catalog.tests import TestDef
 from ..errors import InputError, UsageError
-from ..stats import meta
-from ..stats.audit import template_cells
+from ..stats.audit import d_variance, template_cells
+from ..stimuli.factors import frame
 from ..stimuli.sets import SetSpec
 from . import association
 from .options import Options
@@ -29,16 +30,6 @@ from .plan import Plan
 from .rows import Audit, AuditTemplate, AuditWord
 
 SENTENCE_SET = "may2019"
-_EXPR = re.compile(r"\{\{(.*?)\}\}")
-_TAG = re.compile(r"\{%.*?%\}")
-_WORD_FORM = re.compile(r"\b(word|singular|plural)\b")
-
-
-def frame(template_text: str) -> str:
-    """'{{ singular|a|capfirst }} is {{ "a person" if person else "a thing" }}.' -> 'X is _.'"""
-    text = _TAG.sub("", template_text)
-    text = _EXPR.sub(lambda m: "X" if _WORD_FORM.search(m.group(1)) else "_", text)
-    return " ".join(text.split())
 
 
 def template_sets_of(test: TestDef) -> list[str]:
@@ -113,7 +104,7 @@ def audit_one(con, run_id: str, test: TestDef, template_set: str, planned, enc, 
     n_templates = len(set(t_x) | set(t_y))
     if n_templates < 2:
         raise InputError(f"test {t.name!r} uses one target template ({next(iter(set(t_x)))!r}): "
-                         "leave-one-template-out and a meta-analysis need at least two")
+                         "leave-one-template-out and templates as a random factor need at least two")
     res = association.result(run_id, planned, enc, prep, opts, started, kind="audit")
     association.write(con, res)
     full_d, full_p = res.effect_size, res.p_value
@@ -132,21 +123,21 @@ def audit_one(con, run_id: str, test: TestDef, template_set: str, planned, enc, 
             templates.append(AuditTemplate(
                 audit_id=res.result_id, analysis=analysis, frame=text, template_ids=sorted(ids.get(text, ())),
                 n_x=c.n_x, n_y=c.n_y, effect_size=c.d,
-                variance=None if c.d is None else float(meta.d_variance(c.d, c.n_x, c.n_y)),
+                variance=None if c.d is None else float(d_variance(c.d, c.n_x, c.n_y)),
                 p_value=c.p, p_method=c.p_method, shift=None if c.d is None else c.d - full_d,
                 decision_flip=None if c.p is None else bool((c.p <= alpha) != (full_p <= alpha)),
                 sign_flip=None if c.d is None else bool(np.sign(c.d) != np.sign(full_d)), note=c.note))
     alone = [r for r in templates if r.analysis == "alone" and r.effect_size is not None]
-    pooled = meta.dersimonian_laird([r.effect_size for r in alone], [r.variance for r in alone]) if len(alone) >= 2 else None
+    pooled = res.crossed   # the full test's crossed model (run.crossed): None where it cannot be fitted
 
     audit = Audit(
         audit_id=res.result_id, run_id=run_id, test=test.name, template_set=template_set,
         encoder=enc.spec, fingerprint=enc.fingerprint, alpha=alpha, full_d=full_d, full_p=full_p,
-        n_templates=n_templates, k_meta=pooled.k if pooled else len(alone),
-        pooled_d=pooled.d if pooled else None, pooled_se=pooled.se if pooled else None,
+        n_templates=n_templates, k_meta=pooled.n_templates if pooled else res.n_templates or n_templates,
+        pooled_d=pooled.d if pooled else None, pooled_se=pooled.se_diff / pooled.sd if pooled else None,
         ci_low=pooled.ci_low if pooled else None, ci_high=pooled.ci_high if pooled else None,
         pi_low=_finite(pooled.pi_low) if pooled else None, pi_high=_finite(pooled.pi_high) if pooled else None,
-        tau2=pooled.tau2 if pooled else None, i2=pooled.i2 if pooled else None, q=pooled.q if pooled else None,
+        tau2=pooled.tau2 if pooled else None, i2=pooled.i2 if pooled else None, q=None,
         decision_flip_share=_share([r.decision_flip for r in alone if r.decision_flip is not None]),
         sign_flip_share=_share([r.sign_flip for r in alone]),
         templates=tuple(templates),
@@ -154,6 +145,10 @@ def audit_one(con, run_id: str, test: TestDef, template_set: str, planned, enc, 
         words=tuple(AuditWord(res.result_id, i.role, i.word, i.n_stimuli, i.d_without,
                               None if i.d_without is None else i.d_without - full_d) for i in res.influence),
         full_ci=(res.ci_low, res.ci_high),
+        pooled_method=pooled.method if pooled else None, pooled_p=pooled.p if pooled else None,
+        pooled_df=pooled.df if pooled else None,
+        **({f"var_share_{k}": v for k, v in pooled.shares.items()} if pooled else {}),
+        pooled_note=None if pooled else res.crossed_scheme,
     )
     store.insert(con, "audits", [audit])
     store.insert(con, "audit_templates", list(audit.templates))

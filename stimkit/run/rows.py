@@ -89,6 +89,20 @@ class Result:
     diagnostics: tuple["DiagnosticRow", ...] = column((), stored=False)  # result_diagnostics: X's and Y's words
     influence: tuple["InfluenceRow", ...] = column((), stored=False)  # result_influence
 
+    # words and templates as random factors (stats.crossed; run.crossed): sentence tests over 2+ frames
+    crossed_d: float | None = None        # the estimate of the population d (Caliskan's scale)
+    crossed_ci_low: float | None = None   # its interval at ci_level, generalising to new words and templates
+    crossed_ci_high: float | None = None
+    crossed_p: float | None = None        # the group contrast's p under the model, for `alternative`
+    crossed_method: str | None = None     # anova-gpq
+    crossed_df: float | None = None       # Satterthwaite df of the contrast's variance
+    crossed_scheme: str | None = None     # the design in words; "not estimated: why" when the model cannot be fitted
+    n_templates: int | None = None        # template frames of the target sentences
+    var_share_words: float | None = None  # shares of the SD^2 d divides by: words,
+    var_share_templates: float | None = None       # templates,
+    var_share_group_template: float | None = None  # group x template (what moves d between templates),
+    var_share_residual: float | None = None        # word x template and sentence noise
+    crossed: object | None = column(None, stored=False)  # the stats.crossed.CrossedResult (the audit reads it)
 
 @dataclass(frozen=True)
 class DiagnosticRow:
@@ -272,8 +286,8 @@ class Audit:
     full_d: float
     full_p: float
     n_templates: int
-    k_meta: int
-    pooled_d: float | None
+    k_meta: int                    # templates in the crossed model
+    pooled_d: float | None         # the crossed d (results.crossed_d); db/014_crossed.sql: what each pooled column means
     pooled_se: float | None
     ci_low: float | None
     ci_high: float | None
@@ -287,6 +301,15 @@ class Audit:
     templates: tuple[AuditTemplate, ...] = column((), stored=False)
     words: tuple[AuditWord, ...] = column((), stored=False)
     full_ci: tuple[float | None, float | None] = column((None, None), stored=False)  # stored in the full test's result row
+    # the pooled columns come from the crossed model of the full test (db/014_crossed.sql)
+    pooled_method: str | None = None          # anova-gpq (NULL: a DerSimonian-Laird audit from before)
+    pooled_p: float | None = None
+    pooled_df: float | None = None
+    var_share_words: float | None = None
+    var_share_templates: float | None = None
+    var_share_group_template: float | None = None
+    var_share_residual: float | None = None
+    pooled_note: str | None = column(None, stored=False)  # why there is no pooled estimate (results.crossed_scheme)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """Statistics as pure functions over arrays: WEAT / SEAT (weat), permutation p-values with one
-subset-p core (pvalues, sampler), intervals (bootstrap), WEFAT, template audits, meta-analysis.
+subset-p core (pvalues, sampler), intervals (bootstrap, intervals,
+pivots), words and templates as random factors (crossed), WEFAT, template audits.
 
 `stimkit.stats` is the face: the names most callers need, like scipy.stats."""
 

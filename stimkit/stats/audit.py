@@ -25,6 +25,13 @@ class Cell:
     note: str | None = None
 
 
+def d_variance(d, n1, n2):
+    """Large-sample variance of a standardised mean difference (Hedges & Olkin 1985):
+    (n1 + n2) / (n1 n2) + d^2 / (2 (n1 + n2)); a template's d alone is drawn with its 95% CI."""
+    d, n1, n2 = (np.asarray(a, dtype=float) for a in (d, n1, n2))
+    return (n1 + n2) / (n1 * n2) + d ** 2 / (2 * (n1 + n2))
+
+
 def _cut(values: np.ndarray, size: int, rng) -> np.ndarray:
     if len(values) == size:
         return values

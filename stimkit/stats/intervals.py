@@ -47,10 +47,13 @@ Methods (`bench/bench_coverage.py` measures their coverage):
       sw2* = (G-2) s_w^2 / U   (variance of a word mean),  om2* = SSE_within / V
       sigma* = sqrt(max(sw2* - om2*/k, 0) + om2*)
       delta* = (Dhat - Z sqrt(sw2*) sqrt(1/G_x + 1/G_y)) / sigma*
-  the interval is the (1-level)/2 and (1+level)/2 quantiles of delta* (draws antithetic in
-  Z, so swapping X and Y negates it exactly), mapped to d_C at the sentence counts. Dhat is
-  the sentence-level difference of means (d_C's numerator); with unequal sentences per word
-  k is their mean (an approximation).
+  the interval is the (1-level)/2 and (1+level)/2 quantiles of delta*, mapped to d_C at the
+  sentence counts. Dhat is the sentence-level difference of means (d_C's numerator); with
+  unequal sentences per word k is their mean (an approximation). The quantiles are a Monte
+  Carlo integral (stats.pivots): Z integrated out, U and V from 4,096 scrambled Sobol points
+  seeded by `rng`, so the ends move with the seed by about 1e-4 in d (at most 3e-4 over 20
+  seeds in bench/bench_crossed.py; plain draws moved them by 0.01 at 10,000 draws); swapping
+  X and Y negates the interval exactly.
 - nct-words: the nct inversion on the word means (df words - 2) rescaled by s_p(word
   means) / s_p(sentences): right at small |d|, too wide at large |d| (it counts the noise of
   the word-mean SD, which d_C's denominator does not have). Kept for comparison.
@@ -65,6 +68,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import pivots
 from .weat import InvalidInput, effect_size
 
 METHODS = ("auto", "nct", "gpq-words", "nct-words", "bootstrap-percentile", "bootstrap-basic", "bootstrap-bca")
@@ -147,7 +151,7 @@ def _word_ids(groups, n_x: int, what: str) -> tuple[np.ndarray, int]:
 
 
 def effect_size_ci(sx, sy, level: float = 0.95, groups=None, method: str = "auto", ddof: int = 1,
-                   rng: np.random.Generator | None = None, n_resamples: int = 9999, n_draws: int = 10_000,
+                   rng: np.random.Generator | None = None, n_resamples: int = 9999, n_draws: int = pivots.DEFAULT_DRAWS,
                    what: str = "effect size interval") -> Interval:
     """An interval for the population Caliskan d (module docstring), attributes fixed.
 
@@ -239,14 +243,12 @@ def _gpq_words(sx, sy, ids, n_gx, level, ddof, rng, n_draws, what):
     sse = float(np.sum((s - means[ids]) ** 2))
     if sw2 == 0 and sse == 0:
         raise InvalidInput(f"{what}: s(w) does not vary within X or Y: the sampling error of d cannot be estimated")
-    half = (n_draws + 1) // 2
-    u, v, z = rng.chisquare(G - 2, half), rng.chisquare(N - G, half), rng.standard_normal(half)
-    u, v, z = np.r_[u, u], np.r_[v, v], np.r_[z, -z]    # antithetic in Z
+    u, v = pivots.chi2_draws([G - 2, N - G], n_draws, rng)    # quasi-random; Z integrated out (stats.pivots)
     w2, o2 = (G - 2) * sw2 / u, sse / v
     sigma = np.sqrt(np.maximum(w2 - o2 / (N / G), 0) + o2)
-    delta = (float(np.mean(sx) - np.mean(sy)) - z * np.sqrt(w2 * (1 / gx + 1 / gy))) / sigma
-    lo, hi = np.quantile(delta, [(1 - level) / 2, (1 + level) / 2])
-    lo, hi = caliskan_from_cohen(np.array([lo, hi]), len(sx), len(sy), ddof)
+    ends = pivots.quantiles(float(np.mean(sx) - np.mean(sy)), np.sqrt(w2 * (1 / gx + 1 / gy)), sigma,
+                            [(1 - level) / 2, (1 + level) / 2])
+    lo, hi = caliskan_from_cohen(ends, len(sx), len(sy), ddof)
     return lo, hi, gx, gy
 
 
