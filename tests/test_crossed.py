@@ -314,7 +314,7 @@ def test_result_columns_from_prepared_targets():
                              "template_id": [f"set/file:{t}" for _, t in pairs]})
 
     rng = np.random.default_rng(3)
-    opts = Options(seed=4).resolved(SimpleNamespace(alternative=None, metrics=None))
+    opts = Options(seed=4).resolved(SimpleNamespace(name="t", context="sentence", alternative=None, metrics=None, units=None))
     good = SimpleNamespace(kept={"x": frame("abcd", [0, 2, 3]), "y": frame("efgh", [1, 2, 3])})
     s = rng.normal(size=24)
     got = crossed.columns(good, s, opts, "t", "fp")

@@ -373,7 +373,7 @@ def test_an_import_is_a_question_about_words_unless_the_importer_says_sentences(
     assert cli(db, "import", "sentbias", folder).exit_code == 0
     assert cli(db, "import", "sentbias", folder, "--prefix", "p:", "--units", "sentences").exit_code == 0
     r = cli(db, "import", "sentbias", folder, "--prefix", "q:", "--units", "lines")
-    assert r.exit_code == 2 and "--units 'lines': unknown units" in r.stderr
+    assert r.exit_code == 2 and "--units: unknown units 'lines'" in r.stderr
     with stimkit.open(db, read_only=True) as s:
         tests = catalog.load(s.con)
     mine, theirs = tests["import:mine"], tests["p:mine"]
