@@ -103,7 +103,7 @@ def confound(spec: str, n_draws: int, k: int, seed: int) -> None:
     def report(name: str, sx: np.ndarray, sy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         S = np.concatenate([sx, sy])
         d = bstats.effect_sizes(sx, sy)
-        p = bstats.permutation_p_many(S, 8, "two-sided", "exact").p
+        p = stats.permutation_p(S, 8, "two-sided", "exact").p
         print(f"  {name:<38} median |d| {np.median(np.abs(d)):.2f}   |d| > 0.8 {np.mean(np.abs(d) > 0.8):6.1%}   "
               f"p <= 0.01 {np.mean(p <= 0.01):6.1%}", flush=True)
         return d, p

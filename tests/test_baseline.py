@@ -17,22 +17,26 @@ K = 12
 # ----------------------------------------------------------------------------- the statistics alone
 
 def test_many_p_values_are_the_single_test_p_values_column_by_column():
-    """permutation_p_many / clustered_p_many on K columns = pvalues' one-test functions, column by column
-    (exact enumeration: the same partitions, so the same counts)."""
+    """permutation_p / clustered_p on K columns (over pvalues.MANY_COLUMNS: indicator products,
+    chunked) = the one-test functions, column by column (exact enumeration: the same
+    partitions, so the same counts)."""
+    from stimkit.stats import pvalues
+
     rng = np.random.default_rng(4)
-    S = rng.normal(size=(14, 6)) + np.r_[np.full(7, 0.4), np.zeros(7)][:, None]
+    K = pvalues.MANY_COLUMNS + 6
+    S = rng.normal(size=(14, K)) + np.r_[np.full(7, 0.4), np.zeros(7)][:, None]
     for alternative in ("greater", "less", "two-sided"):
-        many = bstats.permutation_p_many(S, 7, alternative, "exact")
-        one = [stats.permutation_p(S[:, k], 7, alternative, "exact").p for k in range(S.shape[1])]
+        many = stats.permutation_p(S, 7, alternative, "exact")
+        one = [stats.permutation_p(S[:, k], 7, alternative, "exact").p for k in range(K)]
         assert many.method == "exact" and many.p.tolist() == pytest.approx(one, abs=0)
     groups = np.repeat(np.arange(7), 2)  # 4 words in X, 3 in Y, 2 sentences each
     for alternative in ("greater", "two-sided"):
-        many = bstats.clustered_p_many(S, groups, 4, alternative, method="exact")
-        one = [stats.clustered_p(S[:, k], groups, 4, alternative, method="exact").p for k in range(S.shape[1])]
+        many = stats.clustered_p(S, groups, 4, alternative, method="exact")
+        one = [stats.clustered_p(S[:, k], groups, 4, alternative, method="exact").p for k in range(K)]
         assert many.method == "exact-clustered" and many.p.tolist() == pytest.approx(one, abs=0)
     # sampled: each column's p is an unbiased estimate of its exact p (budget 20,000: SE <= 0.0036)
-    sampled = bstats.permutation_p_many(S, 7, "greater", "sampled", 20_000, np.random.default_rng(1))
-    exact = bstats.permutation_p_many(S, 7, "greater", "exact")
+    sampled = stats.permutation_p(S, 7, "greater", "sampled", 20_000, np.random.default_rng(1))
+    exact = stats.permutation_p(S, 7, "greater", "exact")
     assert sampled.method == "sampled" and np.abs(sampled.p - exact.p).max() < 0.015
     assert (sampled.p >= 1 / 20_000).all()
 

@@ -349,9 +349,9 @@ def execute_one(con, run_id: str, pb: PlannedBaseline, reference: pl.DataFrame |
     rng = rng_for(pb.options.seed, "baseline-p", name, enc.fingerprint, pb.procedure)
     groups, n_groups_x = association.permutation_units(prep, opts)  # the test's own units
     if groups is not None:
-        pv = bstats.clustered_p_many(S, groups, n_groups_x, opts.alternative, opts.budget, rng, opts.method)
+        pv = stats.clustered_p(S, groups, n_groups_x, opts.alternative, opts.budget, rng, opts.method)
     else:
-        pv = bstats.permutation_p_many(S, len(SX), opts.alternative, opts.method, opts.budget, rng)
+        pv = stats.permutation_p(S, len(SX), opts.alternative, opts.method, opts.budget, rng)
     d = bstats.effect_sizes(SX, SY, opts.ddof)
     d_x = bstats.effect_sizes(np.repeat(sx[:, None], SX.shape[1], axis=1), SX, opts.ddof)
     d_y = bstats.effect_sizes(np.repeat(sy[:, None], SY.shape[1], axis=1), SY, opts.ddof)

@@ -69,6 +69,47 @@ def subset_sum_chunks(values: np.ndarray, k: int, chunk: int = _EXACT_CHUNK):
         yield values[flat.reshape(-1, k)].sum(axis=1)
 
 
+# Beyond this many columns (tests over the same partitions: a baseline's K random pairs), the
+# partition sums come from 0/1 indicator rows times the values, one matrix product a chunk,
+# rather than gathered subset by subset: a gather of C(16, 8) subsets x 1,000 columns would
+# hold 800 MB, a chunk of indicators holds 32.
+MANY_COLUMNS = 64
+_INDICATOR_CELLS = 1 << 22
+
+
+def _indicator_rows(width: int) -> int:
+    return max(1, _INDICATOR_CELLS // max(1, width))
+
+
+def exact_indicator_sums(values: np.ndarray, k: int):
+    """Sums of the columns of `values` (N, m) over every k-subset of its rows, in
+    itertools.combinations order, a chunk of subsets at a time (indicator rows @ values)."""
+    N = len(values)
+    it = combinations(range(N), k)
+    rows = _indicator_rows(max(N, values.shape[1]))
+    while True:
+        flat = np.fromiter((i for c in islice(it, rows) for i in c), dtype=np.int64)
+        if flat.size == 0:
+            return
+        idx = flat.reshape(-1, k)
+        member = np.zeros((len(idx), N))
+        member[np.arange(len(idx))[:, None], idx] = 1.0
+        yield member @ values
+
+
+def random_indicator_sums(values: np.ndarray, k: int, total: int, rng: np.random.Generator):
+    """Sums of the columns of `values` (N, m) over `total` independent uniform k-subsets of its
+    rows (each the k smallest of N uniform keys), a chunk of subsets at a time."""
+    N = len(values)
+    rows = _indicator_rows(max(N, values.shape[1]))
+    for start in range(0, total, rows):
+        c = min(rows, total - start)
+        idx = np.argpartition(rng.random((c, N)), k - 1, axis=1)[:, :k] if 0 < k < N else np.tile(np.arange(k), (c, 1))
+        member = np.zeros((c, N))
+        member[np.arange(c)[:, None], idx] = 1.0
+        yield member @ values
+
+
 def check_exact(partitions: int, what: str = "") -> None:
     if partitions > EXACT_LIMIT:
         raise InvalidInput(f"{what + ': ' if what else ''}exact enumeration of {partitions:,} partitions is over the limit "
@@ -123,16 +164,24 @@ def subset_p(units: np.ndarray, k: int, statistic: Callable[[np.ndarray], np.nda
     number per subset or (with columns) a row per subset, each column a test of its own over
     the same partitions (observed, center and scale then one per column); method: auto
     (exact when C(N, k) <= budget), exact or sampled. `label` marks the scheme in the method
-    name ("-clustered"). dense: sample with sampler.dense_subset_sums (few draws, many columns)."""
+    name ("-clustered"). dense: sample with sampler.dense_subset_sums (few draws, many columns).
+    Over MANY_COLUMNS columns (and no null asked for) the sums come from indicator products,
+    chunked, and sampled draws are counted chunk by chunk: memory stays bounded."""
     partitions = comb(len(units), k)
     if method == "auto":
         method = "exact" if partitions <= budget else "sampled"
     floor = min_p(partitions, method, budget, alternative, 2 * k == len(units))
+    many = np.ndim(units) == 2 and units.shape[1] > MANY_COLUMNS and not return_null
     if method == "exact":
         check_exact(partitions)
-        hits = sum(_hits(statistic(null), observed, alternative, center, scale) for null in subset_sum_chunks(units, k))
+        sums = exact_indicator_sums(units, k) if many else subset_sum_chunks(units, k)
+        hits = sum(_hits(statistic(null), observed, alternative, center, scale) for null in sums)
         return PValue(hits / partitions, "exact" + label, partitions, partitions, floor)
     rng = rng if rng is not None else np.random.default_rng()
+    if many:  # bounded memory: the hits of each chunk of draws, never the whole null
+        hits = sum(_hits(statistic(null), observed, alternative, center, scale)
+                   for null in random_indicator_sums(units, k, budget - 1, rng))
+        return PValue((1 + hits) / budget, "sampled" + label, budget, partitions, floor)
     null = statistic(sampler.subset_sums(units, k, budget - 1, rng, dense))
     hits = _hits(null, observed, alternative, center, scale)
     return PValue((1 + hits) / budget, "sampled" + label, budget, partitions, floor, null if return_null else None)
