@@ -145,10 +145,15 @@ class Writer:
     not shared across threads) and, each time it wakes, appends everything queued in one
     transaction: large appends when the model is fast, prompt ones when it is slow. The queue
     is bounded, so vectors never pile up in memory. close() commits what is queued, also when
-    the encode was interrupted. Inside a transaction the caller opened, it appends in line."""
+    the encode was interrupted. Inside a transaction the caller opened, it appends in line.
+
+    Given a path, each append opens the store and closes it again (a checkpoint each time, tens
+    of milliseconds of CPU that the model would otherwise have): so it appends at most every
+    `every` seconds, or sooner once `most_bytes` of vectors wait. An append per batch cost the
+    6,648-text MiniLM encode about 7% of its speed on two cores."""
 
     def __init__(self, con, enc: Encoder, total: int, progress: Callable[[int, int], None] | None = None,
-                 queued: int = 8, path=None):
+                 queued: int = 8, path=None, every: float = 2.0, most_bytes: int = 64 << 20):
         self.enc, self.total, self.progress = enc, total, progress
         self.sweep = len(enc.layer_encoders()) > 1
         self.written, self.error, self.thread = 0, None, None
@@ -158,6 +163,7 @@ class Writer:
         # Given a path instead of a connection, each append opens the store and closes it again,
         # so other processes can read it between appends.
         self.path = path
+        self.every, self.most_bytes = (every, most_bytes) if path is not None else (0.0, 0)
         self.cursor = None if path is not None else (con if self.inline else con.cursor())
         if not self.inline:
             self.queue: queue.Queue = queue.Queue(maxsize=queued)
@@ -180,20 +186,29 @@ class Writer:
                 continue
 
     def _run(self):
-        done = False
+        done, pending, size, last = False, [], 0, time.monotonic()
         while not done:
-            pending = [self.queue.get()]
-            while True:  # everything else already waiting joins this append
-                try:
-                    pending.append(self.queue.get_nowait())
-                except queue.Empty:
+            wait = max(0.0, last + self.every - time.monotonic()) if pending else None
+            try:
+                item = self.queue.get(timeout=wait) if wait is None or wait > 0 else self.queue.get_nowait()
+            except queue.Empty:
+                item = False  # time to append what waits
+            while item is not False:  # everything else already waiting joins this append
+                if item is None:
+                    done = True
                     break
-            done = pending[-1] is None
-            pending = [t for t in pending if t is not None]
-            if not pending or self.error is not None:
+                pending.append(item)
+                size += item[1].vectors.nbytes
+                try:
+                    item = self.queue.get_nowait()
+                except queue.Empty:
+                    item = False
+            due = done or size >= self.most_bytes or time.monotonic() - last >= self.every
+            if not pending or self.error is not None or not due:
                 continue
+            batch, pending, size, last = pending, [], 0, time.monotonic()
             try:  # Arrow conversion here too: it overlaps the next forward pass, which releases the GIL
-                rows = pa.concat_tables([batch_table(self.enc, keys, encoded) for keys, encoded in pending])
+                rows = pa.concat_tables([batch_table(self.enc, keys, encoded) for keys, encoded in batch])
                 if self.path is None:
                     append(self.cursor, self.enc.dim, rows, self.sweep)
                 else:
@@ -202,9 +217,10 @@ class Writer:
                         append(con, self.enc.dim, rows, self.sweep)
                     finally:
                         con.close()
-                self._written(sum(keys.height for keys, _ in pending))
+                self._written(sum(keys.height for keys, _ in batch))
             except BaseException as e:  # surfaces in the encoding thread at its next put/close
                 self.error = e
+            last = time.monotonic()
 
     def _written(self, rows: int) -> None:
         self.written += rows
