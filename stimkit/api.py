@@ -185,6 +185,7 @@ class Store:
             lists = wordlists.merge(lists, own, override)
         specs = generate.plan(lists, wordlist_names, template_sets, list(own) if own else None, default_specs(lists))
         tsets = {name: templates.load_set(name, template_dir, override) for name in dict.fromkeys(s.template_set for s in specs)}
+        specs = generate.for_template_sets(specs, tsets, bool(wordlist_names))
         return generate.generate(self.con, specs, lists, tsets)
 
     def _generate_missing(self, specs) -> list[str]:
@@ -199,7 +200,7 @@ class Store:
         lists = wordlists.load_all()
         if self.wordlist_dir:
             lists = wordlists.merge(lists, wordlists.load_all(self.wordlist_dir), self.override)
-        known = [s for s in missing if s.wordlist in lists]
+        known = [s for s in missing if s.wordlist in lists or (s.slot and s.wordlist == "*")]
         if not known:
             return []
         tsets = {name: templates.load_set(name, self.template_dir, self.override)
@@ -241,6 +242,22 @@ class Store:
 
         self._writable("import")
         return sentbias.import_dir(self.con, Path(directory), prefix, override)
+
+    def import_holisticbias(self, source: str | Path, out: str | Path, force: bool = False,
+                            generate: bool = True) -> dict:
+        """HolisticBias's JSON files (catalog.holisticbias) as word lists and the multi-slot
+        template set `holisticbias`, written into the folder `out`, then (unless not
+        `generate`) its whole product generated: the set `descriptor=*@holisticbias`.
+        Returns the files written, the counts read, the conversion's notes and the sets."""
+        from .catalog import holisticbias
+
+        if generate:
+            self._writable("import holisticbias")
+        converted = holisticbias.convert(Path(source))
+        written = holisticbias.write(Path(out), converted, force)
+        sets = self.generate(None, [holisticbias.TEMPLATE_SET], Path(out) / "wordlists", Path(out) / "templates") \
+            if generate else []
+        return {"files": written, "counts": converted.counts, "notes": converted.notes, "sets": sets}
 
     # ------------------------------------------------------------------ vectors
 
@@ -341,7 +358,7 @@ class Store:
             Path(save).write_text(catalog.to_toml(chosen[0]), encoding="utf-8")
         plan = run_plan.make(self.con, chosen, list(encoders), opts, generate_missing=self._generate_missing)
         report = self._execute(plan, command, progress, on_result, on_failure)
-        if report.run_id and chosen[0].source == "adhoc":
+        if report.run_id and any((x, y, a, b)):  # as defined; a re-run by name (in a context) keeps it so
             catalog.store_adhoc(self.con, chosen[0])
         return report
 

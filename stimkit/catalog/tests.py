@@ -41,6 +41,7 @@ class TestDef:
     unbleached: bool = False      # sentences with semantic content ("[Name] is an engineer.")
     alternative: str | None = None  # the test's own alternative (None: greater, unless a run says otherwise)
     metrics: tuple[str, ...] | None = None  # the test's own metrics (None: weat, unless a run says otherwise)
+    cword_slot: str | None = None           # c-word on a named slot of multi-slot sets (context "c-word:<slot>")
 
     def sql(self, role: str) -> str:
         return set_sql(self.sets[ROLES.index(role)])

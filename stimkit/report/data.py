@@ -156,7 +156,7 @@ def rerun_command(r: dict, versions: dict[str, list[str]] | None = None) -> str:
     version, pinned, so a later regeneration does not change what it runs), test name (its
     seed streams and cut derive from it), encoder, seed and options."""
     opts = json.loads(r["options"]) if r.get("options") else {}
-    pinned = r["context"] != "c-word" and versions and all(len(versions.get(role, ())) == 1 for role in "XYAB")
+    pinned = not str(r["context"]).startswith("c-word") and versions and all(len(versions.get(role, ())) == 1 for role in "XYAB")
     if pinned:
         sql = {role: f"SELECT * FROM stimuli WHERE set_version = '{versions[role][0]}' ORDER BY ordinal" for role in "XYAB"}
         argv = ["stimkit", "test", "--name", r["test"], "--override",
@@ -165,7 +165,7 @@ def rerun_command(r: dict, versions: dict[str, list[str]] | None = None) -> str:
         if r.get("cut_seed") is not None:
             argv += ["--cut-seed", str(r["cut_seed"])]
     elif r["test_source"] == "catalog":
-        argv = ["stimkit", "test", r["test"]] + (["--context", "c-word"] if r["context"] == "c-word" else [])
+        argv = ["stimkit", "test", r["test"]] + (["--context", r["context"]] if str(r["context"]).startswith("c-word") else [])
     else:
         argv = ["stimkit", "test", "--name", r["test"], "--context", r["context"],
                 "--x", r["x_sql"], "--y", r["y_sql"], "--a", r["a_sql"], "--b", r["b_sql"]]

@@ -20,6 +20,7 @@ from ..seeding import rng_for
 from ..stats import sampler
 from ..stats.intervals import effect_size_ci
 from ..stimuli.balance import balance
+from . import cword
 from .options import Options
 from .plan import PlannedTest
 from .rows import CutRow, Result
@@ -179,7 +180,7 @@ def described(result_id: str, run_id: str, planned: PlannedTest, enc: Encoder, p
     return dict(
         result_id=result_id, run_id=run_id, test=test.name, test_source=test.source, family=test.family,
         encoder=getattr(enc, "base_spec", enc.spec), model=enc.name, fingerprint=enc.fingerprint,
-        context=test.context if test.context == "c-word" else ("token" if enc.uses_span else test.context),
+        context=cword.label(test) if test.context == "c-word" else ("token" if enc.uses_span else test.context),
         x_sql=test.sql("x"), y_sql=test.sql("y"), a_sql=test.sql("a"), b_sql=test.sql("b"),
         set_versions=sorted({v for f in prep.kept.values() if "set_version" in f.columns
                              for v in f["set_version"].unique().to_list()}),

@@ -150,6 +150,8 @@ def make(con, tests: list[TestDef], encoder_specs: list[str], options: Options, 
     for t in tests:
         try:
             sets = fetch_sets(con, t)
+            if t.context == "c-word" and t.cword_slot:
+                sets = cword.slot_sets(con, t, sets)
             refuse_early(t, sets, options)
         except StimkitError as e:
             refused.append(Failure(t.name, "*", first_line(e), e))

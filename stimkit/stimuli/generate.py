@@ -1,9 +1,9 @@
 """Render word lists through template sets into versioned stimulus sets.
 
-A set is named `<wordlist>@<template set>[/<template file>]`. Its version is a content
-hash of the resolved words, the template files used and GENERATOR_VERSION, so
-regenerating unchanged input is a no-op and any change makes a new version beside
-the old one.
+A set is named `<wordlist>@<template set>[/<template file>]` (from a multi-slot template
+set, `<slot>=<wordlist>@...`: stimuli.slots). Its version is a content hash of the resolved
+words, the template files used and GENERATOR_VERSION, so regenerating unchanged input is a
+no-op and any change makes a new version beside the old one.
 """
 
 from __future__ import annotations
@@ -11,13 +11,14 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from typing import Callable, Iterator
 
 import pyarrow as pa
 
 from ..checks import suggest
 from .. import StimkitError, store
 from .sets import SetSpec  # noqa: F401  (generate.SetSpec: a set to render)
-from .templates import TemplateSet, current_limits
+from .templates import TemplateSet, current_limits, deadlines
 from .wordlists import WordList
 
 # Bump when rendering changes in a way the hashed inputs do not show.
@@ -27,6 +28,9 @@ STIMULUS_COLUMNS = (
     "ordinal", "wordlist", "word_ordinal", "word", "kind", "person",
     "template_id", "template_text", "stimulus", "span_start", "span_end",
 )
+CONTEXT_COLUMN = "context_id"   # multi-slot sets only (db/017)
+SLOT_COLUMNS = ("ordinal", "slot", "wordlist", "word", "span_start", "span_end", "context_id")
+SLOT_WORD_COLUMNS = ("slot", "wordlist", "word_ordinal", "word", "kind", "gender", "tags")
 
 
 @dataclass
@@ -34,23 +38,46 @@ class RenderedSet:
     spec: SetSpec
     wordlist: WordList
     version: str
-    rows: dict[str, list]
+    rows: dict[str, list] | None                # None: a multi-slot set, rendered chunk by chunk as it is written
     provenance: dict | None = None  # what built-in input a user's input replaced (--override)
+    chunks: Callable[[], Iterator[tuple[dict, dict]]] | None = None  # multi-slot: (stimuli, stimulus_slots) columns
+    slot_words: dict[str, list] | None = None   # multi-slot sets: the words that filled each slot (slot_words)
+    n_words: int | None = None
+    written: int | None = None                  # multi-slot: the stimuli written (or stored already)
 
     @property
     def n_stimuli(self) -> int:
-        return len(self.rows["stimulus"])
+        return len(self.rows["stimulus"]) if self.rows is not None else self.written
+
+    def materialize(self) -> tuple[dict[str, list], dict[str, list] | None]:
+        """All rows at once, (stimuli, stimulus_slots) columns: a multi-slot set's chunks joined."""
+        if self.chunks is None:
+            return self.rows, None
+        parts = list(self.chunks())
+        join = lambda i: {c: [v for p in parts for v in p[i][c]] for c in parts[0][i]} if parts else {}  # noqa: E731
+        rows = join(0)
+        self.written = len(rows.get("ordinal", []))
+        return rows, join(1)
+
+
+def template_set(spec: SetSpec, template_sets: dict[str, TemplateSet]) -> TemplateSet:
+    if spec.template_set not in template_sets:
+        template_sets[spec.template_set] = TemplateSet(spec.template_set)
+    return template_sets[spec.template_set]
 
 
 def render(spec: SetSpec, wordlists: dict[str, WordList], template_sets: dict[str, TemplateSet]) -> RenderedSet:
+    tset = template_set(spec, template_sets)
+    if tset.declaration is not None:
+        return render_slots(spec, wordlists, tset)
+    if spec.slot is not None:
+        raise StimkitError(f"set {spec.name!r}: template set {tset.name!r} has one slot, the word: "
+                           f"name the set {spec.wordlist}@{spec.template_set}")
     if spec.wordlist not in wordlists:
         raise StimkitError(f"set {spec.name!r}: unknown word list {spec.wordlist!r}{suggest(spec.wordlist, wordlists)}")
     wl = wordlists[spec.wordlist]
     if not wl.words:
         raise StimkitError(f"set {spec.name!r}: word list {wl.name!r} ({wl.path}) has no words")
-    if spec.template_set not in template_sets:
-        template_sets[spec.template_set] = TemplateSet(spec.template_set)
-    tset = template_sets[spec.template_set]
     rows: dict[str, list] = {c: [] for c in STIMULUS_COLUMNS}
     files_used = []
     limits = current_limits()
@@ -87,10 +114,203 @@ def render(spec: SetSpec, wordlists: dict[str, WordList], template_sets: dict[st
         "templates": tset.digest(files_used),
     }
     version = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
-    replaced = [{"word_list": wl.name, "builtin": wl.overrides, "user": f"{wl.path}:{wl.line}"}] if wl.overrides else []
+    return RenderedSet(spec, wl, version, rows, _provenance([wl], tset))
+
+
+def _provenance(lists: list[WordList], tset: TemplateSet) -> dict | None:
+    """What built-in input the user's lists and template sets replaced (--override), if any."""
+    replaced = [{"word_list": wl.name, "builtin": wl.overrides, "user": f"{wl.path}:{wl.line}"} for wl in lists if wl.overrides]
     replaced += [{"template_set": s.name, "builtin": s.overrides, "user": str(s.path)} for s in tset.chain() if s.overrides]
-    provenance = {"overrides": replaced} if replaced else None
-    return RenderedSet(spec, wl, version, rows, provenance)
+    return {"overrides": replaced} if replaced else None
+
+
+def render_slots(spec: SetSpec, wordlists: dict[str, WordList], tset: TemplateSet) -> RenderedSet:
+    """A set of a multi-slot template set (stimuli.slots): every template line of every file
+    (or of the file the set names) over the product of the slots' words that the constraints
+    keep, the set's own slot outermost. The stimulus' word and span are the set's slot's;
+    every slot's go to stimulus_slots. Its version comes from its inputs alone, so the
+    sentences are rendered as they are written, a chunk at a time (half a million of them
+    never sit in memory at once), and not at all when the version is stored already."""
+    plan = _SlotPlan(spec, wordlists, tset)
+    slot_words = _columns([(n, f.wordlist, f.ordinal, f.word.text, f.word.kind, f.word.gender,
+                            json.dumps(dict(f.word.tags)) if f.word.tags else None)
+                           for n in plan.names for f in plan.fill.fillers[n] if f.word is not None], SLOT_WORD_COLUMNS)
+    first = plan.lists[plan.fill.lists[spec.slot][0]]
+    n_words = sum(f.word is not None for f in plan.fill.fillers[spec.slot])
+    return RenderedSet(spec, first, plan.version(), None, _provenance(list(plan.lists.values()), tset), plan.rows,
+                       slot_words, n_words)
+
+
+CHUNK = 1 << 16   # stimuli rendered and appended at a time
+
+
+def count_slots(spec: SetSpec, wordlists: dict[str, WordList], template_sets: dict[str, TemplateSet]) -> int:
+    """How many sentences `render_slots` makes of the set, without rendering a line: the
+    combinations the constraints keep times the lines of the files they keep (a line that
+    renders empty, which HolisticBias's do not, would make it fewer)."""
+    plan = _SlotPlan(spec, wordlists, template_set(spec, template_sets))
+    lines = {f: len(ts) for f, ts in plan.templates.items()}
+    return sum(lines[f] for *_, files in plan.combinations(current_limits(), phrases=False) for f in files)
+
+
+class _SlotPlan:
+    """What a multi-slot set is made of: its fillers, template lines, constraints and phrases,
+    and the combinations of slot words the constraints keep (with the files each may use)."""
+
+    def __init__(self, spec: SetSpec, wordlists: dict[str, WordList], tset: TemplateSet):
+        from . import slots as slotting
+
+        decl = self.decl = tset.declaration
+        if spec.slot is None:
+            raise StimkitError(f"set {spec.name!r}: template set {tset.name!r} has slots {', '.join(decl.names)}: name "
+                               f"the slot the list fills, e.g. {decl.names[0]}={spec.wordlist}@{spec.name.partition('@')[2]}")
+        if spec.slot not in decl.names:
+            raise StimkitError(f"set {spec.name!r}: template set {tset.name!r} has no slot {spec.slot!r} "
+                               f"(slots: {', '.join(decl.names)}){suggest(spec.slot, decl.names)}")
+        self.spec, self.tset, self.slotting = spec, tset, slotting
+        self.fill = slotting.fills(decl, spec.slot, spec.wordlist, wordlists, spec.name)
+        self.names = [s.name for s in self.fill.order]                   # the set's slot first
+        self.marks = {n: decl.names.index(n) for n in self.names}         # marker pair by declared position
+        self.files = [tset.file_for(None, spec.template_file)] if spec.template_file else tset.file_names
+        self.templates = {f: tset.templates(f) for f in self.files}
+        self.checks = _constraints(decl, tset, self.files)
+        self.phrases, self.phrase_files = _phrases(decl, tset)
+        self.lists = {n: wordlists[n] for n in dict.fromkeys(x for name in self.names for x in self.fill.lists[name])}
+
+    def rows(self, chunk: int = CHUNK) -> Iterator[tuple[dict, dict]]:
+        """(stimuli columns, stimulus_slots columns) for `chunk` stimuli at a time."""
+        spec, names, limits = self.spec, self.names, current_limits()
+        stimuli, slotted, per_line = [], [], dict.fromkeys((t.id for ts in self.templates.values() for t in ts), 0)
+        ordinal = 0
+        with deadlines():
+            for combo, ctx, words, what, files in self.combinations(limits):
+                own = combo[0].word
+                head = (combo[0].wordlist, combo[0].ordinal, words[0], own.kind if own else "absent",
+                        own.person if own else None)
+                present = [i for i, f in enumerate(combo) if f.word is not None]
+                # " | noun=woman": the other slots' words, the same for every line of this combination
+                others = [" | " + " | ".join(f"{n}={w}" for j, (n, w) in enumerate(zip(names, words)) if j != i)
+                          if len(names) > 1 else "" for i in range(len(names))]
+                produced = 0
+                for file in files:
+                    for template in self.templates[file]:
+                        rendered = template.render_slots(ctx, names, limits, what)
+                        if rendered is None:
+                            continue
+                        produced += 1
+                        per_line[template.id] += 1
+                        if per_line[template.id] > limits.per_template:
+                            raise StimkitError(f"set {spec.name!r}: template line {template.id} yields over "
+                                               f"{limits.per_template} sentences ({limits.how_to_raise('per_template')})")
+                        if ordinal >= limits.per_set:
+                            raise StimkitError(f"set {spec.name!r}: over {limits.per_set} sentences (at {what}, "
+                                               f"{template.id}; {limits.how_to_raise('per_set')})")
+                        text, spans = rendered
+                        stimuli.append((ordinal, *head, template.id, template.text, text, *spans[0],
+                                        template.id + others[0]))
+                        for i in present:
+                            slotted.append((ordinal, names[i], combo[i].wordlist, words[i], *spans[i],
+                                            template.id + others[i]))
+                        ordinal += 1
+                if files and not produced:
+                    raise StimkitError(f"{self.tset.path}: every line renders empty for {what} (set {spec.name!r})")
+                if len(stimuli) >= chunk:
+                    yield _columns(stimuli, (*STIMULUS_COLUMNS, CONTEXT_COLUMN)), _columns(slotted, SLOT_COLUMNS)
+                    stimuli, slotted = [], []
+        if stimuli or not ordinal:
+            yield _columns(stimuli, (*STIMULUS_COLUMNS, CONTEXT_COLUMN)), _columns(slotted, SLOT_COLUMNS)
+
+    def combinations(self, limits, phrases: bool = True):
+        """(fillers, template context, words, what (for errors), files) for every combination
+        the constraints keep, the set's slot outermost; the phrases rendered into the context."""
+        from itertools import product
+
+        names, checks = self.names, self.checks
+        for combo in product(*(self.fill.fillers[n] for n in names)):
+            ctx = {n: self.slotting.SlotValue(f.word, self.marks[n], f.wordlist) for n, f in zip(names, combo)}
+            words = [f.word.text if f.word is not None else "" for f in combo]
+            what = "slots " + ", ".join(f"{n}={w!r}" for n, w in zip(names, words))
+            if not all(_holds(c, ctx, what) for c in checks[None]):
+                continue
+            files = [f for f in self.files if all(_holds(c, ctx, what) for c in checks[f])]
+            if files and phrases:  # once per combination, not once per line
+                ctx.update((p.id, p._generate(ctx, limits, what)) for p in self.phrases)
+            yield combo, ctx, words, what, files
+
+    def version(self) -> str:
+        spec, fill = self.spec, self.fill
+        payload = {
+            "generator": GENERATOR_VERSION,
+            "slot": spec.slot,
+            "slots": {s.name: {"lists": fill.lists[s.name], "optional": any(f.word is None for f in fill.fillers[s.name])}
+                      for s in fill.order},
+            "wordlists": {n: {"category": wl.category, "words": [w.as_dict() for w in wl.words]}
+                          for n, wl in self.lists.items()},
+            "template_set": spec.template_set,
+            "template_file": spec.template_file,
+            "templates": self.tset.digest(self.files),
+        }
+        if self.phrase_files:  # what the phrases import from outside the set's own files
+            payload["phrase_files"] = {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in self.phrase_files}
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _columns(rows: list[tuple], names: tuple[str, ...]) -> dict[str, list]:
+    """Row tuples as {column: values}."""
+    if not rows:
+        return {c: [] for c in names}
+    return {c: list(values) for c, values in zip(names, zip(*rows))}
+
+
+def _phrases(decl, tset: TemplateSet):
+    """The declared phrases as templates (their id: the phrase's name, the variable lines read),
+    and the files they import that the set's digest does not cover."""
+    import jinja2
+
+    from .templates import Template, plain_pieces
+
+    out, depends = [], {}
+    for name, source in decl.phrases:
+        where = f"{decl.path}: phrase {name!r}"
+        try:
+            compiled = tset.env.from_string(source)
+        except jinja2.TemplateError as e:
+            raise StimkitError(f"{where}: template error: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+        tset._depends(source, where, depends)
+        out.append(Template(name, "_set", 0, source, compiled, True, (), plain_pieces(tset.env, source)))
+    own = {p.resolve() for p in tset.helper_files()}
+    return out, sorted(p for p in depends.values() if p.resolve() not in own)
+
+
+def _constraints(decl, tset: TemplateSet, files: list[str]) -> dict:
+    """The declared constraints compiled in the set's sandbox: {None: on every combination,
+    file: on that file's lines}."""
+    import jinja2
+
+    out: dict = {None: [], **{f: [] for f in files}}
+    for c in decl.constraints:
+        unknown = [f for f in c.files if f not in tset.file_names]
+        if unknown:
+            raise StimkitError(f"{c.where}: no template file {unknown[0]!r} in set {tset.name!r} "
+                               f"(has: {', '.join(tset.file_names)})")
+        try:
+            compiled = tset.env.compile_expression(c.require, undefined_to_none=False)
+        except jinja2.TemplateSyntaxError as e:
+            raise StimkitError(f"{c.where}: not a Jinja expression: {c.require!r} ({e.message})") from None
+        for key in (c.files or [None]):
+            if key is None or key in out:
+                out[key].append((c, compiled))
+    return out
+
+
+def _holds(check, ctx: dict, what: str) -> bool:
+    c, compiled = check
+    try:
+        return bool(compiled(**ctx))
+    except Exception as e:  # noqa: BLE001 -- a constraint is code: name it and the words
+        raise StimkitError(f"{c.where}: {c.require!r} fails for {what}: {type(e).__name__}: "
+                           f"{str(e).splitlines()[0] if str(e) else ''}") from None
+
 
 
 def write(con, rendered: list[RenderedSet]) -> list[dict]:
@@ -99,10 +319,14 @@ def write(con, rendered: list[RenderedSet]) -> list[dict]:
     with store.transaction(con):
         seq = store.next_seq(con)
         for r in rendered:
-            exists = store.one(con, "SELECT 1 FROM stimulus_sets WHERE version = ?", [r.version])
-            if not exists:
+            exists = store.one(con, "SELECT n_stimuli FROM stimulus_sets WHERE version = ?", [r.version])
+            if exists and r.rows is None:
+                r.written = exists[0]
+            elif not exists:
                 insert_set(con, r.version, r.spec.name, r.wordlist.name, r.spec.template_set, r.spec.template_file,
-                           r.wordlist.category, r.wordlist.path, len(r.wordlist.words), r.rows, r.provenance)
+                           r.wordlist.category, r.wordlist.path, r.n_words if r.n_words is not None else len(r.wordlist.words),
+                           r.rows, r.provenance, slot=r.spec.slot, chunks=r.chunks, slot_words=r.slot_words,
+                           on_count=lambda n, r=r: setattr(r, "written", n))
             current = store.one(con, 
                 "SELECT version FROM current_sets WHERE name = ?", [r.spec.name]
             )
@@ -116,24 +340,38 @@ def write(con, rendered: list[RenderedSet]) -> list[dict]:
 
 
 def insert_set(con, version, name, wordlist, template_set, template_file, category, source, n_words, rows,
-               provenance: dict | None = None):
+               provenance: dict | None = None, *, slot: str | None = None, chunks=None, slot_words: dict | None = None,
+               on_count=None):
+    """A new set version: its stimuli (`rows`, or a multi-slot set's `chunks`, appended as they
+    are rendered), then its row in stimulus_sets with the count. The caller owns the transaction."""
+    n = 0
+    if chunks is not None:
+        for stimuli, slotted in chunks():
+            _append(con, "stimuli", version, stimuli)
+            _append(con, "stimulus_slots", version, slotted)
+            n += len(stimuli["ordinal"])
+        _append(con, "slot_words", version, slot_words)
+    else:
+        _append(con, "stimuli", version, {c: rows[c] for c in (*STIMULUS_COLUMNS, CONTEXT_COLUMN) if c in rows})
+        n = len(rows["stimulus"])
+    if on_count:
+        on_count(n)
     values = {"version": version, "name": name, "wordlist": wordlist, "template_set": template_set,
               "template_file": template_file, "category": category, "source": source,
-              "generator_version": GENERATOR_VERSION, "n_words": n_words, "n_stimuli": len(rows["stimulus"])}
+              "generator_version": GENERATOR_VERSION, "n_words": n_words, "n_stimuli": n}
     if provenance:  # the column comes with db/010; plain sets leave it NULL
         values["provenance"] = json.dumps(provenance, sort_keys=True)
+    if slot:  # db/017: the slot a multi-slot set is named by
+        values["slot"] = slot
     con.execute(f"INSERT INTO stimulus_sets ({', '.join(values)}) VALUES ({', '.join('?' * len(values))})",
                 list(values.values()))
-    table = pa.table({c: rows[c] for c in STIMULUS_COLUMNS})
-    con.register("_new_stimuli", table)
-    try:
-        con.execute(
-            f"INSERT INTO stimuli (set_version, {', '.join(STIMULUS_COLUMNS)}) "
-            f"SELECT ?, {', '.join(STIMULUS_COLUMNS)} FROM _new_stimuli",
-            [version],
-        )
-    finally:
-        con.unregister("_new_stimuli")
+
+
+def _append(con, table: str, version: str, columns: dict[str, list]) -> None:
+    """One Arrow append of a set's rows (with its version) to `table`."""
+    n = len(next(iter(columns.values())))
+    if n:
+        store.insert(con, table, pa.table({"set_version": pa.array([version] * n, pa.string()), **columns}))
 
 
 def generate(con, specs: list[SetSpec], wordlists: dict[str, WordList], template_sets=None) -> list[dict]:
@@ -153,12 +391,33 @@ def plan(lists: dict, wordlist_names: list[str] | None = None, template_sets: li
     if not (wordlist_names or template_sets or default_names):
         return list(default_specs)
     names = wordlist_names or default_names or list(lists)
-    unknown = [n for n in names if n not in lists]
+    slotted = [n.partition("=") if "=" in n else ("", "", n) for n in names]  # `-w descriptor=young`: its slot
+    unknown = [n for _, _, n in slotted if n not in lists and n != "*"]
     if unknown:
         raise StimkitError(f"unknown word list {unknown[0]!r}" + (suggest(unknown[0], lists) or " (see wordlists/*.toml)"))
     specs = []
     for t in template_sets or ["word", "may2019"]:
         tset, _, file = t.partition("/")
         check_name(tset, "template set", f"-t {t!r}")
-        specs += [SetSpec(n, tset, file or None) for n in names]
+        specs += [SetSpec(n, tset, file or None, slot or None) for slot, _, n in slotted]
     return specs
+
+
+def for_template_sets(specs: list[SetSpec], template_sets: dict[str, TemplateSet], named: bool) -> list[SetSpec]:
+    """The specs as their template sets take them. A multi-slot set takes `slot=list`: a list
+    named without its slot goes to the one slot that declares it; with no list named, the
+    set is the whole product (`<first slot>=*`)."""
+    out = []
+    for s in specs:
+        decl = template_set(s, template_sets).declaration
+        if decl is None or s.slot is not None:
+            out.append(s)
+        elif not named:
+            out.append(SetSpec("*", s.template_set, s.template_file, decl.names[0]))
+        else:
+            owners = [x.name for x in decl.slots if s.wordlist in x.lists]
+            if len(owners) != 1:
+                raise StimkitError(f"-w {s.wordlist}: template set {s.template_set!r} has slots {', '.join(decl.names)}; "
+                                   f"name the slot it fills: -w {decl.names[0]}={s.wordlist}")
+            out.append(SetSpec(s.wordlist, s.template_set, s.template_file, owners[0]))
+    return list(dict.fromkeys(out))

@@ -7,7 +7,9 @@
     words = ["aster", "clover", { word = "friend", kind = "count_noun", person = true }]
 
 A list may set `kind`, `person` or `gender` for all its words; a word entry may set
-`kind`, `person`, `gender`, `singular` and `plural`. Untagged words get the default
+`kind`, `person`, `gender`, `singular`, `plural` and `tags` (a table of strings: where the
+word came from, such as HolisticBias's axis, bucket and preference; templates read them as
+`descriptor.tags.axis`). Untagged words get the default
 inference of `grammar.infer_kind` (May et al. 2019's generator).
 
 Rules that derive a list from its source as published (Tan & Celis 2019's WinoBias
@@ -33,7 +35,8 @@ from .inputs import check_name, inside, read_text
 from ..paths import data_dir
 
 LIST_KEYS = {"category", "description", "source", "words", "kind", "person", "gender", "split", "lowercase", "drop"}
-WORD_KEYS = {"word", "kind", "person", "gender", "singular", "plural"}
+WORD_KEYS = {"word", "kind", "person", "gender", "singular", "plural", "tags"}
+_TAG = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 GENDERS = {"male", "female"}
 # Unicode categories refused in words: controls, invisible format characters (zero-width
 # space and joiners, direction marks, soft hyphen), line and paragraph separators, unassigned.
@@ -52,9 +55,13 @@ class Word:
     singular: str
     plural: str
     gender: str | None = None
+    tags: tuple[tuple[str, str], ...] = ()   # sorted (key, value) pairs
 
     def as_dict(self) -> dict:
-        return {k: getattr(self, k) for k in ("text", "kind", "person", "singular", "plural", "gender")}
+        out = {k: getattr(self, k) for k in ("text", "kind", "person", "singular", "plural", "gender")}
+        if self.tags:  # only then: a word without tags keeps the dictionary (and set version) it had
+            out["tags"] = dict(self.tags)
+        return out
 
 
 @dataclass(frozen=True)
@@ -165,14 +172,24 @@ def _resolve_word(entry, defaults: dict, lexicon, where) -> Word:
         singular, plural = grammar.singular(text), text
     else:
         singular, plural = text, grammar.plural(text)
-    return Word(text, kind, person, singular, plural, gender)
+    return Word(text, kind, person, singular, plural, gender, _tags(entry.get("tags"), text, where))
+
+
+def _tags(tags, text: str, where: str) -> tuple[tuple[str, str], ...]:
+    if tags is None:
+        return ()
+    if not isinstance(tags, dict) or not all(isinstance(k, str) and _TAG.fullmatch(k) and isinstance(v, str)
+                                             for k, v in tags.items()):
+        raise StimkitError(f"{where}: word {text!r}: `tags` must be a table of names to strings "
+                           "(e.g. tags = {{ axis = \"age\" }})")
+    return tuple(sorted((k, clean_text(v, where, "tag")) for k, v in tags.items()))
 
 
 def clean_text(text: str, where: str, what: str) -> str:
     """`text` in Unicode NFC, or a one-line error: control and invisible format characters
     (a zero-width space, a direction mark) make two words that look the same differ; the
     private markers would corrupt the word's span."""
-    bad = next((c for c in text if unicodedata.category(c) in BAD_CATEGORIES or c in (grammar.OPEN, grammar.CLOSE)), None)
+    bad = next((c for c in text if unicodedata.category(c) in BAD_CATEGORIES or grammar.is_marker(c)), None)
     if bad is not None:
         name = unicodedata.name(bad, "control character").lower()
         raise StimkitError(f"{where}: {what} {text!r} holds the character U+{ord(bad):04X} ({name})")
@@ -210,7 +227,7 @@ def parse_file(path: Path, lexicon=None) -> list[WordList]:
         at = lines.header(name)
         header = lines.line(at)
         where = f"{path}:{header}: list {name!r}"
-        check_name(name, "word list", f"{path}:{header}", forbid="@")
+        check_name(name, "word list", f"{path}:{header}", forbid="@=*")  # set names: [slot=]list@templates
         if not isinstance(body, dict):
             raise StimkitError(f"{where}: expected a table with a `words` array")
         _check_keys(body, LIST_KEYS, where)
