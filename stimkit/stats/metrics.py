@@ -378,12 +378,21 @@ class _CentroidNull:
         if self.name == "ect":
             # cos(c, v) ranks over v as (c . v) / |v| does: |c| is one positive number per row
             return _spearman_rows(SV / self.vn, (self.TV - SV) / self.vn)
-        SS = ((Z @ self.K) * Z).sum(axis=1)
+        SS = np.einsum("ij,ij->i", Z @ self.K, Z)
         RR = self.TT - 2 * (Z @ self.WT) + SS       # |T - S|^2
-        dx = np.sqrt(np.maximum(self.vv - 2 * SV / self.nx + (SS / self.nx ** 2)[:, None], 0))
-        dy = np.sqrt(np.maximum(self.vv - 2 * (self.TV - SV) / self.ny + (RR / self.ny ** 2)[:, None], 0))
-        diff = dx - dy                              # |v - c_X| - |v - c_Y| for every attribute v
-        return diff[:, self.na:].mean(axis=1) - diff[:, :self.na].mean(axis=1)
+        # |v - c_X|^2 = |v|^2 - 2 v.S / n_x + |S|^2 / n_x^2 (and for Y), in place: the (rows x
+        # attributes) arrays are the cost here
+        dx = SV * (-2 / self.nx)
+        dx += self.vv
+        dx += (SS / self.nx ** 2)[:, None]
+        dy = SV * (2 / self.ny)
+        dy += self.vv - 2 * self.TV / self.ny
+        dy += (RR / self.ny ** 2)[:, None]
+        for d in (dx, dy):
+            np.maximum(d, 0, out=d)
+            np.sqrt(d, out=d)
+        dx -= dy                                    # |v - c_X| - |v - c_Y| for every attribute v
+        return dx[:, self.na:].mean(axis=1) - dx[:, :self.na].mean(axis=1)
 
 
 def _masks(idx: np.ndarray, N: int) -> np.ndarray:
@@ -433,13 +442,27 @@ def metric_p(name: str, X, Y, A, B, alternative: str = "greater", method: str = 
     if method == "exact":
         check_exact(partitions, name)
         idx = all_subsets(N, nx)
-        null = np.concatenate([stat(_masks(idx[i:i + _ROWS], N)) for i in range(0, len(idx), _ROWS)])
+        null = _evaluate(stat, (_masks(idx[i:i + _ROWS], N) for i in range(0, len(idx), _ROWS)))
         hits = _hits(null, observed, alternative, float(null.mean()))
         return PValue(hits / partitions, "exact", partitions, partitions, floor)
-    null = np.concatenate([stat(sampler.subset_masks(N, nx, rows, rng).astype(np.float64))
-                           for rows in _batches(budget - 1)])
+    null = _evaluate(stat, (sampler.subset_masks(N, nx, rows, rng).astype(np.float64) for rows in _batches(budget - 1)))
     hits = _hits(null, observed, alternative, float((null.sum() + observed) / budget))
     return PValue((1 + hits) / budget, "sampled", budget, partitions, floor)
+
+
+def _evaluate(stat, batches) -> np.ndarray:
+    """`stat` over every batch of partitions, in order: two batches at a time on the sampler's
+    two threads (numpy's sorts and matrix products release the GIL), the next batch drawn here
+    meanwhile. The draws happen in this thread, in order, so threads never change a result."""
+    from collections import deque
+
+    pending, out = deque(), []
+    for Z in batches:
+        pending.append(sampler.threads().submit(stat, Z))
+        if len(pending) > 2:
+            out.append(pending.popleft().result())
+    out += [f.result() for f in pending]
+    return np.concatenate(out)
 
 
 def _batches(total: int):

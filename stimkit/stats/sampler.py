@@ -206,11 +206,15 @@ def size_law(M: int, k: int) -> SizeLaw | None:
 _POOL = None
 
 
-def _threads() -> ThreadPoolExecutor:
+def threads() -> ThreadPoolExecutor:
+    """The sampler's two threads (also for work that releases the GIL: stats.metrics' nulls)."""
     global _POOL
     if _POOL is None:
         _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="stimkit-sampler")
     return _POOL
+
+
+_threads = threads
 
 
 def _batch_rows(words_per_row: float) -> int:
