@@ -323,7 +323,8 @@ class Store:
              **option_values) -> RunReport:
         """Run tests (names or shell patterns over catalog and imported tests, or `everything`,
         or one ad-hoc test from four set names or SELECTs) on each encoder, in one run.
-        `context="c-word"` runs sentence tests on each encoder's inserted-word vectors.
+        `context="c-word"` runs sentence tests on each encoder's inserted-word vectors
+        (`"c-word:<slot>"`: that slot's word, in sets of a multi-slot template set).
         Options as keywords (budget=, method=, alternative=, seed=, clustered=, bootstrap=,
         balance=, cut_seed=, cuts=, alpha=) or as a run.options.Options. A set the tests name
         that the store lacks is generated first (and said so in the report's notes).

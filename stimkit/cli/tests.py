@@ -102,7 +102,7 @@ def test_cmd(
     b: Annotated[Optional[str], typer.Option("--b", help="Ad-hoc test: SQL or set name for the attribute set B.")] = None,
     name: Annotated[str, typer.Option("--name", help="Name of the ad-hoc test (stored: `stimkit test NAME` runs it again).")] = "adhoc",
     save: Annotated[Optional[Path], typer.Option("--save", help="Write the test's definition as TOML (for a --catalog-dir folder).")] = None,
-    context: Annotated[Optional[str], typer.Option("--context", help="word | sentence | c-word (a sentence test's inserted word; default: the test's own; an ad-hoc test of four list@word sets is word).")] = None,
+    context: Annotated[Optional[str], typer.Option("--context", help="word | sentence | c-word (a sentence test's inserted word) | c-word:<slot> (that slot's word of a multi-slot set); default: the test's own; an ad-hoc test of four list@word sets is word.")] = None,
     budget: Annotated[int, typer.Option("--budget", help="Permutation sample budget.")] = DEFAULT_BUDGET,
     method: Annotated[str, typer.Option("--method", help="auto | exact | sampled | parametric.")] = "auto",
     alternative: Annotated[Optional[str], typer.Option("--alternative", help="greater | less | two-sided (default: the test's own, else greater).")] = None,
