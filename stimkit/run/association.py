@@ -221,12 +221,9 @@ def run_one(con, run_id: str, planned: PlannedTest, enc: Encoder, opts: Options,
     cuts). The caller owns the transaction."""
     started = time.perf_counter()
     prep = prepare(con, planned, enc, opts, reference)
-    found = []
-    for name in opts.metrics:
-        res = (result(run_id, planned, enc, prep, opts, started, kind) if name == "weat"
-               else metric_result(run_id, planned, enc, prep, opts, name, started, kind))
-        write(con, res)
-        found.append(res)
+    found = [result(run_id, planned, enc, prep, opts, started, kind) if name == "weat"
+             else metric_result(run_id, planned, enc, prep, opts, name, started, kind) for name in opts.metrics]
+    write(con, found)  # one append per table for all the metrics: ten results cost one insert, not ten
     return found
 
 
@@ -260,10 +257,12 @@ def metric_result(run_id: str, planned: PlannedTest, enc: Encoder, prep: Prepare
     )
 
 
-def write(con, res: Result) -> None:
+def write(con, results: Result | list[Result]) -> None:
     from ..store import insert
 
-    insert(con, "results", [res])
-    insert(con, "result_cuts", list(res.cut_rows))
-    if res.items is not None:
-        insert(con, "result_items", res.items)
+    results = results if isinstance(results, list) else [results]
+    insert(con, "results", results)
+    insert(con, "result_cuts", [c for res in results for c in res.cut_rows])
+    for res in results:
+        if res.items is not None:
+            insert(con, "result_items", res.items)

@@ -183,15 +183,14 @@ def _spearman_rows(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     m = (n + 1) / 2, and sum ru rv is v's ranks read in u's sorted order: two argsorts, one
     scatter and one gather per batch, no rank array of u. Rows with a tie take `_ranks`."""
     R, n = u.shape
-    rows = np.arange(R)[:, None]
     ou, ov = np.argsort(u, axis=1), np.argsort(v, axis=1)
-    su, sv = u[rows, ou], v[rows, ov]
+    su, sv = np.take_along_axis(u, ou, axis=1), np.take_along_axis(v, ov, axis=1)
     tied = (su[:, 1:] == su[:, :-1]).any(axis=1) | (sv[:, 1:] == sv[:, :-1]).any(axis=1)
     positions = np.arange(1.0, n + 1)
     rv = np.empty((R, n))
-    rv[rows, ov] = positions
+    rv.ravel()[(ov + (n * np.arange(R))[:, None]).ravel()] = np.tile(positions, R)   # v's ranks, by item
     with np.errstate(invalid="ignore", divide="ignore"):
-        rho = (rv[rows, ou] @ positions - n * ((n + 1) / 2) ** 2) / (n * (n * n - 1) / 12)
+        rho = (np.take_along_axis(rv, ou, axis=1) @ positions - n * ((n + 1) / 2) ** 2) / (n * (n * n - 1) / 12)
         if tied.any():
             ru, rt = _ranks(u[tied]), _ranks(v[tied])
             ru -= ru.mean(axis=1, keepdims=True)
