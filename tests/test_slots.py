@@ -224,12 +224,13 @@ def test_units_are_the_selecting_slots_words(people_store):
 def test_cword_on_a_named_slot(people_store):
     from stimkit.encoders import resolve
 
-    report = people_store.test(x="descriptor=young@people", y="descriptor=old@people", a="pleasant@word",
-                               b="unpleasant@word", name="ages", encoders=["minilm"], budget=1000, balance="cut")
+    from stimkit.catalog.tests import adhoc, store_adhoc
+
+    store_adhoc(people_store.con, adhoc("ages", ("descriptor=young@people", "descriptor=old@people", "pleasant@word",
+                                                 "unpleasant@word"), None, "cut"))
     again = people_store.test(["ages"], encoders=["minilm"], context="c-word:noun", budget=1000)
     res = again.results[0]
     assert res.context == "c-word:noun" and res.encoder == "minilm,pooling=mean"
-    assert report.results[0].context == "sentence"
     # X's vectors are the noun's first sub-token in each sentence
     x = people_store.query(f"SELECT s.stimulus, sl.span_start, sl.span_end FROM current_stimuli s JOIN stimulus_slots sl "
                            f"USING (set_version, ordinal) WHERE s.set_name = 'descriptor=young@people' AND sl.slot = 'noun' "
