@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
-import pyarrow as pa
+import polars as pl
 
 from ..checks import suggest
 from .. import StimkitError, store
@@ -193,10 +193,12 @@ def insert_set(con, version, name, wordlist, template_set, template_file, catego
 
 
 def _append(con, table: str, version: str, columns: dict[str, list]) -> None:
-    """One Arrow append of a set's rows (with its version) to `table`."""
+    """One Arrow append of a set's rows (with its version) to `table` (through polars, which
+    builds Arrow columns without importing pandas as pa.array does)."""
     n = len(next(iter(columns.values())))
     if n:
-        store.insert(con, table, pa.table({"set_version": pa.array([version] * n, pa.string()), **columns}))
+        frame = pl.DataFrame(columns, strict=False, infer_schema_length=None)
+        store.insert(con, table, frame.with_columns(pl.lit(version, pl.String).alias("set_version")))
 
 
 def generate(con, specs: list[SetSpec], wordlists: dict[str, WordList], template_sets=None) -> list[dict]:

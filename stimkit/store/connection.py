@@ -29,7 +29,7 @@ LOCK_TIMEOUT = float(os.environ.get("STIMKIT_LOCK_TIMEOUT", "120"))
 
 
 def connect(path: str | Path | None = None, read_only: bool = False, wait: float | None = None,
-            on_wait=None, allow_files: bool = False) -> duckdb.DuckDBPyConnection:
+            on_wait=None, allow_files: bool = False, threads: int | None = None) -> duckdb.DuckDBPyConnection:
     """Open the store (read-write: bring its schema up to date, each migration once).
 
     A read-only open never creates a store. DuckDB lets one process write or many read:
@@ -47,7 +47,7 @@ def connect(path: str | Path | None = None, read_only: bool = False, wait: float
     told = False
     while True:
         try:
-            con = duckdb.connect(str(path), read_only=read_only, config=_config(allow_files))
+            con = duckdb.connect(str(path), read_only=read_only, config=_config(allow_files, threads))
             break
         except duckdb.IOException as e:
             if "lock" not in str(e).lower() or time.monotonic() > deadline:
@@ -61,7 +61,7 @@ def connect(path: str | Path | None = None, read_only: bool = False, wait: float
                 raise StoreError(f"{path}: cannot open store: {_first_line(e)}") from None
             # This process already has the store open for writing (a notebook, a test): share
             # that database; a reader still only reads (its SQL is checked to be SELECTs).
-            con = duckdb.connect(str(path), config=_config(allow_files))
+            con = duckdb.connect(str(path), config=_config(allow_files, threads))
             break
         except duckdb.Error as e:
             raise StoreError(f"{path}: cannot open store: {_first_line(e)}") from None
@@ -107,12 +107,15 @@ def refresh_vector_view(con) -> None:
     con.execute("CREATE OR REPLACE VIEW stimulus_vectors AS " + " UNION ALL ".join(parts))
 
 
-def _config(allow_files: bool) -> dict:
+def _config(allow_files: bool, threads: int | None = None) -> dict:
     """DuckDB's own guards on every connection: no host files unless asked, no extension
     loaded or installed behind our back, and the configuration locked, so SQL cannot turn
     logging, paths or external access back on (`SET`, `CALL enable_logging(...)`)."""
-    return {"enable_external_access": bool(allow_files), "autoload_known_extensions": False,
-            "autoinstall_known_extensions": False, "lock_configuration": True}
+    config = {"enable_external_access": bool(allow_files), "autoload_known_extensions": False,
+              "autoinstall_known_extensions": False, "lock_configuration": True}
+    if threads:  # a writer beside a running model: DuckDB's own threads would take the model's cores
+        config["threads"] = int(threads)
+    return config
 
 
 
