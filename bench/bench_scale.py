@@ -9,7 +9,7 @@ whole process, as a user runs it, timed from start to exit:
      of the whole product (descriptor=*@holisticbias): seconds and peak RSS (goal: < 60 s and
      < 2 GB on 2 cores), the sentence count against a count made here straight from the JSON
      (the dataset's generator's rules), and the same command again (unchanged: a no-op);
-  2. MiniLM on CPU on a sample of N of its sentences (every k-th, default 2,000): the raw
+  2. MiniLM on CPU on a sample of N of its sentences (every k-th, default 10,000): the raw
      forward (tokenise once, length-sorted batches of 64, mean pooling, no store) against
      `stimkit encode --set "<the sample's SQL>"`, paired and interleaved, best and spread of R
      (goal: >= 95%); peak RSS of the library's encode at the --memory sizes (goal: flat);
@@ -174,7 +174,7 @@ def reads(folder: Path, db: Path, repeats: int = 3) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("dir", type=Path, help="HolisticBias's JSON files (tests/fixtures/holistic-bias)")
-    parser.add_argument("--sample", type=int, default=2000, help="sentences for the encode speed (every k-th)")
+    parser.add_argument("--sample", type=int, default=10_000, help="sentences for the encode speed (every k-th)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--memory", default="1000,4000", help="sentence counts for the memory runs ('' to skip)")
     parser.add_argument("--skip-encode", action="store_true")

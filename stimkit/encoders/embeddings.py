@@ -156,7 +156,7 @@ class Writer:
     6,648-text MiniLM encode about 7% of its speed on two cores."""
 
     def __init__(self, con, enc: Encoder, total: int, progress: Callable[[int, int], None] | None = None,
-                 queued: int = 8, path=None, every: float = 2.0, most_bytes: int = 64 << 20):
+                 queued: int = 8, path=None, every: float = 5.0, most_bytes: int = 64 << 20):
         self.enc, self.total, self.progress = enc, total, progress
         self.sweep = len(enc.layer_encoders()) > 1
         self.written, self.error, self.thread = 0, None, None
