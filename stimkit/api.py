@@ -189,6 +189,7 @@ class Store:
             lists = wordlists.merge(lists, own, override)
         specs = generate.plan(lists, wordlist_names, template_sets, list(own) if own else None, default_specs(lists))
         tsets = {name: templates.load_set(name, template_dir, override) for name in dict.fromkeys(s.template_set for s in specs)}
+        specs = generate.for_template_sets(specs, tsets, bool(wordlist_names))
         return generate.generate(self.con, specs, lists, tsets)
 
     def _generate_missing(self, specs) -> list[str]:
@@ -203,7 +204,7 @@ class Store:
         lists = wordlists.load_all()
         if self.wordlist_dir:
             lists = wordlists.merge(lists, wordlists.load_all(self.wordlist_dir), self.override)
-        known = [s for s in missing if s.wordlist in lists]
+        known = [s for s in missing if s.wordlist in lists or (s.slot and s.wordlist == "*")]
         if not known:
             return []
         tsets = {name: templates.load_set(name, self.template_dir, self.override)
@@ -274,6 +275,22 @@ class Store:
         self._writable("import")
         return weathub.import_dir(self.con, Path(directory), only)
 
+    def import_holisticbias(self, source: str | Path, out: str | Path, force: bool = False,
+                            generate: bool = True) -> dict:
+        """HolisticBias's JSON files (catalog.holisticbias) as word lists and the multi-slot
+        template set `holisticbias`, written into the folder `out`, then (unless not
+        `generate`) its whole product generated: the set `descriptor=*@holisticbias`.
+        Returns the files written, the counts read, the conversion's notes and the sets."""
+        from .catalog import holisticbias
+
+        if generate:
+            self._writable("import holisticbias")
+        converted = holisticbias.convert(Path(source))
+        written = holisticbias.write(Path(out), converted, force)
+        sets = self.generate(None, [holisticbias.TEMPLATE_SET], Path(out) / "wordlists", Path(out) / "templates") \
+            if generate else []
+        return {"files": written, "counts": converted.counts, "notes": converted.notes, "sets": sets}
+
     # ------------------------------------------------------------------ vectors
 
     def encode(self, encoder_specs: list[str], sets: list[str] | None = None, tests: list[str] | None = None,
@@ -340,7 +357,8 @@ class Store:
              **option_values) -> RunReport:
         """Run tests (names or shell patterns over catalog and imported tests, or `everything`,
         or one ad-hoc test from four set names or SELECTs) on each encoder, in one run.
-        `context="c-word"` runs sentence tests on each encoder's inserted-word vectors.
+        `context="c-word"` runs sentence tests on each encoder's inserted-word vectors
+        (`"c-word:<slot>"`: that slot's word, in sets of a multi-slot template set).
         Options as keywords (budget=, method=, alternative=, seed=, units=, bootstrap=,
         balance=, cut_seed=, cuts=, alpha=) or as a run.options.Options. A sentence test's
         units are its own (the catalog's published tests: sentences), else words. A set the tests name
@@ -383,7 +401,7 @@ class Store:
         plan = run_plan.make(self.con, chosen, list(encoders), opts, generate_missing=self._generate_missing)
         plan = self._with_baselines(plan, baseline, opts.seed)
         report = self._execute(plan, command, progress, on_result, on_failure)
-        if report.run_id and chosen[0].source == "adhoc" and not rerun:
+        if report.run_id and any((x, y, a, b)) and not rerun:  # as defined; a re-run by name (in a context) keeps it so
             catalog.store_adhoc(self.con, chosen[0])
         return report
 

@@ -235,3 +235,22 @@ def test_interrupted_encode_keeps_what_it_wrote_and_resumes(tmp_path, how):
     alone = enc.encode([texts[i] for i in sample], [None] * len(sample)).vectors
     assert np.allclose(matrix[sample], alone, atol=1e-5)
     con.close()
+
+
+def test_a_released_encode_appends_seldom_and_keeps_everything(tmp_path, monkeypatch):
+    """With the store closed between appends, each append opens it (a checkpoint on close): the
+    writer appends at most every few seconds, not once a batch, and loses nothing."""
+    db = tmp_path / "s.duckdb"
+    store.connect(db).close()
+    opened = []
+    connect = store.connect
+    monkeypatch.setattr(embeddings.store, "connect", lambda *a, **k: opened.append(1) or connect(*a, **k))
+    texts = [f"rose number {i}" for i in range(60)]
+    seen = []
+    report = embeddings.encode_missing_released(db, resolve("glove-6b-50d"), pl.DataFrame({"stimulus": texts}),
+                                                batch_size=2, progress=lambda done, total: seen.append(done))
+    assert report["encoded"] == 60 and seen[-1] == 60
+    assert len(opened) <= 3      # one to find what is missing, then one or two appends for 30 batches
+    con = store.connect(db)
+    assert store.one(con, "SELECT count(*) FROM embeddings_50")[0] == 60
+    con.close()

@@ -43,6 +43,18 @@ def test_flip_sampler_draws_every_subset_equally_often():
     assert_uniform_over_subsets(direct[:, 0], 8, 4)
 
 
+@pytest.mark.parametrize("M, k", [(8, 4), (13, 3), (30, 15), (70, 33)])
+def test_subset_masks_are_uniform_k_subsets_in_item_order(M, k):
+    masks = sampler.subset_masks(M, k, 40_000, np.random.default_rng(4))
+    assert masks.shape == (40_000, M) and set(np.unique(masks)) == {0, 1} and (masks.sum(axis=1) == k).all()
+    # each item in k/M of the rows (items beyond one 12-item lane and one 64-bit word included)
+    assert np.abs(masks.mean(axis=0) - k / M).max() < 5 * np.sqrt(k / M * (1 - k / M) / 40_000)
+    if comb(M, k) <= 300:   # and every subset as often
+        assert_uniform_over_subsets(masks @ 2.0 ** np.arange(M), M, k)
+    again = sampler.subset_masks(M, k, 40_000, np.random.default_rng(4))
+    assert np.array_equal(masks, again)
+
+
 def test_pools_that_run_short_are_topped_up_without_bias():
     plan = SplitPlan.build((2.0 ** np.arange(8))[:, None], 4)
     plan.law = dataclasses.replace(plan.law, factors=(0.3, 0.3))   # pools far too small: most rows need several rounds

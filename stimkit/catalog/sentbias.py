@@ -53,25 +53,31 @@ def export(con, outdir: Path, names: list[str], balance: str | None = None, seed
     # Build everything before writing, so a bad test leaves no half-written folder.
     payloads = {name: test_json(con, catalog.get(con, name), balance, seed) for name in names}
     written = []
-    umask = os.umask(0)
-    os.umask(umask)
     try:
         outdir.mkdir(parents=True, exist_ok=True)
         for name, data in payloads.items():
             path = outdir / f"{name}.jsonl"  # the published files are pretty-printed JSON named .jsonl
-            fd, tmp = tempfile.mkstemp(dir=outdir, prefix=f".{name}.", suffix=".tmp")  # a new file: no link followed
-            try:
-                os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; exports are ordinary files
-                with os.fdopen(fd, "w", encoding="utf-8") as f:
-                    f.write(json.dumps(data, indent=2))
-                os.replace(tmp, path)
-            except BaseException:
-                os.unlink(tmp)
-                raise
+            replace_file(path, json.dumps(data, indent=2))
             written.append(path)
     except OSError as e:
         raise StimkitError(f"{e.filename or outdir}: cannot write: {e.strerror or e}") from None
     return written
+
+
+def replace_file(path: Path, text: str) -> None:
+    """Write `text` beside `path` and rename it over it: a link of that name is replaced, never
+    followed, and a reader never sees half a file. An ordinary file's mode (umask applied)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")  # a new file: no link followed
+    try:
+        os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
 
 
 def read(path: Path, repeats: list[str] | None = None) -> dict:

@@ -42,6 +42,7 @@ class TestDef:
     cross_lingual: bool = False   # targets in one language, attributes in another (XWEAT), on purpose
     units: str | None = None      # sentences | words: a sentence test's unit of inference (None: words)
     pair: str | None = None       # a word test and a sentence test with the same key are checked against each other
+    cword_slot: str | None = None           # c-word on a named slot of multi-slot sets (context "c-word:<slot>")
 
     def word_lists(self) -> list[str | None]:
         """The word list behind each of X, Y, A, B (None for a set given as SQL or by a bare name):

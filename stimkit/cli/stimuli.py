@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -246,3 +247,42 @@ def import_weathub(
     left = sum(len(r["repeats"]) for r in report)
     err.print(f"imported {count(len(report), 'test')} in {count(len(languages), 'language')}"
               + (f"; {count(left, 'repeated word')} left out (kept once)" if left else ""), highlight=False)
+@import_app.command("holisticbias")
+@handles_errors
+def import_holisticbias(
+    directory: Path,
+    out_dir: Annotated[Path, typer.Option("--out", "-o", help="Folder for the word lists, template set and SOURCE.md (created; must be empty or hold an earlier import unless --force).")],
+    force: Annotated[bool, typer.Option("--force", help="Write into a folder that holds other files (files of the same name are replaced).")] = False,
+    no_generate: Annotated[bool, typer.Option("--no-generate", help="Only write the files; generate later.")] = False,
+    max_per_set: Annotated[Optional[int], typer.Option("--max-per-set", help="Most sentences in one set (default 1000000).")] = None,
+):
+    """Convert HolisticBias (its four JSON files) into word lists and the multi-slot template set
+    `holisticbias`, and generate its whole product, the set descriptor=*@holisticbias.
+
+    Example:
+      stimkit import holisticbias ResponsibleNLP/holistic_bias/dataset/v1.1 -o hb/
+      stimkit generate --wordlist-dir hb/wordlists --template-dir hb/templates -w descriptor=hb_age_young -t holisticbias
+    """
+    import dataclasses
+
+    from ..stimuli.templates import current_limits, use_limits
+
+    limits = dataclasses.replace(current_limits(), **({"per_set": max_per_set} if max_per_set else {}))
+    with use_limits(limits), (open_store() if not no_generate else contextlib.nullcontext()) as store:
+        report = (store.import_holisticbias if store else _convert_only)(directory, out_dir, force, not no_generate)
+    for note in report["notes"]:
+        err.print(f"note: {note}", highlight=False, markup=False, emoji=False)
+    counts = ", ".join(f"{n} {what}" for what, n in report["counts"].items())
+    err.print(f"read {counts}; wrote {count(len(report['files']), 'file')} to {out_dir}", highlight=False,
+              markup=False, emoji=False)
+    for r in report["sets"]:
+        out.print(f"{r['status']:>9}  {r['name']:<40} {r['version']}  {count(r['n_stimuli'], 'stimulus'):>16}",
+                  highlight=False, markup=False, emoji=False)
+
+
+def _convert_only(directory, out_dir, force, generate):
+    from ..catalog import holisticbias
+
+    converted = holisticbias.convert(directory)
+    return {"files": holisticbias.write(out_dir, converted, force), "counts": converted.counts,
+            "notes": converted.notes, "sets": []}

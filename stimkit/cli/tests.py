@@ -139,7 +139,7 @@ def test_cmd(
     name: Annotated[str, typer.Option("--name", help="Name of the ad-hoc test (stored: `stimkit test NAME` runs it again).")] = "adhoc",
     save: Annotated[Optional[Path], typer.Option("--save", help="Write the test's definition as TOML (for a --catalog-dir folder).")] = None,
     cross_lingual: Annotated[bool, typer.Option("--cross-lingual", help="Ad-hoc test: targets in one language, attributes in another, on purpose (else refused).")] = False,
-    context: Annotated[Optional[str], typer.Option("--context", help=f"{choices(CONTEXTS)} (a sentence test's inserted word; default: the test's own; an ad-hoc test of four list@word sets is word).")] = None,
+    context: Annotated[Optional[str], typer.Option("--context", help=f"{choices(CONTEXTS)} (a sentence test's inserted word; c-word:<slot>: that slot's word of a multi-slot set; default: the test's own; an ad-hoc test of four list@word sets is word).")] = None,
     budget: Annotated[int, typer.Option("--budget", help="Permutation sample budget.")] = DEFAULT_BUDGET,
     method: Annotated[str, typer.Option("--method", help=f"{choices(P_METHODS)}.")] = "auto",
     alternative: Annotated[Optional[str], typer.Option("--alternative", help=f"{choices(ALTERNATIVES)} (default: the test's own, else greater).")] = None,

@@ -189,7 +189,7 @@ def rerun_command(r: dict, versions: dict[str, list[str]] | None = None) -> str:
     seed streams and cut derive from it), encoder, seed and options. An ad-hoc line is a
     `--rerun`: it is not stored under the test's name, so the test stays as its owner defined it."""
     opts = json.loads(r["options"]) if r.get("options") else {}
-    pinned = r["context"] != "c-word" and versions and all(len(versions.get(role, ())) == 1 for role in "XYAB")
+    pinned = not str(r["context"]).startswith("c-word") and versions and all(len(versions.get(role, ())) == 1 for role in "XYAB")
     if pinned:
         sql = {role: f"SELECT * FROM stimuli WHERE set_version = '{versions[role][0]}' ORDER BY ordinal" for role in "XYAB"}
         argv = ["stimkit", "test", "--rerun", "--name", r["test"],
@@ -198,7 +198,7 @@ def rerun_command(r: dict, versions: dict[str, list[str]] | None = None) -> str:
         if r.get("cut_seed") is not None:
             argv += ["--cut-seed", str(r["cut_seed"])]
     elif r["test_source"] == "catalog":
-        argv = ["stimkit", "test", r["test"]] + (["--context", "c-word"] if r["context"] == "c-word" else [])
+        argv = ["stimkit", "test", r["test"]] + (["--context", r["context"]] if str(r["context"]).startswith("c-word") else [])
     else:
         argv = ["stimkit", "test", "--rerun", "--name", r["test"], "--context", r["context"],
                 "--x", r["x_sql"], "--y", r["y_sql"], "--a", r["a_sql"], "--b", r["b_sql"]]

@@ -20,7 +20,7 @@ from ..seeding import rng_for
 from ..stats import sampler
 from ..stats.intervals import effect_size_ci
 from ..stimuli.balance import balance
-from . import crossed
+from . import crossed, cword
 from .options import Options
 from .plan import PlannedTest
 from .rows import CutRow, InfluenceRow, Result
@@ -256,7 +256,7 @@ def described(result_id: str, run_id: str, planned: PlannedTest, enc: Encoder, p
     return dict(
         result_id=result_id, run_id=run_id, test=test.name, test_source=test.source, family=test.family,
         encoder=getattr(enc, "base_spec", enc.spec), model=enc.name, fingerprint=enc.fingerprint,
-        context=test.context if test.context == "c-word" else ("token" if enc.uses_span else test.context),
+        context=cword.label(test) if test.context == "c-word" else ("token" if enc.uses_span else test.context),
         x_sql=test.sql("x"), y_sql=test.sql("y"), a_sql=test.sql("a"), b_sql=test.sql("b"),
         set_versions=sorted({v for f in prep.kept.values() if "set_version" in f.columns
                              for v in f["set_version"].unique().to_list()}),
@@ -304,13 +304,10 @@ def run_one(con, run_id: str, planned: PlannedTest, enc: Encoder, opts: Options,
     prep = prepare(con, planned, enc, opts, reference)
     language = diagnose.wordfreq_language(planned.language)
     profiles = diagnose.profiles(prep, enc, planned.name, language)  # X's and Y's words: frequency, length, reliability
-    found = []
-    for name in opts.metrics:
-        res = (result(run_id, planned, enc, prep, opts, started, kind) if name == "weat"
-               else metric_result(run_id, planned, enc, prep, opts, name, started, kind))
-        res = replace(res, diagnostics=diagnose.rows(res.result_id, profiles, language))
-        write(con, res)
-        found.append(res)
+    found = [result(run_id, planned, enc, prep, opts, started, kind) if name == "weat"
+             else metric_result(run_id, planned, enc, prep, opts, name, started, kind) for name in opts.metrics]
+    found = [replace(res, diagnostics=diagnose.rows(res.result_id, profiles, language)) for res in found]
+    write(con, found)  # one append per table for all the metrics: ten results cost one insert, not ten
     return found
 
 
@@ -344,12 +341,14 @@ def metric_result(run_id: str, planned: PlannedTest, enc: Encoder, prep: Prepare
     )
 
 
-def write(con, res: Result) -> None:
+def write(con, results: Result | list[Result]) -> None:
     from ..store import insert
 
-    insert(con, "results", [res])
-    insert(con, "result_cuts", list(res.cut_rows))
-    insert(con, "result_influence", list(res.influence))
-    if res.items is not None:
-        insert(con, "result_items", res.items)
-    insert(con, "result_diagnostics", list(res.diagnostics))
+    results = results if isinstance(results, list) else [results]
+    insert(con, "results", results)
+    insert(con, "result_cuts", [c for res in results for c in res.cut_rows])
+    insert(con, "result_influence", [i for res in results for i in res.influence])
+    for res in results:
+        if res.items is not None:
+            insert(con, "result_items", res.items)
+    insert(con, "result_diagnostics", [d for res in results for d in res.diagnostics])

@@ -15,15 +15,41 @@ from ..errors import InputError, UsageError
 
 
 def in_context(test: TestDef, context: str | None) -> TestDef:
-    """The test to run in `context` (None: its own). Only a sentence test can run as c-word."""
+    """The test to run in `context` (None: its own). Only a sentence test can run as c-word;
+    `c-word:<slot>` takes the word of that slot of a multi-slot set (stimuli.slots)."""
     if context is None or context == test.context:
         return test
-    if context not in CONTEXTS:
-        raise UsageError(f"unknown context {context!r} (known: {', '.join(CONTEXTS)})")
+    context, colon, slot = context.partition(":")
+    if context not in CONTEXTS or (colon and (context != "c-word" or not slot)):
+        raise UsageError(f"unknown context {context + colon + slot!r} (known: {', '.join(CONTEXTS)}, c-word:<slot>)")
     if context != "c-word" or test.context != "sentence":
         hint = f" (try 'sent-{test.name}')" if test.context == "word" and context == "c-word" else ""
         raise UsageError(f"test {test.name!r} has context {test.context}: only a sentence test runs as c-word{hint}")
-    return replace(test, context="c-word")
+    return replace(test, context="c-word", cword_slot=slot or None)
+
+
+def label(test: TestDef) -> str:
+    """The context a result records: c-word, or c-word:<slot> (another hypothesis)."""
+    return f"c-word:{test.cword_slot}" if test.context == "c-word" and test.cword_slot else test.context
+
+
+def slot_sets(con, test: TestDef, sets: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
+    """c-word on a named slot: each stimulus' span moved to that slot's word (a stimulus of a
+    multi-slot set without it is left out; a one-slot set, such as the attribute sentences,
+    keeps its word). Refused when neither target set has the slot."""
+    from ..stimuli.slots import with_slot_spans
+
+    moved, found = {}, {}
+    for role, frame in sets.items():
+        moved[role], found[role] = with_slot_spans(con, frame, test.cword_slot)
+    if not (found["x"] or found["y"]):
+        raise InputError(f"test {test.name!r}: no stimulus of X or Y has a slot {test.cword_slot!r} "
+                         "(c-word:<slot> takes a slot of a multi-slot template set)")
+    for role in ("x", "y"):
+        if moved[role].height < 2:
+            raise InputError(f"test {test.name!r}: set {role.upper()} has {moved[role].height} stimulus with "
+                             f"slot {test.cword_slot!r}")
+    return moved
 
 
 @lru_cache(maxsize=4)

@@ -208,6 +208,8 @@ def make(con, tests: list[TestDef], encoder_specs: list[str], options: Options, 
                 own = replace(options, **({"clustered": False} if "units" in values else {}), **values)
             opts = own.resolved(t)
             sets = fetch_sets(con, t)
+            if t.context == "c-word" and t.cword_slot:
+                sets = cword.slot_sets(con, t, sets)
             refuse_early(t, sets, opts)
             language = test_language(con, t, sets)
         except StimkitError as e:

@@ -33,6 +33,7 @@ import numpy as np
 
 from .. import DEFAULT_BUDGET
 from ..errors import InputError, UsageError
+from . import sampler
 from .pvalues import ALTERNATIVES, PValue, all_subsets, check_exact, min_p, permutation_p
 from .weat import association, check_inputs, effect_size, unit_rows
 
@@ -176,12 +177,26 @@ def _ranks(a: np.ndarray) -> np.ndarray:
 
 
 def _spearman_rows(u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Spearman's rho between rows u[i] and v[i] (Pearson of the ranks)."""
-    ru, rv = _ranks(u), _ranks(v)
-    ru -= ru.mean(axis=1, keepdims=True)
-    rv -= rv.mean(axis=1, keepdims=True)
+    """Spearman's rho between rows u[i] and v[i] (Pearson of the ranks, ties averaged).
+
+    A row without ties ranks 1..n both ways, so rho = (sum ru rv - n m^2) / (n (n^2 - 1) / 12),
+    m = (n + 1) / 2, and sum ru rv is v's ranks read in u's sorted order: two argsorts, one
+    scatter and one gather per batch, no rank array of u. Rows with a tie take `_ranks`."""
+    R, n = u.shape
+    ou, ov = np.argsort(u, axis=1), np.argsort(v, axis=1)
+    su, sv = np.take_along_axis(u, ou, axis=1), np.take_along_axis(v, ov, axis=1)
+    tied = (su[:, 1:] == su[:, :-1]).any(axis=1) | (sv[:, 1:] == sv[:, :-1]).any(axis=1)
+    positions = np.arange(1.0, n + 1)
+    rv = np.empty((R, n))
+    rv.ravel()[(ov + (n * np.arange(R))[:, None]).ravel()] = np.tile(positions, R)   # v's ranks, by item
     with np.errstate(invalid="ignore", divide="ignore"):
-        return (ru * rv).sum(axis=1) / np.sqrt((ru * ru).sum(axis=1) * (rv * rv).sum(axis=1))
+        rho = (np.take_along_axis(rv, ou, axis=1) @ positions - n * ((n + 1) / 2) ** 2) / (n * (n * n - 1) / 12)
+        if tied.any():
+            ru, rt = _ranks(u[tied]), _ranks(v[tied])
+            ru -= ru.mean(axis=1, keepdims=True)
+            rt -= rt.mean(axis=1, keepdims=True)
+            rho[tied] = (ru * rt).sum(axis=1) / np.sqrt((ru * ru).sum(axis=1) * (rt * rt).sum(axis=1))
+    return rho
 
 
 def ect(X, Y, A, B, rng=None) -> float:
@@ -362,17 +377,27 @@ class _CentroidNull:
         if self.name == "ect":
             # cos(c, v) ranks over v as (c . v) / |v| does: |c| is one positive number per row
             return _spearman_rows(SV / self.vn, (self.TV - SV) / self.vn)
-        SS = ((Z @ self.K) * Z).sum(axis=1)
+        SS = np.einsum("ij,ij->i", Z @ self.K, Z)
         RR = self.TT - 2 * (Z @ self.WT) + SS       # |T - S|^2
-        dx = np.sqrt(np.maximum(self.vv - 2 * SV / self.nx + (SS / self.nx ** 2)[:, None], 0))
-        dy = np.sqrt(np.maximum(self.vv - 2 * (self.TV - SV) / self.ny + (RR / self.ny ** 2)[:, None], 0))
-        diff = dx - dy                              # |v - c_X| - |v - c_Y| for every attribute v
-        return diff[:, self.na:].mean(axis=1) - diff[:, :self.na].mean(axis=1)
+        # |v - c_X|^2 = |v|^2 - 2 v.S / n_x + |S|^2 / n_x^2 (and for Y), in place: the (rows x
+        # attributes) arrays are the cost here
+        dx = SV * (-2 / self.nx)
+        dx += self.vv
+        dx += (SS / self.nx ** 2)[:, None]
+        dy = SV * (2 / self.ny)
+        dy += self.vv - 2 * self.TV / self.ny
+        dy += (RR / self.ny ** 2)[:, None]
+        for d in (dx, dy):
+            np.maximum(d, 0, out=d)
+            np.sqrt(d, out=d)
+        dx -= dy                                    # |v - c_X| - |v - c_Y| for every attribute v
+        return dx[:, self.na:].mean(axis=1) - dx[:, :self.na].mean(axis=1)
 
 
 def _masks(idx: np.ndarray, N: int) -> np.ndarray:
+    """0/1 rows from index rows (row r holds the items idx[r])."""
     Z = np.zeros((len(idx), N))
-    np.put_along_axis(Z, idx, 1.0, axis=1)
+    Z.ravel()[(idx + (N * np.arange(len(idx)))[:, None]).ravel()] = 1.0
     return Z
 
 
@@ -392,8 +417,8 @@ def metric_p(name: str, X, Y, A, B, alternative: str = "greater", method: str = 
     weat, gweat, semaxis are increasing affine functions of sum_{X_i} f(w) for a per-target
     f, so they go through `stats.permutation_p` (the same sampler and p as stimkit's WEAT).
     rnd and ect depend on the centroids of X_i and Y_i: their partitions are 0/1 masks
-    (all of them in itertools order, or uniform |X|-subsets drawn as the |X| smallest of N
-    uniform keys per row), evaluated in batches by `_CentroidNull`."""
+    (all of them in itertools order, or uniform |X|-subsets drawn as bits by the sampler,
+    `sampler.subset_masks`), evaluated in batches by `_CentroidNull`."""
     m = metric(name)
     if not m.has_permutation_null:
         return None
@@ -416,13 +441,27 @@ def metric_p(name: str, X, Y, A, B, alternative: str = "greater", method: str = 
     if method == "exact":
         check_exact(partitions, name)
         idx = all_subsets(N, nx)
-        null = np.concatenate([stat(_masks(idx[i:i + _ROWS], N)) for i in range(0, len(idx), _ROWS)])
+        null = _evaluate(stat, (_masks(idx[i:i + _ROWS], N) for i in range(0, len(idx), _ROWS)))
         hits = _hits(null, observed, alternative, float(null.mean()))
         return PValue(hits / partitions, "exact", partitions, partitions, floor)
-    null = np.concatenate([stat(_masks(np.argpartition(rng.random((rows, N)), nx - 1, axis=1)[:, :nx], N))
-                           for rows in _batches(budget - 1)])
+    null = _evaluate(stat, (sampler.subset_masks(N, nx, rows, rng).astype(np.float64) for rows in _batches(budget - 1)))
     hits = _hits(null, observed, alternative, float((null.sum() + observed) / budget))
     return PValue((1 + hits) / budget, "sampled", budget, partitions, floor)
+
+
+def _evaluate(stat, batches) -> np.ndarray:
+    """`stat` over every batch of partitions, in order: two batches at a time on the sampler's
+    two threads (numpy's sorts and matrix products release the GIL), the next batch drawn here
+    meanwhile. The draws happen in this thread, in order, so threads never change a result."""
+    from collections import deque
+
+    pending, out = deque(), []
+    for Z in batches:
+        pending.append(sampler.threads().submit(stat, Z))
+        if len(pending) > 2:
+            out.append(pending.popleft().result())
+    out += [f.result() for f in pending]
+    return np.concatenate(out)
 
 
 def _batches(total: int):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import combinations, islice
+from itertools import chain, combinations, islice
 from math import comb
 from typing import Callable
 
@@ -35,9 +35,10 @@ _EXACT_CHUNK = 200_000   # partitions enumerated at a time: memory stays bounded
 
 
 def all_subsets(N: int, k: int) -> np.ndarray:
-    """Every k-subset of range(N) as rows of a (C(N, k), k) index array."""
+    """Every k-subset of range(N) as rows of a (C(N, k), k) index array (itertools order;
+    chain.from_iterable flattens in C, no Python step per index)."""
     count = comb(N, k)
-    flat = np.fromiter((i for c in combinations(range(N), k) for i in c), dtype=np.int32, count=count * k)
+    flat = np.fromiter(chain.from_iterable(combinations(range(N), k)), dtype=np.int32, count=count * k)
     return flat.reshape(count, k)
 
 
@@ -63,7 +64,7 @@ def subset_sum_chunks(values: np.ndarray, k: int, chunk: int = _EXACT_CHUNK):
         return
     it = combinations(range(len(values)), k)
     while True:
-        flat = np.fromiter((i for c in islice(it, chunk) for i in c), dtype=np.int32)
+        flat = np.fromiter(chain.from_iterable(islice(it, chunk)), dtype=np.int32)
         if flat.size == 0:
             return
         yield values[flat.reshape(-1, k)].sum(axis=1)

@@ -234,11 +234,15 @@ def size_law(M: int, k: int) -> SizeLaw | None:
 _POOL = None
 
 
-def _threads() -> ThreadPoolExecutor:
+def threads() -> ThreadPoolExecutor:
+    """The sampler's two threads (also for work that releases the GIL: stats.metrics' nulls)."""
     global _POOL
     if _POOL is None:
         _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="stimkit-sampler")
     return _POOL
+
+
+_threads = threads
 
 
 def _batch_rows(words_per_row: float) -> int:
@@ -250,6 +254,20 @@ def _starts(values: np.ndarray, top: int) -> np.ndarray:
     """first[j] = how many values (each in 0..top) are below j, for j in 0..top+1: where
     the run of j starts once the values are sorted."""
     return np.concatenate([[0], np.cumsum(np.bincount(values, minlength=top + 1))])
+
+
+def subset_masks(M: int, k: int, size: int, rng: np.random.Generator) -> np.ndarray:
+    """`size` independent uniform k-subsets of M items as a (size, M) 0/1 uint8 array: the
+    flipped coins of `flipped_coins`, unpacked from their bits (no loop per row or item). For
+    statistics that are not sums of per-item values (a centroid's norm, a rank correlation)."""
+    if not 0 <= k <= M:
+        raise ValueError(f"cannot draw {k} of {M} items")
+    layout = Layout(M)
+    words = flipped_coins(layout, k, size, np.random.SFC64(int(rng.integers(2**63))))
+    bits = np.unpackbits(np.ascontiguousarray(words.T).view(np.uint8), axis=1, bitorder="little")
+    item = np.arange(M)
+    column = 64 * layout.item_word + 16 * ((item // LANE_BITS) % LANES) + item % LANE_BITS
+    return bits[:, column]
 
 
 # --------------------------------------------------------------------------- coins and flips

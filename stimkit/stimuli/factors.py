@@ -5,8 +5,10 @@ units of the template audit (run.audit); both read them from here.
 The context of a one-slot template is its frame: the template with the word written X, so
 "This is {{ word }}." (names, mass nouns, adjectives) and "This is {{ singular|a }}." (count
 nouns) are one frame, "This is X.", and targets of different kinds meet in the frames they
-share. (A template with several slots would make the context the frame with the other slots'
-words filled in: extend `contexts` here.)
+share. A stimulus of a multi-slot template set (stimuli.slots) carries its context: its
+`context_id`, the template line and the other slots' words ("holisticbias/default:3 |
+noun=grandmother"), so the word is the selecting slot's and the other slots are crossed
+factors beside the template.
 """
 
 from __future__ import annotations
@@ -28,11 +30,13 @@ def frame(template_text: str) -> str:
 
 
 def contexts(stimuli: pl.DataFrame) -> list[str] | None:
-    """The context of each selected stimulus (its template's frame; its template id where the
-    text is missing), or None when a stimulus has neither (imported or ad-hoc sets)."""
-    texts = stimuli["template_text"].to_list() if "template_text" in stimuli.columns else [None] * stimuli.height
-    ids = stimuli["template_id"].to_list() if "template_id" in stimuli.columns else [None] * stimuli.height
-    found = [frame(t) if t is not None else i for t, i in zip(texts, ids)]
+    """The context of each selected stimulus (a multi-slot stimulus' context_id, else its
+    template's frame, else its template id where the text is missing), or None when a stimulus
+    has none of them (imported or ad-hoc sets)."""
+    n = stimuli.height
+    column = lambda name: stimuli[name].to_list() if name in stimuli.columns else [None] * n  # noqa: E731
+    found = [c if c is not None else frame(t) if t is not None else i
+             for c, t, i in zip(column("context_id"), column("template_text"), column("template_id"))]
     return None if any(c is None for c in found) else found
 
 

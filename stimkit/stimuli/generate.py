@@ -1,10 +1,11 @@
 """Render word lists through template sets into versioned stimulus sets.
 
-A set is named `<wordlist>@<template set>[/<template file>]`. Its version is a content
-hash of the resolved words, the template files used and GENERATOR_VERSION, so
-regenerating unchanged input is a no-op and any change makes a new version beside
-the old one. The hash covers the list's language and provenance where they are not the
-defaults (English, original): every set hashed before they existed keeps its version.
+A set is named `<wordlist>@<template set>[/<template file>]` (from a multi-slot template
+set, `<slot>=<wordlist>@...`: stimuli.slots). Its version is a content hash of the resolved
+words, the template files used and GENERATOR_VERSION, so regenerating unchanged input is a
+no-op and any change makes a new version beside the old one. The hash covers the list's
+language and provenance where they are not the defaults (English, original): every set
+hashed before they existed keeps its version.
 """
 
 from __future__ import annotations
@@ -12,14 +13,17 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from typing import Callable, Iterator
 
+import polars as pl
 import pyarrow as pa
 
 from ..checks import suggest
 from .. import StimkitError, store
 from . import grammar
-from .language import ANY, Provenance, same_language
+from .language import Provenance
 from .sets import SetSpec  # noqa: F401  (generate.SetSpec: a set to render)
+from .product import SlotPlan
 from .templates import TemplateSet, check_language, current_limits
 from .wordlists import WordList
 
@@ -29,7 +33,7 @@ GENERATOR_VERSION = "stimkit-generate/1"
 STIMULUS_COLUMNS = (
     "ordinal", "wordlist", "word_ordinal", "word", "kind", "person",
     "template_id", "template_text", "stimulus", "span_start", "span_end", "grammatical_gender",
-)
+)  # a multi-slot set's rows: product.STIMULUS_COLUMNS (its context_id, no grammatical gender)
 
 
 @dataclass
@@ -37,25 +41,48 @@ class RenderedSet:
     spec: SetSpec
     wordlist: WordList
     version: str
-    rows: dict[str, list]
+    rows: dict[str, list] | None                # None: a multi-slot set, rendered chunk by chunk as it is written
     provenance: dict | None = None  # what built-in input a user's input replaced (--override)
+    chunks: Callable[[], Iterator[tuple[dict, dict]]] | None = None  # multi-slot: (stimuli, stimulus_slots) columns
+    slot_words: dict[str, list] | None = None   # multi-slot sets: the words that filled each slot (slot_words)
+    n_words: int | None = None
+    written: int | None = None                  # multi-slot: the stimuli written (or stored already)
 
     @property
     def n_stimuli(self) -> int:
-        return len(self.rows["stimulus"])
+        return len(self.rows["stimulus"]) if self.rows is not None else self.written
+
+    def materialize(self) -> tuple[dict[str, list], dict[str, list] | None]:
+        """All rows at once, (stimuli, stimulus_slots) columns: a multi-slot set's chunks joined."""
+        if self.chunks is None:
+            return self.rows, None
+        parts = list(self.chunks())
+        join = lambda i: {c: [v for p in parts for v in p[i][c]] for c in parts[0][i]} if parts else {}  # noqa: E731
+        rows = join(0)
+        self.written = len(rows.get("ordinal", []))
+        return rows, join(1)
+
+
+def template_set(spec: SetSpec, template_sets: dict[str, TemplateSet]) -> TemplateSet:
+    if spec.template_set not in template_sets:
+        template_sets[spec.template_set] = TemplateSet(spec.template_set)
+    return template_sets[spec.template_set]
 
 
 def render(spec: SetSpec, wordlists: dict[str, WordList], template_sets: dict[str, TemplateSet]) -> RenderedSet:
+    tset = template_set(spec, template_sets)
+    if tset.declaration is not None:
+        return render_slots(spec, wordlists, tset)
+    if spec.slot is not None:
+        raise StimkitError(f"set {spec.name!r}: template set {tset.name!r} has one slot, the word: "
+                           f"name the set {spec.wordlist}@{spec.template_set}")
     if spec.wordlist not in wordlists:
         raise StimkitError(f"set {spec.name!r}: unknown word list {spec.wordlist!r}{suggest(spec.wordlist, wordlists)}")
     wl = wordlists[spec.wordlist]
     if not wl.words:
         raise StimkitError(f"set {spec.name!r}: word list {wl.name!r} ({wl.path}) has no words")
-    if spec.template_set not in template_sets:
-        template_sets[spec.template_set] = TemplateSet(spec.template_set)
-    tset = template_sets[spec.template_set]
     language = wl.provenance.language
-    check_same_language(spec, wl, tset)
+    tset.check_same_language(spec.name, wl)
     where = f"{wl.name!r} ({wl.path}:{wl.line})"
     rows: dict[str, list] = {c: [] for c in STIMULUS_COLUMNS}
     files_used = []
@@ -99,20 +126,29 @@ def render(spec: SetSpec, wordlists: dict[str, WordList], template_sets: dict[st
     if tset.grammar != grammar.PAPER_GRAMMAR:  # the paper's rules were the only grammar before sets chose:
         payload["grammar"] = tset.grammar      # their versions stay as they were
     version = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
-    replaced = [{"word_list": wl.name, "builtin": wl.overrides, "user": f"{wl.path}:{wl.line}"}] if wl.overrides else []
+    return RenderedSet(spec, wl, version, rows, _provenance([wl], tset))
+
+
+def _provenance(lists: list[WordList], tset: TemplateSet) -> dict | None:
+    """What built-in input the user's lists and template sets replaced (--override), if any."""
+    replaced = [{"word_list": wl.name, "builtin": wl.overrides, "user": f"{wl.path}:{wl.line}"} for wl in lists if wl.overrides]
     replaced += [{"template_set": s.name, "builtin": s.overrides, "user": str(s.path)} for s in tset.chain() if s.overrides]
-    provenance = {"overrides": replaced} if replaced else None
-    return RenderedSet(spec, wl, version, rows, provenance)
+    return {"overrides": replaced} if replaced else None
 
 
-def check_same_language(spec: SetSpec, wl: WordList, tset: TemplateSet) -> None:
-    """A list is rendered only through templates in its language, or through a set with no
-    words of its own (`*`, as `word`): a sentence is in one language."""
-    if not same_language(tset.language, wl.provenance.language):
-        raise StimkitError(f"set {spec.name!r}: word list {wl.name!r} ({wl.path}:{wl.line}) is in "
-                           f"{wl.provenance.language}, template set {tset.name!r} ({tset.path}) in {tset.language}: "
-                           f"use a template set in {wl.provenance.language} (its _set.toml: language = "
-                           f"\"{wl.provenance.language}\"), or one with no words of its own (language = \"{ANY}\", as `word`)")
+def render_slots(spec: SetSpec, wordlists: dict[str, WordList], tset: TemplateSet) -> RenderedSet:
+    """A set of a multi-slot template set (stimuli.product): its version comes from its inputs
+    alone, so its sentences are rendered as they are written, a chunk at a time (half a million
+    of them never sit in memory at once), and not at all when the version is stored already."""
+    plan = SlotPlan(spec, wordlists, tset)
+    return RenderedSet(spec, plan.first_list, plan.version(GENERATOR_VERSION), None,
+                       _provenance(list(plan.lists.values()), tset),
+                       plan.rows, plan.slot_words(), plan.n_words)
+
+
+def count_slots(spec: SetSpec, wordlists: dict[str, WordList], template_sets: dict[str, TemplateSet]) -> int:
+    """How many sentences a multi-slot set has, without rendering a line (SlotPlan.count)."""
+    return SlotPlan(spec, wordlists, template_set(spec, template_sets)).count()
 
 
 def write(con, rendered: list[RenderedSet]) -> list[dict]:
@@ -121,11 +157,14 @@ def write(con, rendered: list[RenderedSet]) -> list[dict]:
     with store.transaction(con):
         seq = store.next_seq(con)
         for r in rendered:
-            exists = store.one(con, "SELECT 1 FROM stimulus_sets WHERE version = ?", [r.version])
-            if not exists:
+            exists = store.one(con, "SELECT n_stimuli FROM stimulus_sets WHERE version = ?", [r.version])
+            if exists and r.rows is None:
+                r.written = exists[0]
+            elif not exists:
                 insert_set(con, r.version, r.spec.name, r.wordlist.name, r.spec.template_set, r.spec.template_file,
-                           r.wordlist.category, r.wordlist.path, len(r.wordlist.words), r.rows, r.provenance,
-                           r.wordlist.provenance)
+                           r.wordlist.category, r.wordlist.path, r.n_words if r.n_words is not None else len(r.wordlist.words),
+                           r.rows, r.provenance, r.wordlist.provenance, slot=r.spec.slot, chunks=r.chunks,
+                           slot_words=r.slot_words, on_count=lambda n, r=r: setattr(r, "written", n))
             current = store.one(con, 
                 "SELECT version FROM current_sets WHERE name = ?", [r.spec.name]
             )
@@ -139,10 +178,27 @@ def write(con, rendered: list[RenderedSet]) -> list[dict]:
 
 
 def insert_set(con, version, name, wordlist, template_set, template_file, category, source, n_words, rows,
-               provenance: dict | None = None, origin: Provenance = Provenance()):
-    """One set version and its stimuli (see set_record and insert_sets)."""
-    insert_sets(con, [(set_record(version, name, wordlist, template_set, template_file, category, source, n_words,
-                                  len(rows["stimulus"]), provenance, origin), rows)])
+               provenance: dict | None = None, origin: Provenance = Provenance(), *, slot: str | None = None,
+               chunks=None, slot_words: dict | None = None, on_count=None):
+    """A new set version: its stimuli (`rows`, or a multi-slot set's `chunks`, appended as they
+    are rendered, with their stimulus_slots), then its row in stimulus_sets with the count
+    (see set_record and insert_sets). The caller owns the transaction."""
+    if chunks is None:
+        insert_sets(con, [(set_record(version, name, wordlist, template_set, template_file, category, source, n_words,
+                                      len(rows["stimulus"]), provenance, origin), rows)])
+        return
+    n = 0
+    for stimuli, slotted in chunks():
+        _append(con, "stimuli", version, stimuli)
+        _append(con, "stimulus_slots", version, slotted)
+        n += len(stimuli["ordinal"])
+    _append(con, "slot_words", version, slot_words)
+    if on_count:
+        on_count(n)
+    record = set_record(version, name, wordlist, template_set, template_file, category, source, n_words, n,
+                        provenance, origin)
+    record["slot"] = slot  # db/017: the slot a multi-slot set is named by
+    store.insert(con, "stimulus_sets", pa.Table.from_pylist([record]))
 
 
 def set_record(version, name, wordlist, template_set, template_file, category, source, n_words, n_stimuli,
@@ -176,6 +232,15 @@ def insert_sets(con, sets: list[tuple[dict, dict[str, list]]]) -> None:
     store.insert(con, "stimuli", pa.table(table))
 
 
+def _append(con, table: str, version: str, columns: dict[str, list]) -> None:
+    """One Arrow append of a set's rows (with its version) to `table` (through polars, which
+    builds Arrow columns without importing pandas as pa.array does)."""
+    n = len(next(iter(columns.values())))
+    if n:
+        frame = pl.DataFrame(columns, strict=False, infer_schema_length=None)
+        store.insert(con, table, frame.with_columns(pl.lit(version, pl.String).alias("set_version")))
+
+
 def generate(con, specs: list[SetSpec], wordlists: dict[str, WordList], template_sets=None) -> list[dict]:
     """Render every spec first (so a bad template fails before the store is touched), then write."""
     template_sets = template_sets if template_sets is not None else {}
@@ -193,12 +258,33 @@ def plan(lists: dict, wordlist_names: list[str] | None = None, template_sets: li
     if not (wordlist_names or template_sets or default_names):
         return list(default_specs)
     names = wordlist_names or default_names or list(lists)
-    unknown = [n for n in names if n not in lists]
+    slotted = [n.partition("=") if "=" in n else ("", "", n) for n in names]  # `-w descriptor=young`: its slot
+    unknown = [n for _, _, n in slotted if n not in lists and n != "*"]
     if unknown:
         raise StimkitError(f"unknown word list {unknown[0]!r}" + (suggest(unknown[0], lists) or " (see wordlists/*.toml)"))
     specs = []
     for t in template_sets or ["word", "may2019"]:
         tset, _, file = t.partition("/")
         check_name(tset, "template set", f"-t {t!r}")
-        specs += [SetSpec(n, tset, file or None) for n in names]
+        specs += [SetSpec(n, tset, file or None, slot or None) for slot, _, n in slotted]
     return specs
+
+
+def for_template_sets(specs: list[SetSpec], template_sets: dict[str, TemplateSet], named: bool) -> list[SetSpec]:
+    """The specs as their template sets take them. A multi-slot set takes `slot=list`: a list
+    named without its slot goes to the one slot that declares it; with no list named, the
+    set is the whole product (`<first slot>=*`)."""
+    out = []
+    for s in specs:
+        decl = template_set(s, template_sets).declaration
+        if decl is None or s.slot is not None:
+            out.append(s)
+        elif not named:
+            out.append(SetSpec("*", s.template_set, s.template_file, decl.names[0]))
+        else:
+            owners = [x.name for x in decl.slots if s.wordlist in x.lists]
+            if len(owners) != 1:
+                raise StimkitError(f"-w {s.wordlist}: template set {s.template_set!r} has slots {', '.join(decl.names)}; "
+                                   f"name the slot it fills: -w {decl.names[0]}={s.wordlist}")
+            out.append(SetSpec(s.wordlist, s.template_set, s.template_file, owners[0]))
+    return list(dict.fromkeys(out))

@@ -18,8 +18,14 @@ from __future__ import annotations
 import functools
 import re
 
-# Private-use code points that bracket the word of interest while rendering.
+# Private-use code points that bracket the word of interest while rendering. A template with
+# several slots brackets slot i with MARKERS + 2i and MARKERS + 2i + 1 (slot 0: OPEN, CLOSE).
 OPEN, CLOSE = "\ue000", "\ue001"
+MARKERS, MAX_SLOTS = 0xE000, 64
+_ANY_MARKER = re.compile(f"[{chr(MARKERS)}-{chr(MARKERS + 2 * MAX_SLOTS - 1)}]")
+_OPENS = [chr(MARKERS + 2 * i) for i in range(MAX_SLOTS)]
+_CLOSES = [chr(MARKERS + 2 * i + 1) for i in range(MAX_SLOTS)]
+_OPENER = re.compile("[" + "".join(chr(MARKERS + 2 * i) for i in range(MAX_SLOTS)) + "]")
 
 KINDS = (
     "name",
@@ -40,36 +46,52 @@ _VOWEL_EXCEPTIONS = ("European", "Ukrainian")
 _IRREGULAR_PLURAL = re.compile(r"\b(wo)?man\b")
 
 
-def mark(text: str) -> str:
-    return f"{OPEN}{text}{CLOSE}"
+def mark(text: str, slot: int = 0) -> str:
+    return f"{chr(MARKERS + 2 * slot)}{text}{chr(MARKERS + 2 * slot + 1)}"
+
+
+def is_marker(ch: str) -> bool:
+    return MARKERS <= ord(ch) < MARKERS + 2 * MAX_SLOTS
 
 
 def unmark(text: str) -> str:
-    return text.replace(OPEN, "").replace(CLOSE, "")
+    return _ANY_MARKER.sub("", text)
 
 
 def find_span(rendered: str) -> tuple[str, int | None, int | None]:
     """Strip the markers; return (text, start, end) of the first marked word (end exclusive).
     No span (None, None) when no whole marked word is there (none, or one cut by a slice)."""
-    start = rendered.find(OPEN)
-    end = rendered.find(CLOSE, start) if start >= 0 else -1
-    if end < 0:
-        return unmark(rendered), None, None
-    clean_before = unmark(rendered[:start])
-    word = unmark(rendered[start:end])
-    s = len(clean_before)
-    return unmark(rendered), s, s + len(word)
+    text, spans = find_spans(rendered, 1)
+    return (text, *spans[0])
+
+
+def find_spans(rendered: str, slots: int) -> tuple[str, list[tuple[int | None, int | None]]]:
+    """Strip the markers; (text, [(start, end) of each slot's first marked word]), (None, None)
+    for a slot with no whole marked word."""
+    spans = []
+    count = _ANY_MARKER.findall
+    for slot in range(slots):
+        start = rendered.find(_OPENS[slot])
+        end = rendered.find(_CLOSES[slot], start) if start >= 0 else -1
+        if end < 0:
+            spans.append((None, None))
+            continue
+        # offsets in the text without markers: less the markers before each
+        start -= len(count(rendered, 0, start))
+        spans.append((start, end - len(count(rendered, 0, end))))
+    return unmark(rendered), spans
 
 
 def _inner(fn):
-    """Apply fn to the marked word if there is one, else to the whole text."""
+    """Apply fn to the (first) marked word if there is one, else to the whole text."""
 
     def wrapped(text: str) -> str:
         text = str(text)
-        m = re.search(f"{OPEN}(.*?){CLOSE}", text)
-        if not m:
+        m = _OPENER.search(text)
+        end = text.find(chr(ord(m.group()) + 1), m.end()) if m else -1
+        if end < 0:
             return fn(text)
-        return text[: m.start(1)] + fn(m.group(1)) + text[m.end(1):]
+        return text[: m.end()] + fn(text[m.end():end]) + text[end:]
 
     wrapped.__name__ = fn.__name__
     wrapped.__doc__ = fn.__doc__
@@ -171,7 +193,7 @@ def capfirst(text: str) -> str:
     """Sentence case: upper-case the first letter, leave the rest alone ('European American' stays)."""
     text = str(text)
     for i, ch in enumerate(text):
-        if ch not in (OPEN, CLOSE):
+        if not is_marker(ch):
             return text[:i] + ch.upper() + text[i + 1:]
     return text
 

@@ -1,7 +1,9 @@
 """Set names and the SQL that selects a set.
 
-A generated set is named `<wordlist>@<template set>[/<template file>]`; a test or WEFAT
-names its sets this way or gives a SELECT of its own, which can only read."""
+A generated set is named `<wordlist>@<template set>[/<template file>]`, or, from a template
+set with several slots (stimuli.slots), `<slot>=<wordlist>@<template set>[/<file>]`: the
+sentences whose `slot` comes from that list (`*`: every list the slot declares). A test or
+WEFAT names its sets this way or gives a SELECT of its own, which can only read."""
 
 from __future__ import annotations
 
@@ -23,19 +25,22 @@ class SetSpec:
     wordlist: str
     template_set: str
     template_file: str | None = None
+    slot: str | None = None          # the slot the list fills, in a multi-slot template set
 
     @property
     def name(self) -> str:
         suffix = f"/{self.template_file}" if self.template_file else ""
-        return f"{self.wordlist}@{self.template_set}{suffix}"
+        slot = f"{self.slot}=" if self.slot else ""
+        return f"{slot}{self.wordlist}@{self.template_set}{suffix}"
 
     @classmethod
     def parse(cls, name: str) -> "SetSpec":
         wordlist, sep, rest = name.partition("@")
-        if not sep or not wordlist or not rest:
-            raise UsageError(f"bad set name {name!r}: expected <wordlist>@<template set>[/<file>]")
+        slot, eq, listed = wordlist.partition("=")
+        if not sep or not wordlist or not rest or (eq and not (slot and listed)):
+            raise UsageError(f"bad set name {name!r}: expected [<slot>=]<wordlist>@<template set>[/<file>]")
         template_set, _, file = rest.partition("/")
-        return cls(wordlist, template_set, file or None)
+        return cls(listed, template_set, file or None, slot) if eq else cls(wordlist, template_set, file or None)
 
 
 def is_sql(ref: str) -> bool:

@@ -23,12 +23,18 @@ SET_KEYS = {"description": "one line: what the set is, or what it changes agains
             "language": "the BCP 47 tag of the set's own words (default en); `*` for a set with none, which serves a list "
                         "in any language",
             "grammar": "inflect (the default) or may2019 (the published SEAT generator's rules, slips included): how the "
-                       "English filters make plurals, singulars and articles; never inherited"}
+                       "English filters make plurals, singulars and articles; never inherited",
+            "source": "where the set comes from (a citation)",
+            "slots": "tables [slots.<name>] with `lists` and `optional`: a template with several slots (stimuli.slots)",
+            "constraints": "[[constraints]] with `require` (a Jinja expression over the slots), `why`, `files`",
+            "phrases": "[phrases] name = a Jinja template rendered once per combination of the slots"}
+STRING_KEYS = ("description", "language", "grammar", "source")  # the rest: the slots' tables, read by stimuli.slots
 
 
 def info(folder: Path) -> dict:
-    """A set folder's `_set.toml` as {key: value} ({} without one); an unknown key or a value
-    that is not a string is an error naming the file."""
+    """A set folder's `_set.toml` as {key: value} ({} without one); an unknown key, or a
+    string key whose value is not a string, is an error naming the file (the slots' tables are
+    checked by stimuli.slots.declaration)."""
     path = Path(folder) / SET_FILE
     if not path.exists():
         return {}
@@ -40,7 +46,7 @@ def info(folder: Path) -> dict:
     unknown = sorted(set(raw) - set(SET_KEYS))
     if unknown:
         raise InputError(f"{path}: unknown key {unknown[0]!r} (allowed: {', '.join(sorted(SET_KEYS))})")
-    bad = next((k for k, v in raw.items() if not isinstance(v, str)), None)
+    bad = next((k for k in STRING_KEYS if k in raw and not isinstance(raw[k], str)), None)
     if bad is not None:
         raise InputError(f"{path}: `{bad}` must be a string")
     return raw

@@ -7,8 +7,9 @@
     words = ["aster", "clover", { word = "friend", kind = "count_noun", person = true }]
 
 A list may set `kind`, `person`, `gender` or `grammatical_gender` for all its words; a word
-entry may set `kind`, `person`, `gender`, `grammatical_gender`, `singular` and `plural`.
-Untagged words of an English list get the default inference of `grammar.infer_kind` (May et
+entry may set `kind`, `person`, `gender`, `grammatical_gender`, `singular`, `plural` and `tags`
+(a table of strings: where the word came from, such as HolisticBias's axis, bucket and
+preference; templates read them as `descriptor.tags.axis`). Untagged words of an English list get the default inference of `grammar.infer_kind` (May et
 al. 2019's generator).
 
 Language and provenance (stimuli.language): `language` (BCP 47, default "en"), `translation`
@@ -53,7 +54,8 @@ from ..paths import data_dir
 
 LIST_KEYS = {"category", "description", "source", "words", "kind", "person", "gender", "split", "lowercase", "drop",
              "grammatical_gender", *Provenance.KEYS}
-WORD_KEYS = {"word", "kind", "person", "gender", "singular", "plural", "grammatical_gender"}
+WORD_KEYS = {"word", "kind", "person", "gender", "singular", "plural", "grammatical_gender", "tags"}
+_TAG = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 GENDERS = {"male", "female"}
 # Unicode categories refused in words: controls, invisible format characters (zero-width
 # space and joiners, direction marks, soft hyphen), line and paragraph separators, unassigned.
@@ -75,12 +77,17 @@ class Word:
     grammatical_gender: str | None = None
     forms_given: bool = False  # the list gave `singular`/`plural` itself: every grammar keeps them
     # (not in as_dict: a set's version covers the forms rendered, never how they were found)
+    tags: tuple[tuple[str, str], ...] = ()   # sorted (key, value) pairs
 
     def as_dict(self) -> dict:
-        """What a set version hashes of the word (grammatical gender only where marked, so
-        every list hashed before it existed keeps its version)."""
-        found = {k: getattr(self, k) for k in ("text", "kind", "person", "singular", "plural", "gender")}
-        return {**found, "grammatical_gender": self.grammatical_gender} if self.grammatical_gender else found
+        """What a set version hashes of the word (grammatical gender and tags only where given,
+        so every list hashed before they existed keeps its version)."""
+        out = {k: getattr(self, k) for k in ("text", "kind", "person", "singular", "plural", "gender")}
+        if self.grammatical_gender:
+            out["grammatical_gender"] = self.grammatical_gender
+        if self.tags:
+            out["tags"] = dict(self.tags)
+        return out
 
 
 @dataclass(frozen=True)
@@ -203,7 +210,7 @@ def _resolve_word(entry, defaults: dict, lexicon, where, language: str = "en") -
     else:
         singular, plural = text, grammar.plural(text)
     return Word(text, kind, person, singular, plural, gender, genus,
-                forms_given="singular" in entry or "plural" in entry)
+                forms_given="singular" in entry or "plural" in entry, tags=_tags(entry.get("tags"), text, where))
 
 
 def fold(text: str) -> str:
@@ -213,6 +220,16 @@ def fold(text: str) -> str:
     return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
 
 
+def _tags(tags, text: str, where: str) -> tuple[tuple[str, str], ...]:
+    if tags is None:
+        return ()
+    if not isinstance(tags, dict) or not all(isinstance(k, str) and _TAG.fullmatch(k) and isinstance(v, str)
+                                             for k, v in tags.items()):
+        raise StimkitError(f"{where}: word {text!r}: `tags` must be a table of names to strings "
+                           "(e.g. tags = {{ axis = \"age\" }})")
+    return tuple(sorted((k, clean_text(v, where, "tag")) for k, v in tags.items()))
+
+
 def clean_text(text: str, where: str, what: str) -> str:
     """`text` in Unicode NFC, or a one-line error: control and invisible format characters
     (a zero-width space, a direction mark) make two words that look the same differ; the
@@ -220,7 +237,7 @@ def clean_text(text: str, where: str, what: str) -> str:
     spelling between two letters of a script that shapes its letters (Devanagari, Telugu,
     Persian: "अ\u200dॅन"), and are kept there."""
     bad = next((c for i, c in enumerate(text) if (unicodedata.category(c) in BAD_CATEGORIES and not _joins(text, i))
-                or c in (grammar.OPEN, grammar.CLOSE)), None)
+                or grammar.is_marker(c)), None)
     if bad is not None:
         name = unicodedata.name(bad, "control character").lower()
         raise StimkitError(f"{where}: {what} {text!r} holds the character U+{ord(bad):04X} ({name})")
@@ -267,7 +284,7 @@ def parse_file(path: Path, lexicon=None) -> list[WordList]:
         at = lines.header(name)
         header = lines.line(at)
         where = f"{path}:{header}: list {name!r}"
-        check_name(name, "word list", f"{path}:{header}", forbid="@")
+        check_name(name, "word list", f"{path}:{header}", forbid="@=*")  # set names: [slot=]list@templates
         if not isinstance(body, dict):
             raise StimkitError(f"{where}: expected a table with a `words` array")
         _check_keys(body, LIST_KEYS, where)

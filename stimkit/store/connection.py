@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import time
@@ -29,7 +28,7 @@ LOCK_TIMEOUT = float(os.environ.get("STIMKIT_LOCK_TIMEOUT", "120"))
 
 
 def connect(path: str | Path | None = None, read_only: bool = False, wait: float | None = None,
-            on_wait=None, allow_files: bool = False) -> duckdb.DuckDBPyConnection:
+            on_wait=None, allow_files: bool = False, threads: int | None = None) -> duckdb.DuckDBPyConnection:
     """Open the store (read-write: bring its schema up to date, each migration once).
 
     A read-only open never creates a store. DuckDB lets one process write or many read:
@@ -47,7 +46,7 @@ def connect(path: str | Path | None = None, read_only: bool = False, wait: float
     told = False
     while True:
         try:
-            con = duckdb.connect(str(path), read_only=read_only, config=_config(allow_files))
+            con = duckdb.connect(str(path), read_only=read_only, config=_config(allow_files, threads))
             break
         except duckdb.IOException as e:
             if "lock" not in str(e).lower() or time.monotonic() > deadline:
@@ -61,7 +60,7 @@ def connect(path: str | Path | None = None, read_only: bool = False, wait: float
                 raise StoreError(f"{path}: cannot open store: {_first_line(e)}") from None
             # This process already has the store open for writing (a notebook, a test): share
             # that database; a reader still only reads (its SQL is checked to be SELECTs).
-            con = duckdb.connect(str(path), config=_config(allow_files))
+            con = duckdb.connect(str(path), config=_config(allow_files, threads))
             break
         except duckdb.Error as e:
             raise StoreError(f"{path}: cannot open store: {_first_line(e)}") from None
@@ -107,12 +106,15 @@ def refresh_vector_view(con) -> None:
     con.execute("CREATE OR REPLACE VIEW stimulus_vectors AS " + " UNION ALL ".join(parts))
 
 
-def _config(allow_files: bool) -> dict:
+def _config(allow_files: bool, threads: int | None = None) -> dict:
     """DuckDB's own guards on every connection: no host files unless asked, no extension
     loaded or installed behind our back, and the configuration locked, so SQL cannot turn
     logging, paths or external access back on (`SET`, `CALL enable_logging(...)`)."""
-    return {"enable_external_access": bool(allow_files), "autoload_known_extensions": False,
-            "autoinstall_known_extensions": False, "lock_configuration": True}
+    config = {"enable_external_access": bool(allow_files), "autoload_known_extensions": False,
+              "autoinstall_known_extensions": False, "lock_configuration": True}
+    if threads:  # a writer beside a running model: DuckDB's own threads would take the model's cores
+        config["threads"] = int(threads)
+    return config
 
 
 
@@ -198,24 +200,33 @@ def migrate(con) -> int:
 _open_transactions: set[int] = set()
 
 
-@contextlib.contextmanager
-def transaction(con):
+class transaction:
     """All or nothing: an exception rolls every statement back. A transaction opened
-    inside another joins it (DuckDB has no nested transactions)."""
-    if id(con) in _open_transactions:
-        yield con
-        return
-    con.execute("BEGIN TRANSACTION")
-    _open_transactions.add(id(con))
-    try:
-        yield con
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
-    else:
-        con.execute("COMMIT")
-    finally:
-        _open_transactions.discard(id(con))
+    inside another joins it (DuckDB has no nested transactions).
+
+    A class, not a generator: a Ctrl-C that lands between a generator's `yield` and the
+    `with` block left the generator suspended, to roll back on a closed connection when
+    collected (a traceback on stderr). Here no exit runs then, and closing the connection
+    discards the uncommitted transaction."""
+
+    def __init__(self, con):
+        self.con, self.joined = con, False
+
+    def __enter__(self):
+        self.joined = id(self.con) in _open_transactions
+        if not self.joined:
+            self.con.execute("BEGIN TRANSACTION")
+            _open_transactions.add(id(self.con))
+        return self.con
+
+    def __exit__(self, kind, error, tb) -> bool:
+        if self.joined:
+            return False
+        try:
+            self.con.execute("COMMIT" if kind is None else "ROLLBACK")
+        finally:
+            _open_transactions.discard(id(self.con))
+        return False
 
 
 def next_seq(con, table: str = "set_log") -> int:

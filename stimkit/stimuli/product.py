@@ -1,0 +1,219 @@
+"""The product of a multi-slot template set (stimuli.slots), rendered: which combinations of
+slot words its constraints keep, its phrases built once per combination, every template line
+over them, and each sentence's slots and spans, a chunk of rows at a time. generate.py stores
+what this yields; a set's version comes from its inputs, never from the rows."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from typing import Iterator
+
+from .. import StimkitError
+from ..checks import suggest
+from . import slots as slotting
+from .sets import SetSpec
+from .templates import TemplateSet, current_limits, deadlines
+from .wordlists import WordList
+
+# A multi-slot set's stimuli rows (the set's own slot's word and span) and its rows of
+# stimulus_slots (every slot's word and span), as rows() yields them.
+STIMULUS_COLUMNS = ("ordinal", "wordlist", "word_ordinal", "word", "kind", "person", "template_id", "template_text",
+                    "stimulus", "span_start", "span_end", "context_id")
+SLOT_COLUMNS = ("ordinal", "slot", "wordlist", "word", "span_start", "span_end", "context_id")
+SLOT_WORD_COLUMNS = ("slot", "wordlist", "word_ordinal", "word", "kind", "gender", "tags")
+
+CHUNK = 1 << 16   # stimuli rendered and appended at a time
+
+
+class SlotPlan:
+    """What a multi-slot set is made of: its fillers, template lines, constraints and phrases,
+    and the combinations of slot words the constraints keep (with the files each may use)."""
+
+    def __init__(self, spec: SetSpec, wordlists: dict[str, WordList], tset: TemplateSet):
+        decl = self.decl = tset.declaration
+        if spec.slot is None:
+            raise StimkitError(f"set {spec.name!r}: template set {tset.name!r} has slots {', '.join(decl.names)}: name "
+                               f"the slot the list fills, e.g. {decl.names[0]}={spec.wordlist}@{spec.name.partition('@')[2]}")
+        if spec.slot not in decl.names:
+            raise StimkitError(f"set {spec.name!r}: template set {tset.name!r} has no slot {spec.slot!r} "
+                               f"(slots: {', '.join(decl.names)}){suggest(spec.slot, decl.names)}")
+        self.spec, self.tset = spec, tset
+        wordlists = _inflected(wordlists, {spec.wordlist, *(n for s in decl.slots for n in s.lists)}, tset, spec.name)
+        self.fill = slotting.fills(decl, spec.slot, spec.wordlist, wordlists, spec.name)
+        self.names = [s.name for s in self.fill.order]                   # the set's slot first
+        self.marks = {n: decl.names.index(n) for n in self.names}         # marker pair by declared position
+        self.files = [tset.file_for(None, spec.template_file)] if spec.template_file else tset.file_names
+        self.templates = {f: tset.templates(f) for f in self.files}
+        self.checks = _constraints(decl, tset, self.files)
+        self.phrases, self.phrase_files = _phrases(decl, tset)
+        self.lists = {n: wordlists[n] for n in dict.fromkeys(x for name in self.names for x in self.fill.lists[name])}
+        self.first_list = self.lists[self.fill.lists[spec.slot][0]]
+        self.n_words = sum(f.word is not None for f in self.fill.fillers[spec.slot])
+
+    def count(self) -> int:
+        """How many sentences `rows` makes, without rendering a line: the combinations the
+        constraints keep times the lines of the files they keep (a line that renders empty,
+        which HolisticBias's do not, would make it fewer)."""
+        lines = {f: len(ts) for f, ts in self.templates.items()}
+        return sum(lines[f] for *_, files in self.combinations(current_limits(), phrases=False) for f in files)
+
+    def slot_words(self) -> dict[str, list]:
+        """The words that fill each slot, once each, with their tags (the slot_words table)."""
+        return _columns([(n, f.wordlist, f.ordinal, f.word.text, f.word.kind, f.word.gender,
+                          json.dumps(dict(f.word.tags)) if f.word.tags else None)
+                         for n in self.names for f in self.fill.fillers[n] if f.word is not None], SLOT_WORD_COLUMNS)
+
+    def rows(self, chunk: int = CHUNK) -> Iterator[tuple[dict, dict]]:
+        """(STIMULUS_COLUMNS, SLOT_COLUMNS) for `chunk` stimuli at a time: every
+        template line of every file over the product of the slots' words that the constraints
+        keep, the set's own slot outermost, its word and span the stimulus'."""
+        spec, names, limits = self.spec, self.names, current_limits()
+        stimuli, slotted, per_line = [], [], dict.fromkeys((t.id for ts in self.templates.values() for t in ts), 0)
+        ordinal = 0
+        with deadlines():
+            for combo, ctx, words, what, files in self.combinations(limits):
+                own = combo[0].word
+                head = (combo[0].wordlist, combo[0].ordinal, words[0], own.kind if own else "absent",
+                        own.person if own else None)
+                present = [i for i, f in enumerate(combo) if f.word is not None]
+                # " | noun=woman": the other slots' words, the same for every line of this combination
+                others = [" | " + " | ".join(f"{n}={w}" for j, (n, w) in enumerate(zip(names, words)) if j != i)
+                          if len(names) > 1 else "" for i in range(len(names))]
+                produced = 0
+                for file in files:
+                    for template in self.templates[file]:
+                        rendered = template.render_slots(ctx, names, limits, what)
+                        if rendered is None:
+                            continue
+                        produced += 1
+                        per_line[template.id] += 1
+                        if per_line[template.id] > limits.per_template:
+                            raise StimkitError(f"set {spec.name!r}: template line {template.id} yields over "
+                                               f"{limits.per_template} sentences ({limits.how_to_raise('per_template')})")
+                        if ordinal >= limits.per_set:
+                            raise StimkitError(f"set {spec.name!r}: over {limits.per_set} sentences (at {what}, "
+                                               f"{template.id}; {limits.how_to_raise('per_set')})")
+                        text, spans = rendered
+                        stimuli.append((ordinal, *head, template.id, template.text, text, *spans[0],
+                                        template.id + others[0]))
+                        for i in present:
+                            slotted.append((ordinal, names[i], combo[i].wordlist, words[i], *spans[i],
+                                            template.id + others[i]))
+                        ordinal += 1
+                if files and not produced:
+                    raise StimkitError(f"{self.tset.path}: every line renders empty for {what} (set {spec.name!r})")
+                if len(stimuli) >= chunk:
+                    yield _columns(stimuli, STIMULUS_COLUMNS), _columns(slotted, SLOT_COLUMNS)
+                    stimuli, slotted = [], []
+        if stimuli or not ordinal:
+            yield _columns(stimuli, STIMULUS_COLUMNS), _columns(slotted, SLOT_COLUMNS)
+
+    def combinations(self, limits, phrases: bool = True):
+        """(fillers, template context, words, what (for errors), files) for every combination
+        the constraints keep, the set's slot outermost; the phrases rendered into the context."""
+        from itertools import product
+
+        names, checks = self.names, self.checks
+        for combo in product(*(self.fill.fillers[n] for n in names)):
+            ctx = {n: slotting.SlotValue(f.word, self.marks[n], f.wordlist) for n, f in zip(names, combo)}
+            words = [f.word.text if f.word is not None else "" for f in combo]
+            what = "slots " + ", ".join(f"{n}={w!r}" for n, w in zip(names, words))
+            if not all(_holds(c, ctx, what) for c in checks[None]):
+                continue
+            files = [f for f in self.files if all(_holds(c, ctx, what) for c in checks[f])]
+            if files and phrases:  # once per combination, not once per line
+                ctx.update((p.id, p._generate(ctx, limits, what)) for p in self.phrases)
+            yield combo, ctx, words, what, files
+
+    def version(self, generator: str) -> str:
+        """A content hash of every input: the lists of every slot, the template files and
+        helpers, the declared constraints and phrases and the grammar (`_set.toml`), what the
+        phrases import, and the generator."""
+        spec, fill = self.spec, self.fill
+        payload = {
+            "generator": generator,
+            "slot": spec.slot,
+            "slots": {s.name: {"lists": fill.lists[s.name], "optional": any(f.word is None for f in fill.fillers[s.name])}
+                      for s in fill.order},
+            "wordlists": {n: {"category": wl.category, "words": [w.as_dict() for w in wl.words]}
+                          for n, wl in self.lists.items()},
+            "template_set": spec.template_set,
+            "template_file": spec.template_file,
+            "templates": self.tset.digest(self.files),
+            "constraints": [[c.require, list(c.files)] for c in self.decl.constraints],
+            "phrases": [list(p) for p in self.decl.phrases],
+            "grammar": self.tset.grammar,
+        }
+        if self.phrase_files:  # what the phrases import from outside the set's own files
+            payload["phrase_files"] = {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in self.phrase_files}
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _inflected(wordlists: dict[str, WordList], used: set[str], tset: TemplateSet, set_name: str) -> dict[str, WordList]:
+    """The lists the set uses in the set's language, with the singular and plural of its
+    grammar (as a one-slot set renders them); the others as they are."""
+    out = dict(wordlists)
+    for name in used & set(wordlists):
+        wl = wordlists[name]
+        tset.check_same_language(set_name, wl)
+        out[name] = dataclasses.replace(wl, words=tuple(tset.inflected(w) for w in wl.words))
+    return out
+
+
+def _columns(rows: list[tuple], names: tuple[str, ...]) -> dict[str, list]:
+    """Row tuples as {column: values}."""
+    if not rows:
+        return {c: [] for c in names}
+    return {c: list(values) for c, values in zip(names, zip(*rows))}
+
+
+def _phrases(decl, tset: TemplateSet):
+    """The declared phrases as templates (their id: the phrase's name, the variable lines read),
+    and the files they import that the set's digest does not cover."""
+    import jinja2
+
+    from .templates import Template, plain_pieces
+
+    out, depends = [], {}
+    for name, source in decl.phrases:
+        where = f"{decl.path}: phrase {name!r}"
+        try:
+            compiled = tset.env.from_string(source)
+        except jinja2.TemplateError as e:
+            raise StimkitError(f"{where}: template error: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+        tset._depends(source, where, depends)
+        out.append(Template(name, "_set", 0, source, compiled, True, (), plain_pieces(tset.env, source)))
+    own = {p.resolve() for p in tset.helper_files()}
+    return out, sorted(p for p in depends.values() if p.resolve() not in own)
+
+
+def _constraints(decl, tset: TemplateSet, files: list[str]) -> dict:
+    """The declared constraints compiled in the set's sandbox: {None: on every combination,
+    file: on that file's lines}."""
+    import jinja2
+
+    out: dict = {None: [], **{f: [] for f in files}}
+    for c in decl.constraints:
+        unknown = [f for f in c.files if f not in tset.file_names]
+        if unknown:
+            raise StimkitError(f"{c.where}: no template file {unknown[0]!r} in set {tset.name!r} "
+                               f"(has: {', '.join(tset.file_names)})")
+        try:
+            compiled = tset.env.compile_expression(c.require, undefined_to_none=False)
+        except jinja2.TemplateSyntaxError as e:
+            raise StimkitError(f"{c.where}: not a Jinja expression: {c.require!r} ({e.message})") from None
+        for key in (c.files or [None]):
+            if key is None or key in out:
+                out[key].append((c, compiled))
+    return out
+
+
+def _holds(check, ctx: dict, what: str) -> bool:
+    c, compiled = check
+    try:
+        return bool(compiled(**ctx))
+    except Exception as e:  # noqa: BLE001 -- a constraint is code: name it and the words
+        raise StimkitError(f"{c.where}: {c.require!r} fails for {what}: {type(e).__name__}: "
+                           f"{str(e).splitlines()[0] if str(e) else ''}") from None
