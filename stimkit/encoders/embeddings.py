@@ -192,7 +192,9 @@ class Writer:
                 continue
 
     def _run(self):
-        done, pending, size, last = False, [], 0, time.monotonic()
+        # The first batch is appended at once (a reader, or a resume after a kill, finds the
+        # encode under way); the rest at most every `every` seconds.
+        done, pending, size, last = False, [], 0, float("-inf")
         while not done:
             wait = max(0.0, last + self.every - time.monotonic()) if pending else None
             try:
