@@ -50,9 +50,9 @@ NAME_WIDTH = 12
 FOLD_WIDTH = 24
 
 
-def make_console(stderr: bool = False, **kwargs) -> Console:
+def make_console(stderr: bool = False, soft_wrap: bool = True, **kwargs) -> Console:
     """A console that prints strings as they are: no markup, no :emoji:, no highlighting, unless asked."""
-    return Console(stderr=stderr, markup=False, emoji=False, highlight=False, soft_wrap=True, **kwargs)
+    return Console(stderr=stderr, markup=False, emoji=False, highlight=False, soft_wrap=soft_wrap, **kwargs)
 
 
 def _stdout_is_terminal() -> bool:
@@ -60,7 +60,9 @@ def _stdout_is_terminal() -> bool:
 
 
 out = make_console(width=None if _stdout_is_terminal() else UNBOUNDED)
-err = make_console(stderr=True)
+# Prose on a terminal wraps between words at its width (a legend of 200 characters reads as
+# three lines, not as one the terminal cuts mid-word); to a file or pipe, a line stays a line.
+err = make_console(stderr=True, soft_wrap=not (getattr(sys.stderr, "isatty", None) and sys.stderr.isatty()))
 
 
 def default_format() -> str:
@@ -236,7 +238,13 @@ def _write(text: str, stream: IO[str] | None) -> None:
 
 
 def _note(text: str, notes: IO[str] | None) -> None:
-    (notes or sys.stderr).write(text + "\n")
+    stream = notes or sys.stderr
+    if getattr(stream, "isatty", None) and stream.isatty():  # a terminal: wrapped between words at its width
+        import shutil
+        import textwrap
+
+        text = "\n".join(textwrap.fill(line, shutil.get_terminal_size().columns) for line in text.split("\n"))
+    stream.write(text + "\n")
 
 
 # ---------------------------------------------------------------- machine formats
