@@ -285,11 +285,10 @@ class Store:
 
         if generate:
             self._writable("import holisticbias")
-        converted = holisticbias.convert(Path(source))
-        written = holisticbias.write(Path(out), converted, force)
+        report = holisticbias.import_files(Path(source), Path(out), force)
         sets = self.generate(None, [holisticbias.TEMPLATE_SET], Path(out) / "wordlists", Path(out) / "templates") \
             if generate else []
-        return {"files": written, "counts": converted.counts, "notes": converted.notes, "sets": sets}
+        return {**report, "sets": sets}
 
     # ------------------------------------------------------------------ vectors
 

@@ -237,7 +237,8 @@ def test_interrupted_encode_keeps_what_it_wrote_and_resumes(tmp_path, how):
     con.close()
 
 
-def test_a_released_encode_appends_seldom_and_keeps_everything(tmp_path, monkeypatch):
+@pytest.mark.parametrize("threaded", [False, True])  # in line (a model on the CPU), or a thread (a GPU's)
+def test_a_released_encode_appends_seldom_and_keeps_everything(tmp_path, monkeypatch, threaded):
     """With the store closed between appends, each append opens it (a checkpoint on close): the
     writer appends at most every few seconds, not once a batch, and loses nothing."""
     db = tmp_path / "s.duckdb"
@@ -245,12 +246,15 @@ def test_a_released_encode_appends_seldom_and_keeps_everything(tmp_path, monkeyp
     opened = []
     connect = store.connect
     monkeypatch.setattr(embeddings.store, "connect", lambda *a, **k: opened.append(1) or connect(*a, **k))
+    made = embeddings.Writer.__init__
+    monkeypatch.setattr(embeddings.Writer, "__init__", lambda self, *a, **k: made(self, *a, **k, threaded=threaded))
     texts = [f"rose number {i}" for i in range(60)]
     seen = []
     report = embeddings.encode_missing_released(db, resolve("glove-6b-50d"), pl.DataFrame({"stimulus": texts}),
                                                 batch_size=2, progress=lambda done, total: seen.append(done))
     assert report["encoded"] == 60 and seen[-1] == 60
-    assert len(opened) <= 3      # one to find what is missing, then one or two appends for 30 batches
+    assert seen[0] == 0 and 0 < seen[1] < 60  # the first batch lands at once, the rest later
+    assert len(opened) <= 3      # one to find what is missing, then two or three appends for 30 batches
     con = store.connect(db)
     assert store.one(con, "SELECT count(*) FROM embeddings_50")[0] == 60
     con.close()

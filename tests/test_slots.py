@@ -386,3 +386,25 @@ def test_holisticbias_import_is_idempotent(tmp_path):
     (tmp_path / "other" / "notes.txt").write_text("mine")
     with pytest.raises(StimkitError, match="holds other files"):
         holisticbias.write(tmp_path / "other", holisticbias.convert(HB))
+
+
+def test_holisticbias_import_through_the_cli(tmp_path):
+    """`stimkit import holisticbias DIR -o OUT --no-generate` writes the files and opens no
+    store; a folder holding other files is a usage error naming it, and nothing is written."""
+    from typer.testing import CliRunner
+
+    from stimkit.cli import app
+
+    db = tmp_path / "s.duckdb"
+    done = CliRunner().invoke(app, ["--db", str(db), "import", "holisticbias", str(HB), "-o", str(tmp_path / "hb"),
+                                    "--no-generate"])
+    assert done.exit_code == 0, done.output
+    assert "read 583 descriptors" in done.output and "26 templates" in done.output
+    assert (tmp_path / "hb" / "templates" / "holisticbias" / "_set.toml").is_file() and not db.exists()
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    refused = CliRunner().invoke(app, ["--db", str(db), "import", "holisticbias", str(HB), "-o", str(tmp_path / "other"),
+                                       "--no-generate"])
+    assert refused.exit_code == 2 and "holds other files" in refused.output
+    assert len(refused.output.strip().splitlines()) == 1
+    assert sorted(p.name for p in (tmp_path / "other").iterdir()) == ["notes.txt"]

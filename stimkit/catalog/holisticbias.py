@@ -250,6 +250,13 @@ def write(folder: Path, converted: Converted, force: bool = False) -> list[Path]
     return written
 
 
+def import_files(src: Path, folder: Path, force: bool = False) -> dict:
+    """convert `src` and write it into `folder`: the files written, the counts read and the
+    conversion's notes (what `stimkit import holisticbias --no-generate` reports)."""
+    converted = convert(Path(src))
+    return {"files": write(Path(folder), converted, force), "counts": converted.counts, "notes": converted.notes}
+
+
 SET_TOML = """{header}
 description = "HolisticBias v1.1: descriptors x nouns x 26 sentence templates, as its generator combines them"
 

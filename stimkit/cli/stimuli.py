@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -268,8 +267,13 @@ def import_holisticbias(
     from ..stimuli.templates import current_limits, use_limits
 
     limits = dataclasses.replace(current_limits(), **({"per_set": max_per_set} if max_per_set else {}))
-    with use_limits(limits), (open_store() if not no_generate else contextlib.nullcontext()) as store:
-        report = (store.import_holisticbias if store else _convert_only)(directory, out_dir, force, not no_generate)
+    if no_generate:  # no store opened: only the files
+        from ..catalog import holisticbias
+
+        report = {**holisticbias.import_files(directory, out_dir, force), "sets": []}
+    else:
+        with use_limits(limits), open_store() as store:
+            report = store.import_holisticbias(directory, out_dir, force)
     for note in report["notes"]:
         err.print(f"note: {note}", highlight=False, markup=False, emoji=False)
     counts = ", ".join(f"{n} {what}" for what, n in report["counts"].items())
@@ -279,10 +283,3 @@ def import_holisticbias(
         out.print(f"{r['status']:>9}  {r['name']:<40} {r['version']}  {count(r['n_stimuli'], 'stimulus'):>16}",
                   highlight=False, markup=False, emoji=False)
 
-
-def _convert_only(directory, out_dir, force, generate):
-    from ..catalog import holisticbias
-
-    converted = holisticbias.convert(directory)
-    return {"files": holisticbias.write(out_dir, converted, force), "counts": converted.counts,
-            "notes": converted.notes, "sets": []}
