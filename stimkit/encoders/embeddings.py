@@ -159,7 +159,8 @@ class Writer:
     A model on the CPU has every core already: a writer thread beside it only makes torch's
     threads wait for the core it took (on 20,236 HolisticBias sentences, 1-3 s of 28 for 0.5 s
     of appending). Then (`threaded=False`, the default for an encoder on the CPU) the appends
-    run in the encoding thread, between batches, at the same intervals."""
+    run in the encoding thread, between batches, and further apart on a store where each one
+    is slow."""
 
     def __init__(self, con, enc: Encoder, total: int, progress: Callable[[int, int], None] | None = None,
                  queued: int = 8, path=None, every: float = 5.0, most_bytes: int = 64 << 20,
@@ -195,8 +196,8 @@ class Writer:
         if not self.threaded:  # in the encoding thread, when due (the first batch at once)
             self.pending.append((keys, encoded))
             self.size += encoded.vectors.nbytes
-            # at most every `every` s, and never more than 1% of the time on appending (an
-            # append to a large store, its checkpoint included, takes ~0.17 s: one in 17 s)
+            # at most every `every` s, and at least 100 times as long as the last append took
+            # (an append to a large store, its checkpoint included, takes ~0.17 s: one in 17 s)
             wait = max(self.every, 100 * self.append_seconds)
             if self.size >= self.most_bytes or time.monotonic() - self.last >= wait:
                 self._flush()
