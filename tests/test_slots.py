@@ -408,3 +408,34 @@ def test_holisticbias_import_through_the_cli(tmp_path):
     assert refused.exit_code == 2 and "holds other files" in refused.output
     assert len(refused.output.strip().splitlines()) == 1
     assert sorted(p.name for p in (tmp_path / "other").iterdir()) == ["notes.txt"]
+
+
+def test_a_set_differing_only_in_its_slots_renders_differently(tmp_path):
+    """Whether a user set replaces a built-in one compares what renders: `_set.toml`'s slots,
+    constraints and phrases count (as its grammar does), its description and source do not."""
+    def folder(name: str, set_toml: str) -> Path:
+        f = tmp_path / name
+        f.mkdir()
+        (f / "default.j2").write_text(LINES["default.j2"])
+        (f / "_set.toml").write_text(set_toml)
+        return f
+
+    plain = templates._contents(folder("a", SET_TOML))
+    assert templates._contents(folder("b", 'description = "mine"\nsource = "me"\n' + SET_TOML)) == plain
+    assert templates._contents(folder("c", SET_TOML.replace('"nouns"', '"other_nouns"'))) != plain
+    assert templates._contents(folder("d", SET_TOML + '[phrases]\nnp = "{{ descriptor }} {{ noun }}"\n')) != plain
+
+
+def test_a_plain_phrase_is_joined_without_jinja_and_renders_as_jinja_would(tmp_path):
+    """[phrases] of text and variables take the same no-Jinja path as plain lines; a phrase
+    with a call keeps Jinja. The sentences are the same either way."""
+    set_toml = SET_TOML + '[phrases]\nnp = "{{ descriptor }} {{ noun }}"\nfancy = "{{ descriptor|upper }}"\n'
+    wl, tpl = people(tmp_path, set_toml, {"default.j2": "I'm {{ np }}.\n", "plural.j2": "{{ fancy }} {{ noun }}.\n"})
+    lists, tsets = lists_and_sets(wl, tpl)
+    from stimkit.stimuli.product import SlotPlan
+
+    plan = SlotPlan(SetSpec("young", "people", slot="descriptor"), lists, tsets["people"])
+    assert [(t.id, t.plain is not None) for t in plan.phrases] == [("np", True), ("fancy", False)]
+    rows, slot_rows = generate.render(SetSpec("young", "people", slot="descriptor"), lists, tsets).materialize()
+    assert rows["stimulus"][:2] == ["I'm young woman.", "YOUNG woman."]
+    assert all(t[a:b].lower() == w for t, a, b, w in zip(rows["stimulus"], rows["span_start"], rows["span_end"], rows["word"]))

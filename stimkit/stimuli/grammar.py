@@ -19,13 +19,12 @@ import functools
 import re
 
 # Private-use code points that bracket the word of interest while rendering. A template with
-# several slots brackets slot i with MARKERS + 2i and MARKERS + 2i + 1 (slot 0: OPEN, CLOSE).
-OPEN, CLOSE = "\ue000", "\ue001"
+# several slots brackets slot i with MARKERS + 2i and MARKERS + 2i + 1 (slot 0: U+E000, U+E001).
 MARKERS, MAX_SLOTS = 0xE000, 64
 _ANY_MARKER = re.compile(f"[{chr(MARKERS)}-{chr(MARKERS + 2 * MAX_SLOTS - 1)}]")
 _OPENS = [chr(MARKERS + 2 * i) for i in range(MAX_SLOTS)]
 _CLOSES = [chr(MARKERS + 2 * i + 1) for i in range(MAX_SLOTS)]
-_OPENER = re.compile("[" + "".join(chr(MARKERS + 2 * i) for i in range(MAX_SLOTS)) + "]")
+_OPENER = re.compile("[" + "".join(_OPENS) + "]")
 
 KINDS = (
     "name",

@@ -184,7 +184,7 @@ def _phrases(decl, tset: TemplateSet):
         except jinja2.TemplateError as e:
             raise StimkitError(f"{where}: template error: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
         tset._depends(source, where, depends)
-        out.append(Template(name, "_set", 0, source, compiled, True, (), plain_pieces(tset.env, source)))
+        out.append(Template(name, "_set", 0, source, compiled, True, (), plain=plain_pieces(tset.env, source)))
     own = {p.resolve() for p in tset.helper_files()}
     return out, sorted(p for p in depends.values() if p.resolve() not in own)
 

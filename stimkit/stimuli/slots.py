@@ -82,7 +82,6 @@ class Declaration:
     slots: tuple[Slot, ...]
     constraints: tuple[Constraint, ...] = ()
     path: str = ""
-    description: str = ""
     phrases: tuple[tuple[str, str], ...] = ()   # (name, Jinja source), rendered once per combination
 
     @property
@@ -142,8 +141,7 @@ def declaration(raw: dict, path: Path) -> Declaration | None:
     for name in phrases:
         if not _NAME.fullmatch(name) or name in _RESERVED or name in table:
             raise StimkitError(f"{path}: phrase {name!r}: a phrase is named like a template variable, not like a slot")
-    return Declaration(tuple(slots), tuple(constraints), str(path), str(raw.get("description", "")),
-                       tuple(phrases.items()))
+    return Declaration(tuple(slots), tuple(constraints), str(path), tuple(phrases.items()))
 
 
 class SlotValue(str):
@@ -153,7 +151,6 @@ class SlotValue(str):
 
     def __new__(cls, word: Word | None, index: int, wordlist: str = ""):
         self = super().__new__(cls, grammar.mark(word.text, index) if word is not None else "")
-        self.present = word is not None
         self.text = word.text if word is not None else ""
         self.singular = grammar.mark(word.singular, index) if word is not None else ""
         self.plural = grammar.mark(word.plural, index) if word is not None else ""
@@ -205,13 +202,6 @@ def fills(decl: Declaration, own_slot: str, wordlist: str, wordlists: dict, set_
         if s.optional and not named:
             out.fillers[s.name].append(Filler())
     return out
-
-
-def context_id(template_id: str, slots: list[str], words: list[str], skip: int) -> str:
-    """The template and the words of every slot but `skip`: what a stimulus shares with the
-    stimuli of other words in the same place (`noun=` for an absent noun)."""
-    others = " | ".join(f"{s}={w}" for i, (s, w) in enumerate(zip(slots, words)) if i != skip)
-    return f"{template_id} | {others}" if others else template_id
 
 
 # --------------------------------------------------------------------------- selected frames

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import json
 import os
 import re
 import signal
@@ -538,11 +539,14 @@ def check_language(template: Template, word: Word, language: str, wordlist: str)
 
 
 def _contents(folder: Path) -> list[tuple[str, bytes]]:
-    """What a set renders from: its files and its grammar (the rest of `_set.toml`, its
-    description and language, renders nothing)."""
-    grammar_name = read_grammar(folder, template_sets.info(folder)).encode()
+    """What a set renders from: its files, its grammar and its slots, constraints and phrases
+    (the rest of `_set.toml`, its description, source and language, renders nothing)."""
+    info = template_sets.info(folder)
+    rendered = [(f"{SET_FILE}:grammar", read_grammar(folder, info).encode())]
+    rendered += [(f"{SET_FILE}:{key}", json.dumps(info[key], sort_keys=True).encode())
+                 for key in ("slots", "constraints", "phrases") if key in info]
     return sorted([(str(p.relative_to(folder)), p.read_bytes()) for p in folder.rglob("*")
-                   if p.is_file() and p.relative_to(folder) != Path(SET_FILE)] + [(SET_FILE + ":grammar", grammar_name)])
+                   if p.is_file() and p.relative_to(folder) != Path(SET_FILE)] + rendered)
 
 
 def load_set(name: str, user_root: Path | None = None, override: bool = False) -> TemplateSet:
