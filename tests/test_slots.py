@@ -439,3 +439,19 @@ def test_a_plain_phrase_is_joined_without_jinja_and_renders_as_jinja_would(tmp_p
     rows, slot_rows = generate.render(SetSpec("young", "people", slot="descriptor"), lists, tsets).materialize()
     assert rows["stimulus"][:2] == ["I'm young woman.", "YOUNG woman."]
     assert all(t[a:b].lower() == w for t, a, b, w in zip(rows["stimulus"], rows["span_start"], rows["span_end"], rows["word"]))
+
+
+def test_a_result_and_its_baseline_record_one_context():
+    """A result and its matched baseline name their context through one function: c-word on a
+    slot is `c-word:<slot>` in both (the baseline wrote plain `c-word`)."""
+    from types import SimpleNamespace
+
+    from stimkit.catalog.tests import adhoc
+    from stimkit.run import association, cword
+
+    test = cword.in_context(adhoc("ages", ("descriptor=young@people", "descriptor=old@people", "pleasant@may2019",
+                                           "unpleasant@may2019"), "sentence", "cut"), "c-word:noun")
+    assert association.context_of(test, SimpleNamespace(uses_span=True)) == "c-word:noun"
+    sentence = adhoc("ages", test.sets, "sentence", "cut")
+    assert association.context_of(sentence, SimpleNamespace(uses_span=True)) == "token"
+    assert association.context_of(sentence, SimpleNamespace(uses_span=False)) == "sentence"

@@ -3,6 +3,7 @@ drop stimuli without one, balance the targets, compute d and p, and build its Re
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from dataclasses import asdict, dataclass
@@ -42,9 +43,10 @@ class Prepared:
     unbalanced: dict[str, tuple[pl.DataFrame, np.ndarray]]  # X and Y with vectors, before balancing
     policy: str
 
-    @property
+    @functools.cached_property
     def n_shared_vectors(self) -> int:
-        """Stimuli whose vector another word's stimulus has too: the encoder cannot tell them apart."""
+        """Stimuli whose vector another word's stimulus has too: the encoder cannot tell them apart
+        (computed once: every metric's result of the test carries it)."""
         units = [u for r in ROLES for u in self.kept[r]["word" if "word" in self.kept[r].columns else "stimulus"]]
         return stats.shared_vectors(np.concatenate([self.vectors[r] for r in ROLES]), units)
 
@@ -115,6 +117,25 @@ def permutation_units(prep: Prepared, opts: Options) -> tuple[np.ndarray | None,
     return word_groups(prep.kept) if opts.clustered else (None, 0)
 
 
+def unit_p(s: np.ndarray, n_x: int, units: tuple[np.ndarray | None, int], opts: Options, rng) -> stats.PValue:
+    """The permutation p of the associations `s` (X's n_x first) over `units`, as
+    permutation_units gives them: whole words moved together, or single items."""
+    groups, n_groups_x = units
+    if groups is not None:
+        return stats.clustered_p(s, groups, n_groups_x, opts.alternative, opts.budget, rng, opts.method)
+    return stats.permutation_p(s, n_x, opts.alternative, opts.method, opts.budget, rng)
+
+
+def context_of(test, enc: Encoder) -> str:
+    """A result's context: c-word (and its slot), token for an encoder that reads spans, else the test's own."""
+    return cword.label(test) if test.context == "c-word" else ("token" if enc.uses_span else test.context)
+
+
+def set_versions_of(prep: Prepared) -> list[str]:
+    """The set versions behind the stimuli a prepared test kept."""
+    return sorted({v for f in prep.kept.values() if "set_version" in f.columns for v in f["set_version"].unique().to_list()})
+
+
 def compute(prep: Prepared, opts: Options, test_name: str, fingerprint: str, enc_spec: str = "") -> dict:
     X, Y, A, B = (prep.vectors[r] for r in ROLES)
     what = f"test {test_name!r}, encoder {enc_spec or fingerprint!r}"
@@ -123,15 +144,12 @@ def compute(prep: Prepared, opts: Options, test_name: str, fingerprint: str, enc
     sx, sy = s[: len(X)], s[len(X):]
     stats.check_associations(sx, sy, what)
     rng = lambda: rng_for(opts.seed, test_name, fingerprint, "permutation")  # noqa: E731  (one stream, each p afresh)
-    moved, n_moved_x = permutation_units(prep, opts)
-    if moved is not None:
-        pv = stats.clustered_p(s, moved, n_moved_x, opts.alternative, opts.budget, rng(), opts.method)
-    else:
-        pv = stats.permutation_p(s, len(X), opts.alternative, opts.method, opts.budget, rng())
+    moved = permutation_units(prep, opts)
+    pv = unit_p(s, len(X), moved, opts, rng())
     # The p with whole words as units, whatever this result's units: the same number a
     # word-unit run gives (the same stream). Where each word has one stimulus it is this p.
-    groups, n_groups_x = word_groups(prep.kept)
-    if moved is not None or len(np.unique(groups)) == len(groups):
+    groups, n_groups_x = moved if moved[0] is not None else word_groups(prep.kept)
+    if moved[0] is not None or len(np.unique(groups)) == len(groups):
         pw = pv
     else:
         pw = stats.clustered_p(s, groups, n_groups_x, opts.alternative, opts.budget, rng(),
@@ -139,7 +157,7 @@ def compute(prep: Prepared, opts: Options, test_name: str, fingerprint: str, enc
     # The interval of d, attributes fixed as in the permutation test: targets are the sampled
     # units, and in a sentence test a word with all its sentences is one unit (stats.intervals;
     # coverage measured in bench/bench_coverage.py). --bootstrap N: BCa over the same units.
-    units = word_groups(prep.kept)[0] if "word" in prep.kept["x"].columns and "word" in prep.kept["y"].columns else None
+    units = groups if "word" in prep.kept["x"].columns and "word" in prep.kept["y"].columns else None
     try:
         iv = effect_size_ci(sx, sy, opts.ci_level, units, "bootstrap-bca" if opts.bootstrap else "auto", opts.ddof,
                             rng_for(opts.seed, test_name, fingerprint, "interval"), n_resamples=opts.bootstrap or 9999)
@@ -206,11 +224,8 @@ def cut_spread(prep: Prepared, opts: Options, test_name: str, fingerprint: str, 
         stats.check_associations(sx, sy, f"test {test_name!r}, encoder {enc_spec or fingerprint!r}, cut {i}")
         s = np.concatenate([sx, sy])
         rng = rng_for(opts.seed, test_name, fingerprint, "permutation", "cut", seed)
-        if opts.clustered:
-            groups, n_gx = stats.group_ids(words_of(b.x), words_of(b.y))
-            pv = stats.clustered_p(s, groups, n_gx, opts.alternative, opts.budget, rng, opts.method)
-        else:
-            pv = stats.permutation_p(s, len(sx), opts.alternative, opts.method, opts.budget, rng)
+        units = stats.group_ids(words_of(b.x), words_of(b.y)) if opts.clustered else (None, 0)
+        pv = unit_p(s, len(sx), units, opts, rng)
         rows.append(CutRow(result_id, i, seed, stats.effect_size(sx, sy, opts.ddof), pv.p, pv.method, pv.p <= opts.alpha))
     return rows
 
@@ -256,10 +271,9 @@ def described(result_id: str, run_id: str, planned: PlannedTest, enc: Encoder, p
     return dict(
         result_id=result_id, run_id=run_id, test=test.name, test_source=test.source, family=test.family,
         encoder=getattr(enc, "base_spec", enc.spec), model=enc.name, fingerprint=enc.fingerprint,
-        context=cword.label(test) if test.context == "c-word" else ("token" if enc.uses_span else test.context),
+        context=context_of(test, enc),
         x_sql=test.sql("x"), y_sql=test.sql("y"), a_sql=test.sql("a"), b_sql=test.sql("b"),
-        set_versions=sorted({v for f in prep.kept.values() if "set_version" in f.columns
-                             for v in f["set_version"].unique().to_list()}),
+        set_versions=set_versions_of(prep),
         n_x=prep.kept["x"].height, n_y=prep.kept["y"].height, n_a=prep.kept["a"].height, n_b=prep.kept["b"].height,
         n_dropped_oov=sum(int(f["dropped"].str.starts_with("oov").sum()) for f in prep.frames.values()),
         balance=prep.policy, cut_seed=opts.cut_seed if prep.policy != "none" else None,

@@ -347,11 +347,8 @@ def execute_one(con, run_id: str, pb: PlannedBaseline, reference: pl.DataFrame |
                          f"{pb.draws.stimuli['stimulus'][row]!r} has no vector")
     S = np.concatenate([SX, SY])
     rng = rng_for(pb.options.seed, "baseline-p", name, enc.fingerprint, pb.procedure)
-    groups, n_groups_x = association.permutation_units(prep, opts)  # the test's own units
-    if groups is not None:
-        pv = stats.clustered_p(S, groups, n_groups_x, opts.alternative, opts.budget, rng, opts.method)
-    else:
-        pv = stats.permutation_p(S, len(SX), opts.alternative, opts.method, opts.budget, rng)
+    units = association.permutation_units(prep, opts)  # the test's own units
+    pv = association.unit_p(S, len(SX), units, opts, rng)
     d = bstats.effect_sizes(SX, SY, opts.ddof)
     d_x = bstats.effect_sizes(np.repeat(sx[:, None], SX.shape[1], axis=1), SX, opts.ddof)
     d_y = bstats.effect_sizes(np.repeat(sy[:, None], SY.shape[1], axis=1), SY, opts.ddof)
@@ -364,11 +361,9 @@ def execute_one(con, run_id: str, pb: PlannedBaseline, reference: pl.DataFrame |
     return BaselineRow(
         baseline_id=pb.baseline_id, run_id=run_id, test=name, encoder=getattr(enc, "base_spec", enc.spec),
         fingerprint=enc.fingerprint,
-        context=planned.test.context if planned.test.context == "c-word" else ("token" if enc.uses_span else planned.test.context),
-        set_versions=sorted({v for f in prep.kept.values() if "set_version" in f.columns
-                             for v in f["set_version"].unique().to_list()}),
+        context=association.context_of(planned.test, enc), set_versions=association.set_versions_of(prep),
         k=summary.k, seed=pb.options.seed, procedure=pb.procedure, alternative=opts.alternative, balance=prep.policy,
-        cut_seed=opts.cut_seed if prep.policy != "none" else None, clustered=groups is not None, ddof=opts.ddof,
+        cut_seed=opts.cut_seed if prep.policy != "none" else None, clustered=units[0] is not None, ddof=opts.ddof,
         centering=opts.centering, p_method=pv.method, samples=pv.samples, tolerance=float(pb.options.tolerance),
         vocabulary=pb.vocabulary, language=pb.options.language, n_candidates=pb.draws.n_candidates,
         min_pool=pb.draws.min_pool, observed_d=summary.observed_d, percentile=summary.percentile, fpr=summary.fpr,

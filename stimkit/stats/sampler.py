@@ -184,7 +184,7 @@ class SplitPlan:
 
     def start_pools(self, rows: int, coins: list[np.random.BitGenerator]):
         """Both halves' pools for `rows` rows, drawn on the two sampler threads."""
-        return [_threads().submit(self.pool, h, rows, coins[h]) for h in (0, 1)]
+        return [threads().submit(self.pool, h, rows, coins[h]) for h in (0, 1)]
 
     def pool(self, h: int, rows: int, bitgen: np.random.BitGenerator):
         """Coin subsets of half h, enough for `rows` rows: where each size starts in size
@@ -241,8 +241,6 @@ def threads() -> ThreadPoolExecutor:
         _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="stimkit-sampler")
     return _POOL
 
-
-_threads = threads
 
 
 def _batch_rows(words_per_row: float) -> int:
