@@ -236,13 +236,6 @@ class Store:
 
         return catalog.table(self.con, paper, self.catalog_dir)
 
-    def template_sets(self) -> pl.DataFrame:
-        """Every template set, yours (the store's template_dir) and the built-in ones, with its
-        description (`_set.toml`), the set it inherits from and its files (`stimkit templates`)."""
-        from .stimuli.template_sets import listing
-
-        return pl.DataFrame(listing(self.template_dir))
-
     def test_sets(self, name: str) -> tuple[TestDef, pl.DataFrame]:
         """A test's definition and its four set queries with the number of stimuli each selects."""
         from .catalog import tests as catalog

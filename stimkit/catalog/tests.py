@@ -16,7 +16,7 @@ import polars as pl
 from .. import DEFAULT_PAPER, store
 from ..errors import UsageError
 from ..paths import data_dir
-from ..checks import ALTERNATIVES, CONTEXTS, SOURCES, UNITS, suggest
+from ..checks import ALTERNATIVES, CONTEXTS, SOURCES, UNITS, check_choice, suggest
 from ..stimuli.inputs import check_name, read_toml
 from ..stimuli.sets import SetSpec, fetch, is_sql, set_sql, specs_of
 from ..store import usersql
@@ -90,8 +90,8 @@ def parse_tests(raw: dict, path, source: str = "catalog", paper: str | None = DE
         if not isinstance(body.get("cross_lingual", False), bool):
             raise UsageError(f"{where}: `cross_lingual` must be true or false")
         units = body.get("units")
-        if units is not None and units not in UNITS:
-            raise UsageError(f"{where}: unknown units {units!r} (known: {', '.join(UNITS)})")
+        if units is not None:
+            check_choice(units, UNITS, where, "units")
         if units == "sentences" and context == "word":
             raise UsageError(f"{where}: a word test has one stimulus a word: its units are words")
         pair = body.get("pair")

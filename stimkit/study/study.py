@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..checks import ALTERNATIVES, UNITS
+from ..checks import ALTERNATIVES, UNITS, check_choice
 from ..errors import UsageError
 from ..paths import data_dir
 from ..stimuli.inputs import read_toml
@@ -131,8 +131,8 @@ def parse(body: dict, path: Path | None = None) -> Study:
             raise UsageError(f"{where}: [options.{pattern!r}] sets a test's {' and '.join(sorted(PER_TEST_KEYS))}"
                              + (f", not {bad[0]!r}" if bad else ""))
         for key, known in (("units", UNITS), ("alternative", ALTERNATIVES)):
-            if key in values and values[key] not in known:
-                raise UsageError(f"{where}: [options.{pattern!r}] unknown {key} {values[key]!r} (known: {', '.join(known)})")
+            if key in values:
+                check_choice(values[key], known, f"{where}: [options.{pattern!r}]", key)
     options = {k: v for k, v in options.items() if not isinstance(v, dict)}
     alpha = body.get("alpha", 0.01)
     if not isinstance(alpha, (int, float)) or isinstance(alpha, bool):
