@@ -6,6 +6,7 @@ Definitions come from queries/catalog.toml (the published tests) and from the st
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -113,7 +114,13 @@ def infer_context(refs) -> str:
 
 
 def load_toml(path=None) -> dict[str, TestDef]:
-    path = path or data_dir("queries") / "catalog.toml"
+    path = Path(path or data_dir("queries") / "catalog.toml")
+    # parsed once per version of the file (an import of WEATHub's 60 folders asked 120 times)
+    return dict(_parsed_toml(path, path.stat().st_mtime_ns if path.exists() else None))
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed_toml(path: Path, mtime_ns: int | None) -> dict[str, TestDef]:
     return parse_tests(read_toml(path), path)
 
 
