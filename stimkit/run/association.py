@@ -30,7 +30,7 @@ from .rows import CutRow, InfluenceRow, Result
 # p near 1e-5: exact where the result's own test enumerates, else sampled from 2,000
 # partitions and, where that p lies near alpha, from this many (or 100 / alpha for a small
 # alpha; never more than the result's own budget). At alpha 0.01 the Monte Carlo error of a p
-# near alpha is then 0.001 (a tenth of alpha); measured cost: README "Which results count".
+# near alpha is then 0.001 (a tenth of alpha); measured cost: docs/methods/influence.md.
 INFLUENCE_BUDGET = 10_000
 
 

@@ -1,0 +1,331 @@
+"""The manual's examples run as written, the CLI reference lists every command and option, and
+the site builds with warnings as errors.
+
+Shell examples are ```console blocks in docs/**/*.md and README.md. A line starting with `$ `
+is a command (a line ending in `\\` continues on the next); the lines after it, up to the next
+`$ `, are its expected output, where given: stdout and stderr as a terminal shows them together
+(here piped, so tables come as CSV), compared after stripping trailing spaces. A line `...`
+matches any lines (none included), and `...` inside a line matches any text within it (a run
+id, a time). A last line `[N]` says the command exits N (an example of an error); otherwise it
+must exit 0. A command with no expected lines is checked for its exit status only.
+
+Each page's blocks run in order, one shell command after another (a `cd` carries over), in a
+fresh temporary folder holding a small study and its store: the study of
+tests/fixtures/docs-study, run once and copied (its store also holds every catalog set,
+generated and encoded with GloVe, so the examples on built-in tests only compute).
+"""
+
+from __future__ import annotations
+
+import doctest
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+DOCS = REPO / "docs"
+STUDY_FIXTURE = REPO / "tests" / "fixtures" / "docs-study"
+PAGES = sorted(p for p in DOCS.rglob("*.md")) + [REPO / "README.md"]
+COMMAND_TIMEOUT = 300
+
+
+def rel(page: Path) -> str:
+    return str(page.relative_to(REPO))
+
+
+@dataclass
+class Example:
+    command: str
+    expected: list[str] | None          # None: none given (exit status only)
+    status: int = 0
+    line: int = 0                        # where the command starts in its page
+
+
+@dataclass
+class Block:
+    line: int
+    examples: list[Example] = field(default_factory=list)
+
+
+FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([\w+-]*)")
+
+
+def fenced(text: str, language: str) -> list[tuple[int, list[str]]]:
+    """(first line number, lines) of every fenced block of `language`, indentation removed."""
+    blocks, lines, i = [], text.splitlines(), 0
+    while i < len(lines):
+        m = FENCE.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        indent, fence, lang = m.groups()
+        body, j = [], i + 1
+        while j < len(lines) and not lines[j].strip().startswith(fence):
+            body.append(lines[j][len(indent):] if lines[j].startswith(indent) else lines[j].lstrip())
+            j += 1
+        if lang == language:
+            blocks.append((i + 2, body))
+        i = j + 1
+    return blocks
+
+
+def console_blocks(text: str) -> list[Block]:
+    out = []
+    for start, body in fenced(text, "console"):
+        block, k = Block(start), 0
+        while k < len(body):
+            if not body[k].startswith("$ "):
+                if body[k].strip():
+                    raise ValueError(f"line {start + k}: output before any `$ ` command")
+                k += 1
+                continue
+            line, command = start + k, body[k][2:]
+            while command.endswith("\\") and k + 1 < len(body):
+                k += 1
+                command = command[:-1] + "\n" + body[k]
+            k += 1
+            expected = []
+            while k < len(body) and not body[k].startswith("$ "):
+                expected.append(body[k].rstrip())
+                k += 1
+            while expected and not expected[-1]:
+                expected.pop()
+            status = 0
+            if expected and re.fullmatch(r"\[\d+\]", expected[-1]):
+                status = int(expected.pop()[1:-1])
+            block.examples.append(Example(command, expected or None, status, line))
+        out.append(block)
+    return out
+
+
+def line_matches(pattern: str, line: str) -> bool:
+    if "..." not in pattern:
+        return pattern == line
+    return re.fullmatch(".*".join(re.escape(p) for p in pattern.split("...")), line, re.S) is not None
+
+
+def output_matches(expected: list[str], got: list[str]) -> bool:
+    """Whole-output match: a `...` line takes any run of lines (none included)."""
+    memo: dict = {}
+
+    def match(i: int, j: int) -> bool:
+        if (i, j) not in memo:
+            if i == len(expected):
+                memo[i, j] = j == len(got)
+            elif expected[i].strip() == "...":
+                memo[i, j] = any(match(i + 1, k) for k in range(j, len(got) + 1))
+            else:
+                memo[i, j] = j < len(got) and line_matches(expected[i], got[j]) and match(i + 1, j + 1)
+        return memo[i, j]
+
+    return match(0, 0)
+
+
+# --- the small study every page's examples run in -------------------------------------------
+
+def stimkit_env(bin_dir: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STIMKIT_")}
+    env.update(PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}", PYTHONPATH=str(REPO), COLUMNS="100",
+               NO_COLOR="1", TERM="dumb", OMP_WAIT_POLICY="PASSIVE", HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
+    return env
+
+
+def shell(command: str, cwd: Path, env: dict, timeout: int = COMMAND_TIMEOUT) -> tuple[int, str, Path]:
+    """Run one shell command; its exit status, its merged output and the folder it ended in."""
+    where = Path(env["DOCS_TEST_STATE"]) / "cwd"
+    script = f"{command}\n__status=$?\npwd > {str(where)!r}\nexit $__status\n"
+    proc = subprocess.run(["bash", "-c", script], cwd=cwd, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=timeout)
+    ended = Path(where.read_text().strip()) if where.exists() else cwd
+    return proc.returncode, proc.stdout, ended
+
+
+def has_command(name: str) -> bool:
+    from stimkit.cli import app
+    import typer
+
+    return name in typer.main.get_command(app).commands
+
+
+@pytest.fixture(scope="session")
+def docs_study(tmp_path_factory):
+    """A study folder with its store (the study run, every catalog set generated and encoded
+    with GloVe), and the environment the examples run in. Built once; each page gets a copy."""
+    root = tmp_path_factory.mktemp("docs")
+    bin_dir, state = root / "bin", root / "state"
+    bin_dir.mkdir()
+    state.mkdir()
+    shim = bin_dir / "stimkit"
+    shim.write_text(f"#!/bin/sh\nexec {sys.executable} -m stimkit \"$@\"\n")
+    shim.chmod(0o755)
+    env = stimkit_env(bin_dir) | {"DOCS_TEST_STATE": str(state)}
+    study = root / "study"
+    shutil.copytree(STUDY_FIXTURE, study)
+    for command in ("stimkit run study.toml", "stimkit generate", "stimkit encode -e glove-6b-50d --all"):
+        status, out, _ = shell(command, study, study_env(env, study))
+        assert status == 0, f"preparing the docs study: {command}\n{out}"
+    return study, env
+
+
+def study_env(env: dict, folder: Path) -> dict:
+    """Until `stimkit init` and study discovery (issue 38) land, the study's test folder is
+    passed by environment; then the folder is `stimkit init`'s, found from the working directory."""
+    return env | {"STIMKIT_CATALOG_DIR": str(folder / "tests")}
+
+
+def page_ids():
+    return [rel(p) for p in PAGES if "```console" in p.read_text()]
+
+
+@pytest.mark.parametrize("page", page_ids())
+def test_console_examples(page, docs_study, tmp_path):
+    study, env = docs_study
+    text = (REPO / page).read_text()
+    blocks = console_blocks(text)
+    if any(re.search(r"(^|&&\s*)stimkit init\b", ex.command) for b in blocks for ex in b.examples) \
+            and not has_command("init"):
+        pytest.skip(f"{page} scaffolds with `stimkit init`, which this checkout does not have yet")
+    folder = tmp_path / "study"
+    shutil.copytree(study, folder)
+    env, cwd, ran = study_env(env, folder), folder, 0
+    for block in blocks:
+        for ex in block.examples:
+            status, out, cwd = shell(ex.command, cwd, env)
+            got = [line.rstrip() for line in out.rstrip("\n").splitlines()]
+            where = f"{page}:{ex.line}: $ {ex.command}"
+            assert status == ex.status, f"{where}\nexit {status}, expected {ex.status}\n{out}"
+            if ex.expected is not None:
+                assert output_matches(ex.expected, got), (
+                    f"{where}\n--- expected\n" + "\n".join(ex.expected) + "\n--- got\n" + "\n".join(got))
+            ran += 1
+    assert ran > 0
+
+
+def test_console_parser():
+    """The block format as the module docstring says: continuation, ellipsis, exit status."""
+    text = textwrap.dedent("""\
+        ```console
+        $ echo a \\
+          b
+        a b
+        $ true
+        $ false
+        [1]
+        ```
+        """)
+    (block,) = console_blocks(text)
+    assert [(e.command, e.expected, e.status) for e in block.examples] == [
+        ("echo a \n  b", ["a b"], 0), ("true", None, 0), ("false", None, 1)]
+    assert output_matches(["x", "...", "z"], ["x", "y1", "y2", "z"])
+    assert output_matches(["x", "...", "z"], ["x", "z"])
+    assert not output_matches(["x", "z"], ["x", "y", "z"])
+    assert output_matches(["run ... in ...s"], ["run 2026-abc in 5.0s"])
+    assert not output_matches(["run ... in ...s"], ["ran 2026 in 5.0s"])
+
+
+# --- Python examples ------------------------------------------------------------------------
+
+def pycon_pages():
+    return [rel(p) for p in PAGES if "```pycon" in p.read_text()]
+
+
+@pytest.mark.parametrize("page", pycon_pages())
+def test_pycon_examples(page, tmp_path, monkeypatch):
+    """Every ```pycon block of a page, in order, as one doctest (a page's blocks share names)."""
+    monkeypatch.chdir(tmp_path)
+    text = (REPO / page).read_text()
+    source = "\n".join("\n".join(body) + "\n" for _, body in fenced(text, "pycon"))
+    parser, runner = doctest.DocTestParser(), doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    test = parser.get_doctest(source, {}, page, page, 0)
+    assert test.examples, f"{page}: no >>> example in its pycon blocks"
+    result = runner.run(test)
+    assert result.failed == 0, f"{page}: {result.failed} of {result.attempted} examples failed (see the output above)"
+
+
+def test_every_python_example_is_pycon():
+    """A `>>>` example outside a pycon block would go untested."""
+    for page in PAGES:
+        for lang in ("python", "py", ""):
+            for start, body in fenced(page.read_text(), lang):
+                assert not any(line.startswith(">>> ") for line in body), \
+                    f"{rel(page)}:{start}: a >>> example outside a ```pycon block is not run"
+
+
+# --- the CLI reference ----------------------------------------------------------------------
+
+def test_cli_reference_lists_every_command_and_option():
+    from stimkit.cli.reference import commands, reference
+
+    page = reference()
+    walked = list(commands())
+    assert len(walked) >= 20
+    for path, command in walked:
+        heading = f"## `stimkit {' '.join(path)}`"
+        assert heading in page, f"the CLI reference has no heading for stimkit {' '.join(path)}"
+        section = page.split(heading, 1)[1].split("\n## ", 1)[0]
+        for param in command.params:
+            for opt in param.opts + getattr(param, "secondary_opts", []):
+                name = opt if opt.startswith("-") else opt.upper()
+                assert f"`{name}`" in section, f"stimkit {' '.join(path)}: {name} is missing from the CLI reference"
+    docs_page = (DOCS / "cli.md").read_text()
+    assert "<!-- cli-reference -->" in docs_page, "docs/cli.md must hold the marker the reference is built into"
+
+
+def test_cli_reference_fails_on_a_missing_option(monkeypatch):
+    """The check above can fail: a reference that leaves out one option is caught."""
+    from stimkit.cli import reference as ref
+
+    page = ref.reference()
+    assert "`--bootstrap`" in page
+    shortened = page.replace("`--bootstrap`", "`--b00tstrap`")
+    monkeypatch.setattr(ref, "reference", lambda: shortened)
+    with pytest.raises(AssertionError, match="--bootstrap is missing"):
+        test_cli_reference_lists_every_command_and_option()
+
+
+# --- the site -------------------------------------------------------------------------------
+
+def test_nav_lists_every_page():
+    """mkdocs --strict warns of a page left out of the nav only as info: check it here."""
+    import yaml
+
+    nav = yaml.safe_load((REPO / "mkdocs.yml").read_text().replace("!!python/name:", ""))["nav"]
+
+    def files(entry):
+        if isinstance(entry, str):
+            yield entry
+        elif isinstance(entry, dict):
+            for v in entry.values():
+                yield from files(v)
+        elif isinstance(entry, list):
+            for v in entry:
+                yield from files(v)
+
+    listed = set(files(nav))
+    for page in DOCS.rglob("*.md"):
+        assert str(page.relative_to(DOCS)) in listed, f"{rel(page)} is not in mkdocs.yml's nav"
+    for name in listed:
+        assert (DOCS / name).exists(), f"mkdocs.yml's nav names {name}, which docs/ does not have"
+
+
+def test_readme_is_short():
+    assert len((REPO / "README.md").read_text().splitlines()) <= 150
+
+
+def test_site_builds_strict(tmp_path):
+    pytest.importorskip("mkdocs")
+    pytest.importorskip("material")
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(tmp_path / "site")],
+                          cwd=REPO, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (tmp_path / "site" / "cli" / "index.html").exists()
+    html = (tmp_path / "site" / "cli" / "index.html").read_text()
+    assert "stimkit results" in html and "--bootstrap" in html
