@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,13 +53,18 @@ class Example:
 class Block:
     line: int
     examples: list[Example] = field(default_factory=list)
+    skip: str | None = None              # why this block cannot run here (its commands are still checked)
+
+
+SKIP = re.compile(r"<!--\s*docs-test:\s*skip:?\s*(.*?)\s*-->")
 
 
 FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([\w+-]*)")
 
 
-def fenced(text: str, language: str) -> list[tuple[int, list[str]]]:
-    """(first line number, lines) of every fenced block of `language`, indentation removed."""
+def fenced(text: str, language: str, before: bool = False) -> list[tuple]:
+    """(first line number, lines) of every fenced block of `language`, indentation removed; with
+    `before`, also the last non-blank line above the fence."""
     blocks, lines, i = [], text.splitlines(), 0
     while i < len(lines):
         m = FENCE.match(lines[i])
@@ -71,15 +77,17 @@ def fenced(text: str, language: str) -> list[tuple[int, list[str]]]:
             body.append(lines[j][len(indent):] if lines[j].startswith(indent) else lines[j].lstrip())
             j += 1
         if lang == language:
-            blocks.append((i + 2, body))
+            above = next((lines[k] for k in range(i - 1, -1, -1) if lines[k].strip()), "")
+            blocks.append((i + 2, body, above) if before else (i + 2, body))
         i = j + 1
     return blocks
 
 
 def console_blocks(text: str) -> list[Block]:
     out = []
-    for start, body in fenced(text, "console"):
-        block, k = Block(start), 0
+    for start, body, above in fenced(text, "console", before=True):
+        skip = SKIP.search(above)
+        block, k = Block(start, skip=skip.group(1) or "no reason given" if skip else None), 0
         while k < len(body):
             if not body[k].startswith("$ "):
                 if body[k].strip():
@@ -89,7 +97,7 @@ def console_blocks(text: str) -> list[Block]:
             line, command = start + k, body[k][2:]
             while command.endswith("\\") and k + 1 < len(body):
                 k += 1
-                command = command[:-1] + "\n" + body[k]
+                command += "\n" + body[k]       # the shell reads the continuation
             k += 1
             expected = []
             while k < len(body) and not body[k].startswith("$ "):
@@ -180,6 +188,33 @@ def study_env(env: dict, folder: Path) -> dict:
     return env | {"STIMKIT_CATALOG_DIR": str(folder / "tests")}
 
 
+SKIPPED: list[str] = []
+
+
+def check_command_line(command: str, where: str) -> None:
+    """A command that cannot run here still names commands and options the app has."""
+    import shlex
+
+    from stimkit.cli.reference import root
+
+    for line in re.split(r"&&|\|\||;|\|", command.replace("\\\n", " ")):
+        words = shlex.split(line, comments=True)
+        while words and re.fullmatch(r"[A-Z_]+=.*", words[0]):
+            words = words[1:]
+        if not words or words[0] != "stimkit":
+            continue
+        command_, known = root(), set()
+        known |= {o for p in command_.params for o in p.opts + p.secondary_opts}
+        for word in words[1:]:
+            sub = getattr(command_, "commands", {}).get(word)
+            if sub is not None:
+                command_ = sub
+                known |= {o for p in command_.params for o in p.opts + p.secondary_opts}
+            elif word.startswith("-") and word != "-":
+                name = word.split("=", 1)[0]
+                assert name in known, f"{where}: {' '.join(words[:3])}...: no option {name}"
+
+
 def page_ids():
     return [rel(p) for p in PAGES if "```console" in p.read_text()]
 
@@ -196,8 +231,15 @@ def test_console_examples(page, docs_study, tmp_path):
     shutil.copytree(study, folder)
     env, cwd, ran = study_env(env, folder), folder, 0
     for block in blocks:
+        if block.skip:
+            for ex in block.examples:
+                check_command_line(ex.command, f"{page}:{ex.line}")
+            SKIPPED.append(f"{page}:{block.line}: {block.skip}")
+            continue
         for ex in block.examples:
+            started = time.perf_counter()
             status, out, cwd = shell(ex.command, cwd, env)
+            print(f"{time.perf_counter() - started:6.1f}s  {page}:{ex.line}: {ex.command.splitlines()[0]}")
             got = [line.rstrip() for line in out.rstrip("\n").splitlines()]
             where = f"{page}:{ex.line}: $ {ex.command}"
             assert status == ex.status, f"{where}\nexit {status}, expected {ex.status}\n{out}"
@@ -222,7 +264,7 @@ def test_console_parser():
         """)
     (block,) = console_blocks(text)
     assert [(e.command, e.expected, e.status) for e in block.examples] == [
-        ("echo a \n  b", ["a b"], 0), ("true", None, 0), ("false", None, 1)]
+        ("echo a \\\n  b", ["a b"], 0), ("true", None, 0), ("false", None, 1)]
     assert output_matches(["x", "...", "z"], ["x", "y1", "y2", "z"])
     assert output_matches(["x", "...", "z"], ["x", "z"])
     assert not output_matches(["x", "z"], ["x", "y", "z"])
