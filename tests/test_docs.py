@@ -10,17 +10,18 @@ id, a time). A last line `[N]` says the command exits N (an example of an error)
 must exit 0. A command with no expected lines is checked for its exit status only.
 
 Each page's blocks run in order, one shell command after another (a `cd` carries over), in a
-fresh temporary folder holding a small study and its store: the study of
-tests/fixtures/docs-study, run once and copied (its store also holds every catalog set,
-generated and encoded with GloVe, so the examples on built-in tests only compute).
+fresh temporary folder holding a small study and its store: the study `stimkit init` scaffolds
+(tests/fixtures/docs-study holds the same files, for an app without `init`), run once and
+copied (its store also holds every catalog set, generated and encoded with GloVe, so the
+examples on built-in tests only compute).
 """
 
 from __future__ import annotations
 
 import doctest
+import functools
 import os
 import re
-import resource
 import shutil
 import subprocess
 import sys
@@ -163,40 +164,60 @@ def shell(command: str, cwd: Path, env: dict, timeout: int = COMMAND_TIMEOUT) ->
     return proc.returncode, proc.stdout, ended
 
 
-def has_command(name: str) -> bool:
-    from stimkit.cli import app
-    import typer
+def cpu_seconds(env: dict) -> float:
+    """CPU seconds the examples' stimkit commands have used so far (the server's log)."""
+    log = Path(env["DOCS_TEST_STATE"]) / "cpu"
+    return sum(map(float, log.read_text().split())) if log.exists() else 0.0
 
-    return name in typer.main.get_command(app).commands
+
+@functools.cache
+def has_command(name: str) -> bool:
+    from stimkit.cli.reference import root
+
+    return name in root().commands
 
 
 @pytest.fixture(scope="session")
 def docs_study(tmp_path_factory):
     """A study folder with its store (the study run, every catalog set generated and encoded
-    with GloVe), and the environment the examples run in. Built once; each page gets a copy."""
+    with GloVe), and the environment the examples run in. Built once; each page gets a copy.
+    `stimkit` is a shim to a fork server (tests/docs_runner.py): a process per command, without
+    Python's and stimkit's imports each time."""
     root = tmp_path_factory.mktemp("docs")
     bin_dir, state = root / "bin", root / "state"
     bin_dir.mkdir()
     state.mkdir()
-    shim = bin_dir / "stimkit"
-    shim.write_text(f"#!/bin/sh\nexec {sys.executable} -m stimkit \"$@\"\n")
-    shim.chmod(0o755)
+    runner, sock = REPO / "tests" / "docs_runner.py", root / "stimkit.sock"
     env = stimkit_env(bin_dir) | {"DOCS_TEST_STATE": str(state)}
-    study = root / "study"
-    shutil.copytree(STUDY_FIXTURE, study)
-    for command in ("stimkit run study.toml", "stimkit generate", "stimkit encode -e glove-6b-50d --all"):
-        status, out, _ = shell(command, study, study_env(env, study))
-        assert status == 0, f"preparing the docs study: {command}\n{out}"
-    return study, env
+    server = subprocess.Popen([sys.executable, str(runner), "serve", str(sock)], env=env, cwd=root)
+    shim = bin_dir / "stimkit"
+    shim.write_text(f"#!/bin/sh\nexec {sys.executable} -S {runner} client {sock} \"$@\"\n")
+    shim.chmod(0o755)
+    try:
+        for _ in range(600):
+            if sock.exists() or server.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert sock.exists(), "the docs test's stimkit server did not start"
+        study = root / "docs-study"
+        if has_command("init"):     # the study `stimkit init` scaffolds, as the pages say
+            status, out, _ = shell(f"stimkit init {study}", root, env)
+            assert status == 0, out
+        else:                       # the same study, from the fixture (before `stimkit init` was there)
+            shutil.copytree(STUDY_FIXTURE, study)
+        for command in ("stimkit run study.toml", "stimkit generate", "stimkit encode -e glove-6b-50d --all"):
+            status, out, _ = shell(command, study, study_env(env, study))
+            assert status == 0, f"preparing the docs study: {command}\n{out}"
+        yield study, env
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
 
 
 def study_env(env: dict, folder: Path) -> dict:
-    """Until `stimkit init` and study discovery (issue 38) land, the study's test folder is
-    passed by environment; then the folder is `stimkit init`'s, found from the working directory."""
-    return env | {"STIMKIT_CATALOG_DIR": str(folder / "tests")}
-
-
-SKIPPED: list[str] = []
+    """Where the app finds no study from the working directory (before issue 38's study
+    discovery), the study's test folder is passed by environment."""
+    return env if has_command("init") else env | {"STIMKIT_CATALOG_DIR": str(folder / "tests")}
 
 
 def check_command_line(command: str, where: str) -> None:
@@ -224,7 +245,7 @@ def check_command_line(command: str, where: str) -> None:
 
 
 def page_ids():
-    return [rel(p) for p in PAGES if "```console" in p.read_text()]
+    return [rel(p) for p in PAGES if re.search(r"^\s*```console", p.read_text(), re.M)]
 
 
 @pytest.mark.parametrize("page", page_ids())
@@ -235,7 +256,7 @@ def test_console_examples(page, docs_study, tmp_path):
     if any(re.search(r"(^|&&\s*)stimkit init\b", ex.command) for b in blocks for ex in b.examples) \
             and not has_command("init"):
         pytest.skip(f"{page} scaffolds with `stimkit init`, which this checkout does not have yet")
-    folder = tmp_path / "study"
+    folder = tmp_path / "docs-study"
     shutil.copytree(study, folder)
     env, cwd, ran = study_env(env, folder), folder, 0
     for block in blocks:
@@ -244,16 +265,12 @@ def test_console_examples(page, docs_study, tmp_path):
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(block.text)
             continue
-        if block.skip:
-            for ex in block.examples:
-                check_command_line(ex.command, f"{page}:{ex.line}")
-            SKIPPED.append(f"{page}:{block.line}: {block.skip}")
+        if block.skip:             # checked by test_skipped_blocks_say_why_and_name_real_options
             continue
         for ex in block.examples:
-            started, cpu = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
+            started, cpu = time.perf_counter(), cpu_seconds(env)
             status, out, cwd = shell(ex.command, cwd, env)
-            used = resource.getrusage(resource.RUSAGE_CHILDREN)
-            print(f"{time.perf_counter() - started:6.1f}s {used.ru_utime + used.ru_stime - cpu.ru_utime - cpu.ru_stime:6.1f}s cpu"
+            print(f"{time.perf_counter() - started:6.1f}s {cpu_seconds(env) - cpu:6.1f}s cpu"
                   f"  {page}:{ex.line}: {ex.command.splitlines()[0]}")
             got = [line.rstrip() for line in out.rstrip("\n").splitlines()]
             where = f"{page}:{ex.line}: $ {ex.command}"
@@ -263,6 +280,18 @@ def test_console_examples(page, docs_study, tmp_path):
                     f"{where}\n--- expected\n" + "\n".join(ex.expected) + "\n--- got\n" + "\n".join(got))
             ran += 1
     assert ran > 0 or all(b.skip or b.file for b in blocks)
+
+
+def test_skipped_blocks_say_why_and_name_real_options():
+    """A block that cannot run offline says why, and its commands and options are the app's."""
+    skipped = [(rel(p), b) for p in PAGES for b in console_blocks(p.read_text()) if b.skip]
+    for page, block in skipped:
+        assert len(block.skip.split()) >= 3, f"{page}:{block.line}: say why this block cannot run"
+        for ex in block.examples:
+            check_command_line(ex.command, f"{page}:{ex.line}")
+    print("\n".join(f"skipped {page}:{b.line}: {b.skip}" for page, b in skipped))
+    with pytest.raises(AssertionError, match="no option --no-such"):
+        check_command_line("stimkit test weat1 --no-such", "here")
 
 
 def test_console_parser():
@@ -290,7 +319,7 @@ def test_console_parser():
 # --- Python examples ------------------------------------------------------------------------
 
 def pycon_pages():
-    return [rel(p) for p in PAGES if "```pycon" in p.read_text()]
+    return [rel(p) for p in PAGES if re.search(r"^\s*```pycon", p.read_text(), re.M)]
 
 
 @pytest.mark.parametrize("page", pycon_pages())
