@@ -205,8 +205,12 @@ def docs_study(tmp_path_factory):
             assert status == 0, out
         else:                       # the same study, from the fixture (before `stimkit init` was there)
             shutil.copytree(STUDY_FIXTURE, study)
-        for command in ("stimkit run study.toml", "stimkit generate", "stimkit encode -e glove-6b-50d --all"):
-            status, out, _ = shell(command, study, study_env(env, study))
+        # The study's run in its folder; every catalog set from outside it (in a study's folder
+        # `generate` makes the study's sets alone), into the same store.
+        for command, where in (("stimkit run study.toml", study),
+                               (f"stimkit --db {study / 'stimkit.duckdb'} generate", root),
+                               (f"stimkit --db {study / 'stimkit.duckdb'} encode -e glove-6b-50d --all", root)):
+            status, out, _ = shell(command, where, study_env(env, study))
             assert status == 0, f"preparing the docs study: {command}\n{out}"
         yield study, env
     finally:
