@@ -458,7 +458,7 @@ class DebiasedEncoder(Encoder):
 
     def pair_vectors(self) -> tuple[np.ndarray, np.ndarray]:
         """The base's vectors of the counterfactual pairs' two sides."""
-        texts = [a for a, _ in self.pairs] + [b for _, b in self.pairs]
+        texts = [p[0] for p in self.pairs] + [p[1] for p in self.pairs]
         v = self.base.encode(texts, [None] * len(texts)).vectors
         return v[: len(self.pairs)], v[len(self.pairs):]
 

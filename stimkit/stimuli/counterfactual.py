@@ -18,13 +18,14 @@ DEFAULT_TEMPLATES = "may2019_fixed"
 
 
 def sentence_pairs(word_pairs: list[tuple[str, str]], template_set: str = DEFAULT_TEMPLATES,
-                   ) -> tuple[list[tuple[str, str]], str]:
-    """([(sentence with a, sentence with b)], the template set's digest of the files used).
+                   ) -> tuple[list[tuple[str, str, int]], str]:
+    """([(sentence with a, sentence with b, index of the word pair)], the template set's digest
+    of the files used).
     Multi-word tokens of word2vec lists ("Catholic_priest") are written with a space."""
     tset: TemplateSet = load_set(template_set)
     lexicon = load_lexicon()
     out, files = [], set()
-    for a, b in word_pairs:
+    for i, (a, b) in enumerate(word_pairs):
         wa, wb = (tset.inflected(_resolve_word({"word": w.replace("_", " "), "kind": _kind(w, lexicon)}, {}, lexicon,
                                                f"pair ({a!r}, {b!r})")) for w in (a, b))
         fa, fb = tset.file_for(wa), tset.file_for(wb)
@@ -34,10 +35,21 @@ def sentence_pairs(word_pairs: list[tuple[str, str]], template_set: str = DEFAUL
         for template in tset.templates(fa):
             ra, rb = template.render(wa), template.render(wb)
             if ra is not None and rb is not None and ra[0] != rb[0]:
-                out.append((ra[0], rb[0]))
+                out.append((ra[0], rb[0], i))
     return out, tset.digest(sorted(files))
 
 
 def _kind(word: str, lexicon) -> str | None:
     """A multi-word item needs a kind (the word-list rule): a two-word noun of a pair list is a count noun."""
     return "count_noun" if "_" in word or " " in word else None
+
+
+def sentences(words: list[str], template_set: str = DEFAULT_TEMPLATES) -> list[str]:
+    """Every line of the template set rendered with each word (its file by the word's kind)."""
+    tset: TemplateSet = load_set(template_set)
+    lexicon = load_lexicon()
+    out = []
+    for w in words:
+        word = tset.inflected(_resolve_word({"word": w, "kind": _kind(w, lexicon)}, {}, lexicon, f"word {w!r}"))
+        out += [r[0] for t in tset.templates(tset.file_for(word)) if (r := t.render(word)) is not None]
+    return list(dict.fromkeys(out))
