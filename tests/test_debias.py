@@ -80,3 +80,46 @@ def test_fingerprint_has_method_parameters_and_lists(glove, hard):
     assert set(recipe["lists"]) == {"definitional", "equalize", "specific"}
     # the same spec twice is one encoder; the base's spelling of pooling and the display name do not count
     assert encoders.resolve("Hard=glove-6b-50d, debias=hard").fingerprint == hard.fingerprint
+
+
+def _fixture(name: str) -> dict:
+    return json.loads((FIXTURES / name).read_text())
+
+
+def test_inlp_matches_bias_bench(glove):
+    """bias-bench's INLP (get_debiasing_projection with its LinearSVC parameters and its data
+    split), run on the GloVe words stimkit's INLP draws, gives the projection stimkit computes."""
+    fx = _fixture("inlp_glove-6b-50d.json")
+    wv = glove.vectors
+    x = np.concatenate([np.asarray(wv.matrix[[wv.index[w] for w in fx["words"][k]]], dtype=np.float32)
+                        for k in ("first", "second", "neutral")])
+    n = len(fx["words"]["first"])
+    y = np.concatenate([np.ones(n, int), np.zeros(n, int), -np.ones(n, int)])
+    x_train, x_dev, _, y_train, y_dev, _ = debias.split(x, y)
+    fit = debias.inlp(x_train, y_train, x_dev, y_dev, fx["classifiers"])
+    expected = np.array(fx["projection"])
+    assert np.abs(fit.projection - expected).max() < 1e-6
+    # the encoder: the same words, the same number of classifiers (it stops at chance + tol), every vector mapped by P
+    enc = encoders.resolve(fx["encoder"])
+    assert enc.fit["removed"] == fx["classifiers"]
+    rows, labels = debias.inlp_classes(np.asarray(wv.matrix), debias.candidate_rows(wv, enc.recipe.dimension, 50000),
+                                       enc.fit["direction"], n)
+    assert [wv.words[r] for r in rows[labels == 1]] == fx["words"]["first"]
+    probe = ["doctor", "nurse", "engineer", "he", "she"]
+    got = enc.encode(probe, [None] * 5).vectors
+    base = glove.encode(probe, [None] * 5).vectors
+    assert np.abs(got - base @ expected.T).max() < 1e-5
+
+
+def test_sentence_debias_matches_bias_bench():
+    """bias-bench's compute_gender_subspace (the mean-pooled MiniLM of each counterfactual
+    sentence, normalised, minus its pair's mean, first principal direction), on the pairs
+    stimkit renders from its templates, is stimkit's SentenceDebias direction (up to sign)."""
+    fx = _fixture("sentencedebias_minilm.json")
+    enc = encoders.resolve(fx["encoder"])
+    assert [[a, b] for a, b, _ in enc.pairs] == fx["pairs"]
+    ours, theirs = enc.subspace[0], np.array(fx["direction"])
+    assert np.abs(ours - np.sign(ours @ theirs) * theirs).max() < 1e-4
+    # the projection removes it: no debiased vector has a component along it
+    out = enc.encode(["The nurse is here.", "He is a doctor."], [None, None]).vectors
+    assert np.abs(out @ theirs).max() < 1e-4
