@@ -764,13 +764,15 @@ class Store:
         return report, before_after(self.con, report.results, next(iter(bases)))
 
 
-def debias_checks(spec: str, n: int = 500, seed: int = 0, resamples: int = 200) -> list:
-    """Gonen & Goldberg's recoverability checks and the similarity cost of a debiased encoder
-    (run.debias.CheckRow rows: base and debiased side by side). Reads no store, writes nothing."""
+def debias_checks(specs: list[str], n: int = 500, seed: int = 0, resamples: int = 200) -> dict[str, list]:
+    """Gonen & Goldberg's recoverability checks and the similarity cost of each debiased encoder:
+    {spec: run.debias.CheckRow rows, base and debiased side by side}. Every spec is built (its
+    lists checked) before any check runs. Reads no store, writes nothing."""
     from . import encoders
     from .run.debias import checks
 
-    return checks(encoders.resolve(spec), n, seed, resamples)
+    built = {spec: encoders.resolve(spec) for spec in specs}
+    return {spec: checks(enc, n, seed, resamples) for spec, enc in built.items()}
 
 
 def open(path: str | Path | None = None, read_only: bool = False, **inputs) -> Store:  # noqa: A001  (like duckdb.connect)

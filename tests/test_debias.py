@@ -123,3 +123,60 @@ def test_sentence_debias_matches_bias_bench():
     # the projection removes it: no debiased vector has a component along it
     out = enc.encode(["The nurse is here.", "He is a doctor."], [None, None]).vectors
     assert np.abs(out @ theirs).max() < 1e-4
+
+
+# ------------------------------------------------------------------ bad input: one line, non-zero, nothing stored
+
+@pytest.fixture(scope="module")
+def small_store(tmp_path_factory):
+    import stimkit
+
+    path = tmp_path_factory.mktemp("debias") / "store.duckdb"
+    with stimkit.open(path) as s:
+        s.generate(["math", "arts", "male_terms", "female_terms"], ["word"])
+        s.test(["weat7"], encoders=["glove-6b-50d"], budget=1000)
+    return path
+
+
+def _dimension(tmp_path, pairs) -> str:
+    path = tmp_path / "mine.toml"
+    path.write_text("definitional = " + json.dumps(pairs) + "\n", encoding="utf-8")
+    return str(path)
+
+
+BAD = {
+    "definitional word the vocabulary lacks": (lambda t: f"glove-6b-50d,debias=hard:{_dimension(t, [['woman', 'man'], ['zzqxvw', 'he']])}",
+                                               "the vocabulary has no word 'zzqxvw'"),
+    "a dimension of one pair": (lambda t: f"glove-6b-50d,debias=hard:{_dimension(t, [['woman', 'man']])}",
+                                "has 1 pair; a direction needs at least 2 pairs"),
+    "INLP that does not converge": (lambda t: "glove-6b-50d,debias=inlp,debias_iterations=1",
+                                    "INLP did not converge"),
+    "an encoder without stored word vectors": (lambda t: "minilm,debias=hard", "has none"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_bad_input_is_one_line_and_stores_nothing(case, small_store, tmp_path):
+    import duckdb
+    from typer.testing import CliRunner
+
+    from conftest import snapshot
+    from stimkit.cli import app
+
+    spec, message = BAD[case][0](tmp_path), BAD[case][1]
+
+    def digest():
+        con = duckdb.connect(str(small_store), read_only=True)
+        try:
+            return snapshot(con)
+        finally:
+            con.close()
+
+    before = digest()
+    for args in (["test", "weat7", "-e", spec], ["debias", "compare", "weat7", "-e", spec], ["debias", "check", "-e", spec]):
+        r = CliRunner().invoke(app, ["--db", str(small_store), *args])
+        lines = r.output.strip().splitlines()
+        # `error: ...`, or the runner's `failed: test ..., encoder ...: ...` when the plan refuses the encoder
+        assert r.exit_code != 0 and len(lines) == 1 and lines[0].startswith(("error: ", "failed: ")), (args, r.output)
+        assert message in r.output and "internal error" not in r.output, r.output
+    assert digest() == before

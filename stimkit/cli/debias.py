@@ -47,9 +47,7 @@ def check_cmd(
     """
     from ..api import debias_checks
 
-    for spec in encoder:
-        err.print(f"checking {spec} ...", highlight=False)
-        rows = debias_checks(spec, n, seed, resamples)
+    for spec, rows in debias_checks(list(encoder), n, seed, resamples).items():
         emit(_frame(rows, CHECK_COLUMNS), fmt, title=spec)
 
 
