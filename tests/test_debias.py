@@ -180,3 +180,80 @@ def test_bad_input_is_one_line_and_stores_nothing(case, small_store, tmp_path):
         assert r.exit_code != 0 and len(lines) == 1 and lines[0].startswith(("error: ", "failed: ")), (args, r.output)
         assert message in r.output and "internal error" not in r.output, r.output
     assert digest() == before
+
+
+# ------------------------------------------------------------------ the checks' statistics
+
+def test_recover_statistics_by_hand_and_by_other_libraries():
+    from statsmodels.stats.proportion import proportion_confint
+
+    from stimkit.stats import recover
+
+    # chance of k-means' better labelling: n = 2 by hand (K = 0, 1, 2 with 1/4, 1/2, 1/4)
+    assert recover.chance_cluster_accuracy(2) == pytest.approx(0.25 * 1 + 0.5 * 0.5 + 0.25 * 1)
+    assert recover.chance_cluster_accuracy(1000) == pytest.approx(0.5 + np.sqrt(1 / (2 * np.pi * 1000)), abs=1e-3)
+    assert recover.clopper_pearson(37, 50) == pytest.approx(proportion_confint(37, 50, method="beta"))
+    # neighbours by brute force: 1-D points, cosine neighbours in 2-D
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(60, 2))
+    bias = rng.normal(size=60)
+    items, pool = np.arange(20), np.arange(60)
+    fig = recover.neighbour_correlation(x, bias, items, pool, k=5)
+    xu = x / np.linalg.norm(x, axis=1, keepdims=True)
+    means = []
+    for i in items:
+        sims = xu @ xu[i]
+        sims[i] = -np.inf
+        means.append(bias[np.argsort(-sims)[:5]].mean())
+    assert fig.value == pytest.approx(np.corrcoef(bias[items], means)[0, 1])
+    assert fig.low < fig.value < fig.high and fig.chance == 0
+    # a map that keeps every vector keeps every neighbour; a random one keeps about chance
+    assert recover.neighbour_overlap(x, x * 3, k=5).value == 1.0
+    shuffled = recover.neighbour_overlap(x, rng.normal(size=(60, 2)), k=5)
+    assert shuffled.low < shuffled.chance + 0.1 and shuffled.value < 0.5
+    # separable sides cluster and classify perfectly; the same points with shuffled labels near chance
+    sides = np.r_[np.ones(100, int), np.zeros(100, int)]
+    pts = np.r_[rng.normal(size=(100, 5)) + 5, rng.normal(size=(100, 5)) - 5]
+    assert recover.cluster_accuracy(pts, sides, resamples=20).value == 1.0
+    assert recover.classifier_accuracy(pts, sides, train=100).value == 1.0
+    assert recover.classifier_accuracy(pts, rng.permutation(sides), train=100).low < 0.6
+
+
+def test_checks_on_glove_hard_debias(hard):
+    """Gonen & Goldberg's finding on GloVe 50d: the most biased words are perfectly separable
+    before (by construction), and after Hard Debias k-means and a linear classifier still beat
+    chance by far, and a word's neighbours still carry its original bias. Word similarity is
+    the same as gensim's own evaluation of the base vectors."""
+    from gensim.models import KeyedVectors
+    from gensim.test.utils import datapath
+
+    from stimkit.run import debias as run_debias
+
+    rows = {r.check: r for r in run_debias.checks(hard, n=200, resamples=20)}
+    c, k, nb = rows["clustering"], rows["classifier"], rows["neighbours"]
+    assert c.before == 1.0 and c.chance < c.after_low and c.after < c.before
+    assert k.before > 0.99 and k.after_low > k.chance + 0.1
+    assert nb.after_low > 0.5 and nb.after < nb.before
+    base = hard.base.vectors
+    kv = KeyedVectors(50)
+    kv.add_vectors(base.words, np.asarray(base.matrix))
+    for name, file in run_debias.SIMILARITY_SETS.items():
+        pearson, spearman, oov = kv.evaluate_word_pairs(datapath(file), restrict_vocab=len(base.words))
+        assert rows[name].before == pytest.approx(spearman.statistic, abs=1e-9) and oov == 0
+        assert rows[name].before_low < rows[name].before < rows[name].before_high
+
+
+def test_compare_table_and_figure(small_store, tmp_path):
+    """debias compare: the base's and the debiased encoder's rows per test; the change is the
+    difference of the two stored d, its paired interval around it; the figure is written."""
+    import stimkit
+
+    with stimkit.open(small_store) as s:
+        report, rows = s.debias_compare(["weat7"], ["glove-6b-50d,debias=hard"], budget=1000)
+    by = {r.encoder: r for r in rows}
+    base, after = by["glove-6b-50d"], by["glove-6b-50d,debias=hard"]
+    assert base.change is None and after.change == pytest.approx(after.d - base.d, abs=1e-9)
+    assert after.change_low < after.change < after.change_high and 0 <= after.change_p <= 1
+    from stimkit.report.debias import before_after_figure
+
+    assert before_after_figure(rows, tmp_path / "ba.png").stat().st_size > 1000
