@@ -257,3 +257,20 @@ def test_compare_table_and_figure(small_store, tmp_path):
     from stimkit.report.debias import before_after_figure
 
     assert before_after_figure(rows, tmp_path / "ba.png").stat().st_size > 1000
+
+
+def test_compare_command_prints_the_table(small_store, tmp_path):
+    import csv
+    import io
+
+    from typer.testing import CliRunner
+
+    from stimkit.cli import app
+
+    r = CliRunner().invoke(app, ["--db", str(small_store), "debias", "compare", "weat7", "-e", "glove-6b-50d,debias=hard",
+                                 "--seed", "3", "--format", "csv", "--figure", str(tmp_path / "f.svg")])
+    assert r.exit_code == 0, r.output
+    rows = list(csv.DictReader(io.StringIO(r.stdout)))
+    assert [row["encoder"] for row in rows] == ["glove-6b-50d", "glove-6b-50d,debias=hard"]
+    assert float(rows[1]["change"]) == pytest.approx(float(rows[1]["d"]) - float(rows[0]["d"]))
+    assert (tmp_path / "f.svg").exists()

@@ -34,7 +34,7 @@ def check_cmd(
                                                       "(Gonen & Goldberg: 500; fewer if the vocabulary has fewer).")] = 500,
     seed: Annotated[int, typer.Option("--seed", help="Seed of k-means, the bootstrap and the classifier's split.")] = 0,
     resamples: Annotated[int, typer.Option("--resamples", min=10, help="Bootstrap resamples of the clustering interval.")] = 200,
-    fmt: format_option = None,
+    fmt: Annotated[Optional[str], format_option()] = None,
 ):
     """Gonen & Goldberg's (2019) checks of a debiased encoder, on the base and after: k-means
     accuracy of the most biased words, a linear classifier's held-out accuracy, the correlation
@@ -60,7 +60,7 @@ def compare_cmd(
     seed: Annotated[Optional[int], typer.Option("--seed", help="Seed of the tests' permutations.")] = None,
     figure: Annotated[Optional[str], typer.Option("--figure", help="Also draw d before and after with the change "
                                                                    "to this file (.png, .svg, .pdf).")] = None,
-    fmt: format_option = None,
+    fmt: Annotated[Optional[str], format_option()] = None,
 ):
     """Each test on the base encoder and on each debiased one, in one run: d, its interval and p
     side by side, and on a debiased row the change in d from the base with its interval and p
