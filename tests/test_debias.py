@@ -72,6 +72,30 @@ def test_hard_debias_equals_wefe(glove, hard):
     assert abs(got[words.index("doctor")] @ g) < 1e-6 and abs(got[words.index("he")] @ g) > 0.1
 
 
+def test_half_sibling_regression_equals_wefe(glove):
+    """WEFE 1.0.1's HalfSiblingRegression (alpha 60) with the gender-specific words as its
+    definitional words gives the same vectors to 1e-6 (its m x m ridge solve in float32,
+    stimkit's d x d one in float64: measured 2e-7)."""
+    pytest.importorskip("wefe")
+    _without_plotly()
+    from gensim.models import KeyedVectors
+    from wefe.debias.half_sibling_regression import HalfSiblingRegression
+    from wefe.word_embedding_model import WordEmbeddingModel
+
+    enc = encoders.resolve("glove-6b-50d,debias=hsr")
+    wv, dim = glove.vectors, enc.recipe.dimension
+    specific = [wv.words[r] for r in debias.specific_rows(dim, wv)]
+    words = list(dict.fromkeys(wv.words[:5000] + specific))
+    kv = KeyedVectors(50)
+    kv.add_vectors(words, np.asarray(wv.matrix[[wv.index[w] for w in words]], dtype=np.float32))
+    model = WordEmbeddingModel(kv, "glove-6b-50d")
+    theirs = HalfSiblingRegression(criterion_name="gender").fit(model, definitional_words=specific).transform(model)
+    got = np.stack([enc.vectors.matrix[enc.vectors.index[w]] for w in words])
+    expected = np.stack([theirs[w] for w in words])
+    assert np.abs(got - expected).max() < 1e-6
+    assert np.abs(got - np.asarray(kv.vectors)).max() > 0.1  # it moved the words
+
+
 def test_fingerprint_has_method_parameters_and_lists(glove, hard):
     assert hard.spec == "glove-6b-50d,debias=hard"
     assert hard.fingerprint != glove.fingerprint

@@ -3,6 +3,7 @@
     glove-6b-50d,debias=hard                 Hard Debias (Bolukbasi et al. 2016), gender lists
     glove-6b-50d,debias=inlp                 INLP (Ravfogel et al. 2020)
     minilm,debias=sentencedebias:gender      SentenceDebias (Liang et al. 2020)
+    glove-6b-50d,debias=hsr                  Half-Sibling Regression (Yang & Feng 2020)
     glove-6b-50d,debias=hard:wordlists/religion.toml   a dimension of one's own
 
 `debias=<method>[:<dimension>]`; the dimension is a TOML file in wordlists/debias/ (by name,
@@ -15,6 +16,7 @@ the fingerprint with the lists' versions and the method's):
     debias_tol=T          INLP: converged when held-out accuracy <= chance + T (default 0.05)
     debias_words=N        INLP: words of each class (default 2500)
     debias_vocab=N        INLP: the N most frequent words it draws them from (default 50000)
+    debias_alpha=A        Half-Sibling Regression: the ridge constant (default 60, WEFE's)
     debias_components=K   SentenceDebias: the subspace's dimension (default 1, as Liang et al.)
     debias_templates=SET  SentenceDebias: the template set of the counterfactual pairs (may2019_fixed)
 
@@ -45,13 +47,13 @@ from ..paths import data_dir
 from .base import Encoded, Encoder
 from .wordvectors import WordVectorEncoder, WordVectors
 
-METHODS = ("hard", "inlp", "sentencedebias")
-STATIC_ONLY = ("hard", "inlp")
+METHODS = ("hard", "inlp", "hsr", "sentencedebias")
+STATIC_ONLY = ("hard", "inlp", "hsr")
 OPTION_KEYS = ("debias", "debias_iterations", "debias_tol", "debias_words", "debias_vocab", "debias_components",
-               "debias_templates")
+               "debias_templates", "debias_alpha")
 VERSION = "stimkit-debias/1"  # bump when a method's arithmetic changes in a way its inputs do not show
 DEFAULTS = {"inlp": {"iterations": 35, "tol": 0.05, "words": 2500, "vocab": 50000},
-            "sentencedebias": {"components": 1, "templates": "may2019_fixed"}, "hard": {}}
+            "sentencedebias": {"components": 1, "templates": "may2019_fixed"}, "hard": {}, "hsr": {"alpha": 60.0}}
 
 Pair = tuple[str, str]
 
@@ -212,6 +214,20 @@ def hard_debias(matrix: np.ndarray, definitional: np.ndarray, equalize: np.ndarr
         z = -z if (ea - eb) @ g < 0 else z
         out[ia], out[ib] = nu + z * g, nu - z * g
     return normalize(out).astype(np.float32), g
+
+
+def half_sibling_regression(matrix: np.ndarray, specific: np.ndarray, alpha: float) -> np.ndarray:
+    """Half-Sibling Regression (Yang & Feng 2020): every word but the specific ones loses what
+    a ridge regression on the specific words' vectors predicts of it. With V the specific
+    words' vectors (rows), the prediction of x is V^T (V V^T + alpha I)^-1 V x, which is
+    G (G + alpha I)^-1 x for G = V^T V (the push-through identity): one d x d map,
+    x -> alpha (G + alpha I)^-1 x. Vectors are not normalised (as the published method)."""
+    x = np.asarray(matrix, dtype=np.float64)
+    v = x[specific]
+    keep = np.asarray(alpha * np.linalg.inv(v.T @ v + alpha * np.eye(x.shape[1])))
+    out = x @ keep.T
+    out[specific] = x[specific]
+    return out.astype(np.float32)
 
 
 def rowspace_projection(w: np.ndarray) -> np.ndarray:
@@ -396,6 +412,12 @@ class DebiasedWordEncoder(WordVectorEncoder):
         if self.recipe.method == "hard":
             matrix, g = hard_debias(wv.matrix, definitional, equalize_rows(dim, wv), specific_rows(dim, wv))
             self.fit = {"direction": g}
+        elif self.recipe.method == "hsr":
+            specific = specific_rows(dim, wv)
+            if len(specific) < 2:
+                raise StimkitError(f"encoder {self.where!r}: {dim.path}: Half-Sibling Regression regresses on the "
+                                   f"`specific` words, and the vocabulary has {len(specific)} of them")
+            matrix = half_sibling_regression(wv.matrix, specific, self.recipe.params["alpha"])
         else:
             matrix = self._inlp(wv, definitional)
         return WordVectors(wv.words, matrix)
