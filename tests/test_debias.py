@@ -22,7 +22,7 @@ def _without_plotly():
     import sys
     import types
 
-    if importlib.util.find_spec("plotly") is None:
+    if "plotly" not in sys.modules and importlib.util.find_spec("plotly") is None:
         sys.modules.setdefault("plotly", types.ModuleType("plotly"))
         sys.modules.setdefault("plotly.express", types.ModuleType("plotly.express"))
         graph_objects = types.ModuleType("plotly.graph_objects")

@@ -56,6 +56,7 @@ DEFAULTS = {"inlp": {"iterations": 35, "tol": 0.05, "words": 2500, "vocab": 5000
             "sentencedebias": {"components": 1, "templates": "may2019_fixed"}, "hard": {}, "hsr": {"alpha": 60.0}}
 
 Pair = tuple[str, str]
+_FITS: dict[str, dict] = {}  # what a map's fit found (direction, accuracies), by the encoder's fingerprint
 
 
 # ------------------------------------------------------------------ the lists
@@ -404,6 +405,7 @@ class DebiasedWordEncoder(WordVectorEncoder):
         self.options = _options(base, recipe)
         self.languages = base.languages
         self.vectors  # noqa: B018  (mapped now: a list or a fit that fails is refused before anything is written)
+        self.fit = _FITS.setdefault(self.fingerprint, self.fit)  # mapped once a process (wordvectors._LOADED)
 
     def _mapped(self) -> WordVectors:
         wv = self.base.vectors
