@@ -102,8 +102,25 @@ def test_fingerprint_has_method_parameters_and_lists(glove, hard):
     recipe = hard.details()["identity"]["debias"]
     assert recipe["method"] == "hard" and recipe["dimension"] == "gender"
     assert set(recipe["lists"]) == {"definitional", "equalize", "specific"}
-    # the same spec twice is one encoder; the base's spelling of pooling and the display name do not count
+    # the same spec twice is one encoder; the display name does not count
     assert encoders.resolve("Hard=glove-6b-50d, debias=hard").fingerprint == hard.fingerprint
+
+
+def test_fingerprint_follows_the_lists_and_parameters(tmp_path):
+    """A list's content decides: the same lists in another folder are the same encoder, one more
+    specific word is another; so is another parameter value."""
+    pairs = json.dumps([["woman", "man"], ["she", "he"], ["mother", "father"]])
+    made = {}
+    for folder, specific in (("a", ["he", "she"]), ("b", ["he", "she"]), ("c", ["he", "she", "her"])):
+        (tmp_path / folder).mkdir()
+        path = tmp_path / folder / "mine.toml"
+        path.write_text(f"definitional = {pairs}\nspecific = {json.dumps(specific)}\n", encoding="utf-8")
+        made[folder] = encoders.resolve(f"glove-6b-50d,debias=hard:{path}").fingerprint
+    assert made["a"] == made["b"] != made["c"]
+    assert (encoders.resolve("glove-6b-50d,debias=hsr").fingerprint
+            != encoders.resolve("glove-6b-50d,debias=hsr,debias_alpha=10").fingerprint)
+    with pytest.raises(StimkitError, match="debias_words is no option of debias=hard"):
+        encoders.resolve("glove-6b-50d,debias=hard,debias_words=10")
 
 
 def _fixture(name: str) -> dict:
@@ -241,6 +258,8 @@ def test_recover_statistics_by_hand_and_by_other_libraries():
     assert recover.cluster_accuracy(pts, sides, resamples=20).value == 1.0
     assert recover.classifier_accuracy(pts, sides, train=100).value == 1.0
     assert recover.classifier_accuracy(pts, rng.permutation(sides), train=100).low < 0.6
+    split = recover.split_classifier_accuracy(pts[::2], sides[::2], pts[1::2], sides[1::2])
+    assert (split.value, split.chance, split.n) == (1.0, 0.5, 100)
 
 
 def test_checks_on_glove_hard_debias(hard):
