@@ -78,13 +78,24 @@ class Dimension:
                 for k in ("definitional", "equalize", "specific")}
 
 
+def dimension_dirs() -> list[Path]:
+    """Where a dimension named without a path is found: the word-list folder in use (a user's
+    STIMKIT_WORDLISTS_DIR), then stimkit's own, so `gender` is always there."""
+    from .. import paths
+
+    bundled = paths._PACKAGE / "_data" / "wordlists" / "debias"
+    own = bundled if bundled.is_dir() else paths._PACKAGE.parent / "wordlists" / "debias"
+    return list(dict.fromkeys([data_dir("wordlists") / "debias", own]))
+
+
 def dimension_path(name: str) -> Path:
     if name.endswith(".toml") or "/" in name:
         path = Path(name).expanduser()
     else:
-        path = data_dir("wordlists") / "debias" / f"{name}.toml"
+        path = next((d / f"{name}.toml" for d in dimension_dirs() if (d / f"{name}.toml").is_file()),
+                    dimension_dirs()[0] / f"{name}.toml")
     if not path.is_file():
-        known = sorted(p.stem for p in (data_dir("wordlists") / "debias").glob("*.toml"))
+        known = sorted({p.stem for d in dimension_dirs() for p in d.glob("*.toml")})
         raise StimkitError(f"debias dimension {name!r}: no file {path} (built in: {', '.join(known)}; "
                            "or give a path to a TOML file with definitional, equalize and specific lists)")
     return path
