@@ -400,7 +400,9 @@ def derive(base: Encoder, recipe: Recipe, spec: str) -> Encoder:
 
 def _options(base: Encoder, recipe: Recipe) -> dict:
     """The spec's options: the base's, the method (with its dimension unless gender), the non-default parameters."""
-    value = recipe.method if recipe.dimension.name == "gender" else f"{recipe.method}:{recipe.dimension.name}"
+    dim = recipe.dimension
+    builtin = any(Path(dim.path) == d / f"{dim.name}.toml" for d in dimension_dirs())
+    value = recipe.method if dim.name == "gender" and builtin else f"{recipe.method}:{dim.name if builtin else dim.path}"
     extra = {f"debias_{k}": v for k, v in recipe.params.items() if v != DEFAULTS[recipe.method][k]}
     return {**base.options, "debias": value, **extra}
 
@@ -473,6 +475,10 @@ class DebiasedEncoder(Encoder):
         if len(self.pairs) < 2:
             raise StimkitError(f"encoder {spec!r}: the template set {recipe.params['templates']!r} gives "
                                f"{len(self.pairs)} counterfactual sentence pair from {recipe.dimension.path}")
+        if recipe.params["components"] > min(2 * len(self.pairs), base.dim):
+            raise StimkitError(f"encoder {spec!r}: debias_components={recipe.params['components']} is more than the "
+                               f"{min(2 * len(self.pairs), base.dim)} directions {len(self.pairs)} sentence pairs of "
+                               f"{base.dim}-d vectors have")
         self._subspace: np.ndarray | None = None
 
     @property
