@@ -297,9 +297,15 @@ def test_compare_table_and_figure(small_store, tmp_path):
     base, after = by["glove-6b-50d"], by["glove-6b-50d,debias=hard"]
     assert base.change is None and after.change == pytest.approx(after.d - base.d, abs=1e-9)
     assert after.change_low < after.change < after.change_high and 0 <= after.change_p <= 1
-    from stimkit.report.debias import before_after_figure
+    # the report finds the same pairs among the stored results, and draws them
+    from stimkit.analysis.debias import stored_before_after
+    from stimkit.report import build, data
 
-    assert before_after_figure(rows, tmp_path / "ba.png").stat().st_size > 1000
+    with stimkit.open(small_store) as s:
+        found = {(r.test, r.encoder): r for r in stored_before_after(s.con, s.results())}
+        assert found[("weat7", "glove-6b-50d,debias=hard")].change == pytest.approx(after.change)
+        written = build.write_report(data.gather(s.con), tmp_path / "report", ["html"])
+    assert "Before and after debiasing" in written.html.read_text()
 
 
 def test_compare_command_prints_the_table(small_store, tmp_path):

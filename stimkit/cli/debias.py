@@ -76,5 +76,5 @@ def compare_cmd(
     if figure:
         from ..report.debias import before_after_figure
 
-        before_after_figure(rows, figure)
+        before_after_figure(rows).savefig(figure)
         err.print(f"wrote {figure}", highlight=False)

@@ -413,7 +413,7 @@ class DebiasedWordEncoder(WordVectorEncoder):
     def __init__(self, base: WordVectorEncoder, recipe: Recipe, spec: str):
         self.base, self.recipe, self.where = base, recipe, spec
         self.fit: dict = {}
-        identity = {"base": base.identity(), "debias": recipe.describe()}
+        identity = {"base": base.identity(), "base_fingerprint": base.fingerprint, "debias": recipe.describe()}
         super().__init__(base.name, self._mapped, identity, base.options.get("pooling", "cbow"), base.dim)
         self.options = _options(base, recipe)
         self.languages = base.languages
@@ -488,8 +488,8 @@ class DebiasedEncoder(Encoder):
     def _recipe(self) -> dict:
         return {**self.recipe.describe(), "templates_digest": self.templates_digest}
 
-    def identity(self) -> dict:
-        return {"base": self.base.identity(), "debias": self._recipe()}
+    def identity(self) -> dict:  # the base's fingerprint: what the report pairs a debiased result with
+        return {"base": self.base.identity(), "base_fingerprint": self.base.fingerprint, "debias": self._recipe()}
 
     def content(self) -> dict:
         return {"base": self.base.content(), "debias": self._recipe()}

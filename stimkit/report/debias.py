@@ -4,8 +4,6 @@ with its paired interval (right)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from matplotlib import rc_context
 from matplotlib.figure import Figure
 
@@ -19,7 +17,7 @@ def _err(value, low, high):
     return [[value - low if low is not None else 0], [high - value if high is not None else 0]]
 
 
-def before_after_figure(rows, path: str | Path) -> Path:
+def before_after_figure(rows) -> Figure:
     tests = list(dict.fromkeys(r.test for r in rows))
     encs = list(dict.fromkeys(r.encoder for r in rows))
     step = 0.8 / max(len(encs), 1)
@@ -42,6 +40,4 @@ def before_after_figure(rows, path: str | Path) -> Path:
         left.invert_yaxis()
         fig.legend(*left.get_legend_handles_labels(), loc="lower center", ncol=min(len(encs), 3), frameon=False)
         fig.tight_layout(rect=(0, 0.1 if len(encs) <= 3 else 0.16, 1, 1))
-        path = Path(path)
-        fig.savefig(path)
-    return path
+    return fig
