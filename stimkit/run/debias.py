@@ -106,6 +106,9 @@ def word_bias(enc) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
 def word_checks(enc, n: int, seed: int, resamples: int, vocab: int) -> list[CheckRow]:
     x0, x1, _, g = word_bias(enc)
     candidates = debias.candidate_rows(enc.base.vectors, enc.recipe.dimension, vocab)
+    if len(candidates) < 40:
+        raise StimkitError(f"encoder {enc.spec!r}: the checks need at least 40 plain lower-case words outside the "
+                           f"dimension's lists among the {vocab} most frequent; the vocabulary has {len(candidates)}")
     bias = np.zeros(len(x0))
     bias[candidates] = recover.unit(x0[candidates]) @ g
     order = candidates[np.argsort(bias[candidates], kind="stable")]
@@ -122,8 +125,9 @@ def word_checks(enc, n: int, seed: int, resamples: int, vocab: int) -> list[Chec
     train = min(1000, mw)
     out.append(_row(enc, "classifier", f"{mw} most biased words of each side, {train} trained on",
                     *(recover.classifier_accuracy(x[wide], wide_labels, train, seed) for x in (x0, x1))))
-    out.append(_row(enc, "neighbours", f"{m} most biased words of each side, 100 neighbours among {len(candidates)}",
-                    *(recover.neighbour_correlation(x, bias, items, candidates, 100) for x in (x0, x1))))
+    k = min(100, len(candidates) - 1)
+    out.append(_row(enc, "neighbours", f"{m} most biased words of each side, {k} neighbours among {len(candidates)}",
+                    *(recover.neighbour_correlation(x, bias, items, candidates, k) for x in (x0, x1))))
     return out
 
 
