@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import StimkitError
+from ..errors import UsageError
 from ..encoders import debias
 from ..stats import recover
 
@@ -89,7 +90,7 @@ def checks(enc, n: int = 500, seed: int = 0, resamples: int = 200, vocab: int = 
     elif isinstance(enc, debias.DebiasedEncoder):
         rows = sentence_checks(enc, seed)
     else:
-        raise StimkitError(f"encoder {enc.spec!r} is not debiased: name one with debias=<method> "
+        raise UsageError(f"encoder {enc.spec!r} is not debiased: name one with debias=<method> "
                            "(e.g. glove-6b-50d,debias=hard)")
     return rows + [similarity(enc, enc.base, name) for name in SIMILARITY_SETS]
 
