@@ -420,6 +420,11 @@ class DebiasedWordEncoder(WordVectorEncoder):
         self.vectors  # noqa: B018  (mapped now: a list or a fit that fails is refused before anything is written)
         self.fit = _FITS.setdefault(self.fingerprint, self.fit)  # mapped once a process (wordvectors._LOADED)
 
+    def content(self) -> dict:
+        """The fingerprint's: the base's options and the recipe (the lists by content), not the spec's
+        spelling of them (a dimension of one's own is named there by its path)."""
+        return {**self.details(), "options": self.base.options}
+
     def _mapped(self) -> WordVectors:
         wv = self.base.vectors
         dim = self.recipe.dimension
