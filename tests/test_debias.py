@@ -323,3 +323,19 @@ def test_compare_command_prints_the_table(small_store, tmp_path):
     assert [row["encoder"] for row in rows] == ["glove-6b-50d", "glove-6b-50d,debias=hard"]
     assert float(rows[1]["change"]) == pytest.approx(float(rows[1]["d"]) - float(rows[0]["d"]))
     assert (tmp_path / "f.svg").exists()
+
+
+def test_inlp_over_sentences():
+    """INLP of a sentence encoder, over its counterfactual sentence pairs: the map is an
+    orthogonal projection, the classifiers it trained are in its null space, and it stopped at
+    the first one whose held-out accuracy was within debias_tol of chance. (A loose tol keeps
+    the test short: the default, 0.05, takes MiniLM 34 classifiers.)"""
+    enc = encoders.resolve("minilm,debias=inlp,debias_tol=0.3")
+    p = enc.matrix
+    assert np.allclose(p, p.T, atol=1e-8) and np.allclose(p @ p, p, atol=1e-8)
+    assert 0 < enc.fit["removed"] < 384 and round(np.trace(p)) == 384 - np.linalg.matrix_rank(np.eye(384) - p)
+    acc, chance = enc.fit["accuracies"], enc.fit["chance"]
+    assert acc[-1] <= chance + 0.3 and all(a > chance + 0.3 for a in acc[:-1]) and len(acc) == enc.fit["removed"] + 1
+    # its vectors: the base's through the projection
+    base = enc.base.encode(["He is a doctor."], [None]).vectors
+    assert np.abs(enc.encode(["He is a doctor."], [None]).vectors - base @ p.T).max() < 1e-5

@@ -48,7 +48,7 @@ from .base import Encoded, Encoder
 from .wordvectors import WordVectorEncoder, WordVectors
 
 METHODS = ("hard", "inlp", "hsr", "sentencedebias")
-STATIC_ONLY = ("hard", "inlp", "hsr")
+STATIC_ONLY = ("hard", "inlp", "hsr")  # inlp: over a static vocabulary, else over counterfactual sentences
 OPTION_KEYS = ("debias", "debias_iterations", "debias_tol", "debias_words", "debias_vocab", "debias_components",
                "debias_templates", "debias_alpha")
 VERSION = "stimkit-debias/1"  # bump when a method's arithmetic changes in a way its inputs do not show
@@ -322,6 +322,16 @@ def oriented_direction(x: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return g if ((x[rows[:, 0]] - x[rows[:, 1]]) @ g).mean() >= 0 else -g
 
 
+def pair_sides(a: np.ndarray, b: np.ndarray, word_pair: np.ndarray) -> np.ndarray:
+    """1 where a sentence pair's first sentence is on the positive side of the pairs' first
+    principal direction, by the mean over its word pair's sentences (a word pair's sentences
+    share one orientation; a sentence's own sign would label noise), else 0."""
+    v = pair_subspace(a, b)[0]
+    lean = (np.asarray(a, dtype=np.float64) - b) @ v
+    means = {w: lean[word_pair == w].mean() for w in np.unique(word_pair)}
+    return np.array([1 if means[w] >= 0 else 0 for w in word_pair])
+
+
 def inlp_classes(x: np.ndarray, candidates: np.ndarray, g: np.ndarray, words: int):
     """Ravfogel et al.'s INLP data for word vectors: the `words` candidates most biased towards
     the pairs' first words (label 1), towards their second (0), and the `words` least biased
@@ -384,11 +394,11 @@ def derive(base: Encoder, recipe: Recipe, spec: str) -> Encoder:
     """The debiased encoder of `base`; the lists are checked against it now."""
     if len(base.layer_encoders()) > 1:
         raise StimkitError(f"encoder {spec!r}: debias takes one layer, not layer=all")
-    if recipe.method in STATIC_ONLY:
+    if recipe.method in STATIC_ONLY and not (recipe.method == "inlp" and not base.static):
         if not isinstance(base, WordVectorEncoder):
             raise StimkitError(f"encoder {spec!r}: debias={recipe.method} maps a vocabulary of stored word vectors, "
                                f"and {base.spec!r} has none (glove-6b-50d or vectors:<file> have one; "
-                               "for a sentence encoder use debias=sentencedebias)")
+                               "for a sentence encoder use debias=sentencedebias or debias=inlp)")
         return DebiasedWordEncoder(base, recipe, spec)
     from .imported import ImportedEncoder
 
@@ -463,28 +473,36 @@ class DebiasedWordEncoder(WordVectorEncoder):
 
 
 class DebiasedEncoder(Encoder):
-    """SentenceDebias over any encoder that can encode sentences: the base's vectors minus their
-    component in the subspace of the counterfactual pairs (found on first use)."""
+    """SentenceDebias or INLP over any encoder that can encode sentences: one linear map of the
+    base's vectors, fitted on the base's vectors of the counterfactual sentence pairs. SentenceDebias
+    removes their principal subspace (found on first use); INLP trains its classifiers to tell a
+    pair's two sides apart (binary, as bias-bench's INLP for race and religion; fitted when the
+    encoder is built, so a fit that does not converge is refused before anything is written)."""
 
     static = False
 
     def __init__(self, base: Encoder, recipe: Recipe, spec: str):
-        from ..stimuli.counterfactual import sentence_pairs
+        from ..stimuli.counterfactual import DEFAULT_TEMPLATES, sentence_pairs
 
         self.base, self.recipe, self.where = base, recipe, spec
         self.name, self.uses_span, self.languages = base.name, base.uses_span, base.languages
         self.options = _options(base, recipe)
         words = [(a, b) for a, b in dict.fromkeys((a.lower(), b.lower())
                                                    for a, b in recipe.dimension.definitional + recipe.dimension.equalize)]
-        self.pairs, self.templates_digest = sentence_pairs(words, recipe.params["templates"])
+        templates = recipe.params.get("templates", DEFAULT_TEMPLATES)
+        self.pairs, self.templates_digest = sentence_pairs(words, templates)
         if len(self.pairs) < 2:
-            raise StimkitError(f"encoder {spec!r}: the template set {recipe.params['templates']!r} gives "
+            raise StimkitError(f"encoder {spec!r}: the template set {templates!r} gives "
                                f"{len(self.pairs)} counterfactual sentence pair from {recipe.dimension.path}")
-        if recipe.params["components"] > min(2 * len(self.pairs), base.dim):
-            raise StimkitError(f"encoder {spec!r}: debias_components={recipe.params['components']} is more than the "
+        k = recipe.params.get("components", 1)
+        if k > min(2 * len(self.pairs), base.dim):
+            raise StimkitError(f"encoder {spec!r}: debias_components={k} is more than the "
                                f"{min(2 * len(self.pairs), base.dim)} directions {len(self.pairs)} sentence pairs of "
                                f"{base.dim}-d vectors have")
-        self._subspace: np.ndarray | None = None
+        self.fit: dict = {}
+        self._map: np.ndarray | None = None
+        if recipe.method == "inlp":
+            self.matrix  # noqa: B018
 
     @property
     def dim(self) -> int:
@@ -509,15 +527,46 @@ class DebiasedEncoder(Encoder):
         return v[: len(self.pairs)], v[len(self.pairs):]
 
     @property
-    def subspace(self) -> np.ndarray:
-        if self._subspace is None:
+    def word_pairs(self) -> np.ndarray:
+        """The word pair each sentence pair renders."""
+        return np.array([p[2] for p in self.pairs])
+
+    def fit_map(self, a: np.ndarray, b: np.ndarray, word_pair: np.ndarray) -> np.ndarray:
+        """The (dim, dim) map fitted on these pairs (all of them for the encoder; part for a
+        cross-fitted check)."""
+        if self.recipe.method == "sentencedebias":
+            subspace = pair_subspace(a, b, self.recipe.params["components"])
+            self.fit.setdefault("subspace", subspace)
+            return np.eye(a.shape[1]) - subspace.T @ subspace
+        p = self.recipe.params
+        side = pair_sides(a, b, word_pair)
+        x = np.concatenate([a, b])
+        x_train, x_dev, _, y_train, y_dev, _ = split(x, np.concatenate([side, 1 - side]))
+        fit = inlp(x_train, y_train, x_dev, y_dev, p["iterations"], p["tol"])
+        if not fit.converged:
+            raise StimkitError(f"encoder {self.where!r}: INLP did not converge: held-out accuracy "
+                               f"{fit.accuracies[-1]:.3f} after {p['iterations']} classifiers (chance {fit.chance:.3f} "
+                               f"+ debias_tol {p['tol']}): raise debias_iterations or debias_tol")
+        self.fit.setdefault("accuracies", fit.accuracies)
+        self.fit.setdefault("removed", fit.removed)
+        self.fit.setdefault("chance", fit.chance)
+        return fit.projection
+
+    @property
+    def matrix(self) -> np.ndarray:
+        if self._map is None:
             a, b = self.pair_vectors()
-            self._subspace = pair_subspace(a, b, self.recipe.params["components"])
-        return self._subspace
+            self._map = self.fit_map(a, b, self.word_pairs)
+        return self._map
+
+    @property
+    def subspace(self) -> np.ndarray:
+        """SentenceDebias's subspace (components, dim)."""
+        self.matrix  # noqa: B018
+        return self.fit["subspace"]
 
     def project(self, vectors: np.ndarray) -> np.ndarray:
-        v = np.asarray(vectors, dtype=np.float64)
-        return (v - (v @ self.subspace.T) @ self.subspace).astype(np.float32)
+        return (np.asarray(vectors, dtype=np.float64) @ self.matrix.T).astype(np.float32)
 
     def encode(self, texts, spans) -> Encoded:
         out = self.base.encode(texts, spans)

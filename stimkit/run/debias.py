@@ -13,9 +13,9 @@ original bias is the projection of its normalised base vector on the dimension's
     neighbours   r(original bias, mean original bias of the 100 nearest neighbours), for the 2N words
     wordsim353, simlex999   Spearman rho of human ratings and cosines (the pairs gensim ships)
 
-Sentence encoders (SentenceDebias): the classifier over the counterfactual sentences (labelled
+Sentence encoders (SentenceDebias, INLP over sentences): the classifier over the counterfactual sentences (labelled
 by the word of the pair, each word pair oriented by the base's direction over its sentences;
-split by word pair, the subspace refitted on the training half), the word
+split by word pair, the map refitted on the training half), the word
 similarity of the words encoded alone, and the neighbour overlap of template sentences
 (the share of each sentence's 10 nearest neighbours kept).
 """
@@ -136,29 +136,25 @@ def sentence_checks(enc, seed: int) -> list[CheckRow]:
     from ..stimuli import counterfactual, wordlists
 
     a, b = enc.pair_vectors()
-    word_pair = np.array([p[2] for p in enc.pairs])
+    word_pair = enc.word_pairs
     held = np.isin(word_pair, np.random.default_rng(seed).permutation(np.unique(word_pair))[::2])
-    v = debias.pair_subspace(a, b)[0]
-    # Which word of a word pair is on the direction's positive side: by the mean over its sentences
-    # (a sentence's own sign would label by the very component the map removes).
-    lean = (a - b) @ v
-    side = np.array([1 if lean[word_pair == w].mean() >= 0 else 0 for w in word_pair])
-    # Cross-fitted: the subspace the held-out sentences are projected by comes from the other word
-    # pairs only, as a word check's words are none of the lists' (fitted on every pair, the map
+    side = debias.pair_sides(a, b, word_pair)
+    # Cross-fitted: the map the held-out sentences go through is fitted on the other word pairs
+    # only, as a word check's words are none of the lists' (fitted on every pair, SentenceDebias
     # empties the held-out pairs' mean difference and the classifier scores below chance).
-    subspace = debias.pair_subspace(a[~held], b[~held], enc.recipe.params["components"])
+    fitted = enc.fit_map(a[~held], b[~held], word_pair[~held])
 
     def part(x, rows):
         return np.concatenate([x[0][rows], x[1][rows]]), np.concatenate([side[rows], 1 - side[rows]])
 
-    after = [(v_ - (v_ @ subspace.T) @ subspace) for v_ in (a, b)]
+    after = [v @ fitted.T for v in (a, b)]
     figures = [recover.split_classifier_accuracy(*part(x, ~held), *part(x, held), seed) for x in ((a, b), after)]
     out = [_row(enc, "classifier", f"{len(enc.pairs)} counterfactual sentence pairs, split by word pair, "
-                "the subspace fitted on the training half", *figures)]
+                "the map fitted on the training half", *figures)]
     lists = wordlists.load_all()
     words = [w.text for name in sorted(lists) if lists[name].path.endswith("caliskan2017.toml")
              for w in lists[name].words]
-    texts = counterfactual.sentences(words, enc.recipe.params["templates"])
+    texts = counterfactual.sentences(words, enc.recipe.params.get("templates", counterfactual.DEFAULT_TEMPLATES))
     texts = [texts[i] for i in sorted(np.random.default_rng(seed).permutation(len(texts))[:1000])]
     base = enc.base.encode(texts, [None] * len(texts)).vectors
     overlap = recover.neighbour_overlap(base, enc.project(base), 10)
