@@ -717,6 +717,87 @@ class Store:
 
         return audit_summary(self.con, where, top)
 
+    def perturbation_families(self, tests: list[str], rules: list[str] | None = None,
+                              max_variants: int | None = None) -> dict:
+        """Each test's template set's perturbation family (stimuli.perturb.plan), from the text
+        alone: its size is known, and bounded, before anything renders."""
+        from .catalog import tests as catalog
+        from .run.wording import perturbed_set
+        from .stimuli import perturb, templates
+
+        chosen = [catalog.get(self.con, n, self.catalog_dir) for n in tests]
+        return {s: perturb.plan(templates.load_set(s, self.template_dir, self.override), limit=max_variants, only=rules)
+                for s in dict.fromkeys(perturbed_set(t) for t in chosen)}
+
+    def audit_perturb(self, tests: list[str] | None = None, encoders: list[str] | None = None, *,
+                      study: str | Path | None = None, alpha: float | None = None, rules: list[str] | None = None,
+                      max_variants: int | None = None, command: str = "library", on_family=None, on_audit=None,
+                      progress=None, **option_values):
+        """Wording audits (stimkit.run.wording): each test under its template set and every
+        meaning-preserving rewording of it (stimuli.perturb), on each encoder. `study`: its tests,
+        encoders and alpha (flags override). Returns (run_id, audits, rankings, families)."""
+        import tempfile
+
+        from .catalog import tests as catalog
+        from .run import plan as run_plan, wording
+        from .run.options import Options
+        from .stimuli import generate, perturb, templates, wordlists
+
+        self._writable("audit")
+        if study is not None:
+            from .study import study as studies
+
+            st = studies.load(study)
+            chosen = [t for t in catalog.select(self.con, list(st.tests) or ["*"], directory=self.catalog_dir)
+                      if t.context == "sentence"]
+            encoders, alpha = encoders or list(st.encoders), alpha if alpha is not None else st.alpha
+            option_values = {**st.options, **option_values}
+        else:
+            if not tests:
+                raise UsageError("audit perturb needs tests: --test/-t (repeatable) or --study")
+            chosen = [catalog.get(self.con, n, self.catalog_dir) for n in tests]
+        if not chosen:
+            raise UsageError(f"study {study}: no sentence test to reword")
+        encoders = list(encoders or ["minilm"])
+        alpha = alpha if alpha is not None else self.study_alpha([t.name for t in chosen])
+        opts = Options(**{"alpha": alpha, **option_values})
+        lists = wordlists.load_all()
+        if self.wordlist_dir:
+            lists = wordlists.merge(lists, wordlists.load_all(self.wordlist_dir), self.override)
+        families, tsets, provenance = {}, {}, []
+        with tempfile.TemporaryDirectory(prefix="stimkit-perturb-") as tmp:
+            for name in dict.fromkeys(wording.perturbed_set(t) for t in chosen):
+                tset = templates.load_set(name, self.template_dir, self.override)
+                family = perturb.plan(tset, limit=max_variants, only=rules)  # size known, bounded: nothing rendered yet
+                words = [tset.inflected(w) for t in chosen if wording.perturbed_set(t) == name
+                         for s in t.set_specs() if s.wordlist in lists for w in lists[s.wordlist].words]
+                candidates = perturb.materialize(family, tset, Path(tmp) / f"{name}.candidates")
+                family = perturb.check(family, tset, candidates, words)
+                tsets[name] = tset
+                tsets.update(perturb.materialize(family, tset, Path(tmp) / name))
+                provenance += [row for v in family.variants for row in perturb.provenance(v, tsets[v.name])]
+                families[name] = family
+                if on_family:
+                    on_family(family)
+            tests_all = [vt for t in chosen for vt in wording.variant_tests(t, families[wording.perturbed_set(t)])]
+            specs = list(dict.fromkeys(s for t in tests_all for s in t.set_specs()))
+            generate.generate(self.con, specs, lists, tsets)
+        plan = run_plan.make(self.con, tests_all, encoders, opts, generate_missing=self._generate_missing)
+        if plan.refused:
+            raise plan.refused[0].as_error()
+        _, failed = self._encode_plan(plan, progress)
+        if failed:
+            raise InputError(next(iter(failed.values())))
+        wplan = wording.WordingPlan(tuple(chosen), families, plan, tuple(provenance))
+        run_id, audits, rankings = wording.run(self.con, wplan, alpha, command, on_audit)
+        return run_id, audits, rankings, families
+
+    def wording_audits(self, where: str | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """Stored wording audits (a row per test x encoder) and the rankings across encoders."""
+        from .analysis.stored import wording_summary
+
+        return wording_summary(self.con, where)
+
     def wefat(self, name: str | None = None, encoder: str = "glove-6b-50d", *, targets: str | None = None,
               a: str | None = None, b: str | None = None, property: str | None = None, label: str = "adhoc",  # noqa: A002
               context: str | None = None, templates: str = "may2019", progress=None, **option_values) -> WefatResult:
