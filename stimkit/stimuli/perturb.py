@@ -303,8 +303,8 @@ def grammar_errors(text: str, span: tuple[int | None, int | None], singular: str
         errors.add(f"a doubled word: {m.group(0)!r}")
     start, end = span
     if start is not None and singular and plural and singular != plural:
-        form = text[start:end]
-        number = "plural" if form == plural else "singular" if form == singular else None
+        form = text[start:end]  # as rendered: capfirst may have raised its first letter
+        number = "plural" if form.lower() == plural.lower() else "singular" if form.lower() == singular.lower() else None
         before = re.findall(r"([\w']+)\s*$", text[:start])
         after = re.match(r"\s*('s|'re|[\w]+)", text[end:])
         prev = before[0].lower() if before else ""
