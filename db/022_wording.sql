@@ -63,3 +63,22 @@ CREATE TABLE IF NOT EXISTS wording_rankings (
     mean_tau     DOUBLE,                       -- mean over variants of Kendall's tau against the original's order
     keep_share   DOUBLE                        -- share of variants whose order is the original's
 );
+
+-- Contexts from a corpus (catalog.corpus, `stimkit import corpus`): where each stimulus of a
+-- corpus set comes from, and how many contexts each word had.
+CREATE TABLE IF NOT EXISTS corpus_contexts (
+    set_version  VARCHAR NOT NULL,
+    ordinal      INTEGER NOT NULL,             -- the stimulus (stimuli.ordinal)
+    document     VARCHAR NOT NULL,             -- the file (JSONL/Parquet: file#id or file#record)
+    line         BIGINT NOT NULL,              -- the record's line (Parquet: its row), from 1
+    char_offset  BIGINT NOT NULL,              -- the sentence's first character in the record
+    PRIMARY KEY (set_version, ordinal)
+);
+
+CREATE TABLE IF NOT EXISTS corpus_words (
+    set_version  VARCHAR NOT NULL,
+    word         VARCHAR NOT NULL,
+    found        BIGINT NOT NULL,              -- occurrences in the corpus
+    sampled      INTEGER NOT NULL,             -- contexts kept (at most --per-word)
+    PRIMARY KEY (set_version, word)
+);

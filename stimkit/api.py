@@ -283,6 +283,24 @@ class Store:
             if generate else []
         return {**report, "sets": sets}
 
+    def import_corpus(self, paths: list[str | Path], wordlists_: list[str], *, name: str = "corpus",
+                      per_word: int = 100, seed: int = 0, min_contexts: int = 10, case: str = "auto",
+                      max_line_chars: int | None = None):
+        """Contexts from real text (catalog.corpus): sentences of plain text, JSONL or Parquet
+        files holding the words of the lists `wordlists_`, up to `per_word` a word (seeded),
+        stored as sets `<list>@corpus:<name>` with their provenance. Returns a CorpusImport
+        (its `few`: the words with fewer than `min_contexts` contexts)."""
+        from .catalog import corpus
+        from .stimuli import wordlists
+
+        self._writable("import corpus")
+        lists = wordlists.load_all()
+        if self.wordlist_dir:
+            lists = wordlists.merge(lists, wordlists.load_all(self.wordlist_dir), self.override)
+        return corpus.import_corpus(self.con, list(paths), lists, list(wordlists_), name=name, per_word=per_word,
+                                    seed=seed, min_contexts=min_contexts, case=case,
+                                    max_chars=max_line_chars or corpus.MAX_LINE_CHARS)
+
     # ------------------------------------------------------------------ vectors
 
     def encode(self, encoder_specs: list[str], sets: list[str] | None = None, tests: list[str] | None = None,
