@@ -284,7 +284,7 @@ class Store:
         return {**report, "sets": sets}
 
     def import_corpus(self, paths: list[str | Path], wordlists_: list[str], *, name: str = "corpus",
-                      per_word: int = 100, seed: int = 0, min_contexts: int = 10, case: str = "auto",
+                      per_word: int = 100, seed: int = 0, min_contexts: int | None = None, case: str = "auto",
                       max_line_chars: int | None = None):
         """Contexts from real text (catalog.corpus): sentences of plain text, JSONL or Parquet
         files holding the words of the lists `wordlists_`, up to `per_word` a word (seeded),
@@ -809,6 +809,27 @@ class Store:
         wplan = wording.WordingPlan(tuple(chosen), families, plan, tuple(provenance))
         run_id, audits, rankings = wording.run(self.con, wplan, alpha, command, on_audit)
         return run_id, audits, rankings, families
+
+    def ceat(self, tests: list[str], encoders: list[str] = ("minilm",), *, context: str | None = "c-word",
+             samples: int = 1000, seed: int = 0, progress=None, **option_values) -> list:
+        """CEAT's combined effect size (stats.ceat; Guo & Caliskan 2021) of each test on each
+        encoder (default context c-word: a word's vector in each of its contexts), beside
+        stimkit's d and p over every context and the crossed model's d. Vectors missing are
+        encoded; nothing else is stored. Returns run.ceat.CeatRow rows."""
+        from .catalog import tests as catalog
+        from .run import ceat, cword, plan as run_plan
+        from .run.options import Options
+
+        self._writable("ceat")
+        chosen = [cword.in_context(catalog.get(self.con, n, self.catalog_dir), context) for n in tests]
+        plan = run_plan.make(self.con, chosen, list(encoders), Options(**{"seed": seed, **option_values}),
+                             generate_missing=self._generate_missing)
+        if plan.refused:
+            raise plan.refused[0].as_error()
+        _, failed = self._encode_plan(plan, progress)
+        if failed:
+            raise InputError(next(iter(failed.values())))
+        return [ceat.ceat_one(self.con, pt, enc, samples, seed)[0] for pt, enc in plan.pairs]
 
     def wording_audits(self, where: str | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
         """Stored wording audits (a row per test x encoder) and the rankings across encoders."""

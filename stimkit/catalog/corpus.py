@@ -254,10 +254,11 @@ def span(sentence: str, forms: list[str], sensitive: bool) -> tuple[int, int]:
 
 
 def import_corpus(con, paths: list[str | Path], lists: dict, names: list[str], *, name: str = "corpus",
-                  per_word: int = 100, seed: int = 0, min_contexts: int = 10, case: str = "auto",
+                  per_word: int = 100, seed: int = 0, min_contexts: int | None = None, case: str = "auto",
                   max_chars: int = MAX_LINE_CHARS) -> CorpusImport:
     """Scan the corpus for the words of the lists `names`, sample, and store a set per list
-    (one transaction; nothing stored when a list has no occurrence at all)."""
+    (one transaction; nothing stored when a list has no occurrence at all). `few`: the words
+    with fewer than `min_contexts` contexts (default: the lesser of 10 and `per_word`)."""
     import pyarrow as pa
 
     from ..stimuli import generate
@@ -329,7 +330,7 @@ def import_corpus(con, paths: list[str | Path], lists: dict, names: list[str], *
             report.append({"name": set_name, "version": version, "status": "unchanged" if exists else "new",
                            "n_words": sum(1 for c in counts if c.wordlist == n and c.sampled),
                            "n_stimuli": len(rows["stimulus"])})
-    few = [c for c in counts if c.sampled < min_contexts]
+    few = [c for c in counts if c.sampled < (min(10, per_word) if min_contexts is None else min_contexts)]
     return CorpusImport(name, report, counts, counter["records"], counter["sentences"], few)
 
 

@@ -254,7 +254,7 @@ def import_corpus_cmd(
     name: Annotated[str, typer.Option("--name", help="The corpus' name: sets <list>@corpus:<name>.")] = "corpus",
     per_word: Annotated[int, typer.Option("--per-word", "-n", help="Contexts kept a word, at most (a seeded sample).")] = 100,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the sample.")] = 0,
-    min_contexts: Annotated[int, typer.Option("--min-contexts", help="Name the words with fewer contexts than this.")] = 10,
+    min_contexts: Annotated[Optional[int], typer.Option("--min-contexts", help="Name the words with fewer contexts than this (default: the lesser of 10 and --per-word).")] = None,
     case: Annotated[str, typer.Option("--case", help="auto (names in their own case, other words in any), sensitive, insensitive.")] = "auto",
     max_line_chars: Annotated[Optional[int], typer.Option("--max-line-chars", help="Refuse a record longer than this (default 1000000).")] = None,
     wordlist_dir: Annotated[Optional[Path], typer.Option("--wordlist-dir", help="Your word lists, beside the built-in ones.")] = None,
@@ -277,7 +277,7 @@ def import_corpus_cmd(
         out.print(f"{s['status']:>9}  {s['name']:<40} {s['version']}  {count(s['n_words'], 'word'):>9}  "
                   f"{count(s['n_stimuli'], 'context'):>13}", highlight=False, markup=False, emoji=False)
     if r.few:
-        err.print(f"note: {count(len(r.few), 'word')} with fewer than {min_contexts} contexts: "
+        err.print(f"note: {count(len(r.few), 'word')} with fewer than {min_contexts or min(10, per_word)} contexts: "
                   + ", ".join(f"{c.word} ({c.sampled})" for c in r.few), highlight=False, markup=False, emoji=False)
 
 
