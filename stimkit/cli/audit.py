@@ -156,6 +156,36 @@ def _wording_line(a) -> None:
               f"{a.verdict}", highlight=False)
 
 
+@audit_app.command("ceat")
+@handles_errors
+def audit_ceat_cmd(
+    test: Annotated[list[str], typer.Option("--test", "-t", help="A test whose words have several contexts (a corpus import's sets; repeatable).")],
+    encoder: Annotated[Optional[list[str]], typer.Option("--encoder", "-e", help="Encoder (repeatable; default: minilm).")] = None,
+    context: Annotated[str, typer.Option("--context", help="c-word (a word's own vector in each context) or sentence (the pooled sentence).")] = "c-word",
+    samples: Annotated[int, typer.Option("--samples", "-n", help="CEAT's N: draws of one context a word.", min=2)] = 1000,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the draws.")] = 0,
+    fmt: Annotated[Optional[str], format_option()] = None,
+):
+    """CEAT's combined effect size (Guo & Caliskan 2021) beside stimkit's d and the crossed model's d.
+
+    CEAT draws one context a word N times and pools the draws' effect sizes with a random-effects
+    model; its p pools N correlated draws and is far smaller than a test's own p.
+
+    Example:
+      stimkit audit ceat -t my-corpus-test -e minilm -n 1000
+    """
+    import dataclasses
+
+    import polars as pl
+
+    with open_store() as store:
+        rows = store.ceat(test, encoder or ["minilm"], context=None if context == "sentence" else context,
+                          samples=samples, seed=seed)
+    emit(pl.DataFrame([dataclasses.asdict(r) for r in rows]), fmt,
+         title="CEAT's combined effect size (CES, its p) beside stimkit's d and p and the crossed model's d",
+         keep=("ces", "d"))
+
+
 @audit_app.command("show")
 @handles_errors
 def audit_show_cmd(
