@@ -666,7 +666,7 @@ class Store:
         data.left_out = analysis.left_out(self.con, where, run_id if study is not None else None)
         self._release()  # drawing takes seconds: let writers in
         written = report.write_report(data, Path(out_dir), formats, force)
-        if audits and not data.audits:
+        if audits and not data.audits and data.wording is None:
             written.notes.append("no template audits" + (f" of {', '.join(tests)}" if tests else "")
                                  + " (run `stimkit audit templates`)")
         return written

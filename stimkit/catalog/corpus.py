@@ -191,14 +191,14 @@ def scan(paths: list[Path], lists: dict, per_word: int, seed: int, case: str = "
 
     if case not in CASES:
         raise UsageError(f"unknown --case {case!r} (known: {', '.join(CASES)})")
-    forms = []   # (form key, list, word): the key a match maps back by (lower-cased where insensitive)
-    patterns = {True: [], False: []}
+    keys: dict[bool, dict[str, list[str]]] = {True: {}, False: {}}   # sensitive -> form key -> ["list<US>word"]
     for name, wl in lists.items():
         for w in wl.words:
             sens = _sensitive(w, case)
             for f in _forms(w):
-                forms.append((f if sens else f.lower(), sens, name, w.text))
-                patterns[sens].append(f)
+                entry = keys[sens].setdefault(f if sens else f.lower(), [])
+                if f"{name}{_US}{w.text}" not in entry:
+                    entry.append(f"{name}{_US}{w.text}")
     counter = {"records": 0, "sentences": 0}
     reader = pa.RecordBatchReader.from_batches(
         pa.schema([("document", pa.string()), ("line", pa.int64()), ("offset", pa.int64()), ("sentence", pa.string())]),
@@ -207,24 +207,27 @@ def scan(paths: list[Path], lists: dict, per_word: int, seed: int, case: str = "
     con.execute("SET threads TO 2")
     con.execute("SET preserve_insertion_order = false")
     con.register("corpus", reader)
-    con.register("forms", pa.table({"form": [f[0] for f in forms], "sensitive": [f[1] for f in forms],
-                                    "wordlist": [f[2] for f in forms], "word": [f[3] for f in forms]}))
-    parts = []
-    for sens, found in patterns.items():
-        if found:
-            pat = word_pattern(sorted(set(found)), sens).replace("'", "''")
-            key = "m" if sens else "lower(m)"
-            parts.append(f"""SELECT document, line, "offset", sentence, {key} AS form, {str(sens).lower()} AS sensitive
-                             FROM (SELECT *, unnest(list_distinct(regexp_extract_all(sentence, '{pat}', 1))) AS m
-                                   FROM corpus WHERE regexp_matches(sentence, '{pat}'))""")
+    # One pass over the stream (an Arrow reader is read once): per sentence, the distinct
+    # (list, word) its matches map to, through a MAP literal of the forms (case folded where
+    # the word matches in any case); per (list, word), the count and the seeded sample.
+    found_lists, conditions = [], []
+    for sens, table in keys.items():
+        if not table:
+            continue
+        pat = _sql_string(word_pattern(sorted(table), sens))
+        lookup = "MAP {" + ", ".join(f"{_sql_string(k)}: [{', '.join(map(_sql_string, v))}]" for k, v in table.items()) + "}"
+        key = "m" if sens else "lower(m)"
+        found_lists.append(f"flatten(list_transform(regexp_extract_all(sentence, {pat}, 1), "
+                           f"lambda m: coalesce({lookup}[{key}], [])))")
+        conditions.append(f"regexp_matches(sentence, {pat})")
+    listed = found_lists[0] if len(found_lists) == 1 else f"list_concat({', '.join(found_lists)})"
     sql = f"""
-        WITH hits AS ({' UNION ALL '.join(parts)}),
-        words AS (SELECT DISTINCT h.document, h.line, h."offset", h.sentence, f.wordlist, f.word
-                  FROM hits h JOIN forms f ON f.form = h.form AND f.sensitive = h.sensitive)
-        SELECT wordlist, word, count(*) AS found,
+        WITH hits AS (SELECT document, line, "offset", sentence, unnest(list_distinct({listed})) AS lw
+                      FROM corpus WHERE {' OR '.join(conditions)})
+        SELECT split_part(lw, chr(31), 1) AS wordlist, split_part(lw, chr(31), 2) AS word, count(*) AS found,
                min_by({{'document': document, 'line': line, 'offset': "offset", 'sentence': sentence}},
                       hash(document, line, "offset", {int(seed)}), {int(per_word)}) AS sample
-        FROM words GROUP BY wordlist, word"""
+        FROM hits GROUP BY lw"""
     try:
         rows = con.execute(sql).fetchall()
     except duckdb.Error as e:
@@ -240,6 +243,13 @@ def scan(paths: list[Path], lists: dict, per_word: int, seed: int, case: str = "
     sampled = {(wl, w): sorted(((s["document"], s["line"], s["offset"], s["sentence"]) for s in sample),
                                key=lambda r: (r[0], r[1], r[2])) for wl, w, _, sample in rows}
     return found, sampled, counter
+
+
+_US = chr(31)   # between a list's name and a word in the scan's keys
+
+
+def _sql_string(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
 
 
 def _python_message(text: str) -> str:

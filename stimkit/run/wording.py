@@ -6,7 +6,8 @@ change of d against the original, (d_v - d_0) / |d_0| (Seshadri, Pezeshkpour & S
 its range; the share of variants that flip the sign of d, and the share that flip the decision
 (p <= alpha, the view's alpha); the templates' share of variance in the crossed words x
 templates model over the whole family (every variant's frames as templates; stats.crossed);
-and a verdict: fragile where any variant flips the sign or the decision, else robust. Across
+and a verdict: fragile where a variant changes the conclusion (flips the decision, or the sign
+of a d that is significant, in the original or the variant), else robust. Across
 encoders, per test: Kendall's tau between each variant's order of the encoders by d and the
 original's, and the share of variants that keep that order.
 """
@@ -185,7 +186,10 @@ def audit_one(run_id: str, con, test: TestDef, family: Family, planned: dict, en
     if fit is not None:
         shares = fit.shares
         share = float(shares["templates"] + shares["group_template"])
-    fragile = any(signs) or any(decisions)
+    # fragile: a rewording changes the conclusion: the decision at alpha, or the direction of a
+    # significant effect (a sign that flips between two non-significant d's changes no conclusion)
+    fragile = any(decisions) or any(r.sign_flip and (significant(r.p_value, alpha) or significant(p0, alpha))
+                                    for r in others)
     return WordingAudit(
         audit_id, run_id, test.name, family.parent, enc.spec, enc.fingerprint, alpha, len(others),
         sum(1 for x in family.dropped if x.template), d0, p0, min(rel) if rel else None, max(rel) if rel else None,
