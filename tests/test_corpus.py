@@ -180,3 +180,27 @@ def test_bad_input_unknown_format_and_list(tmp_path, catalog_db):
     f = tmp_path / "a.csv"
     f.write_text("home\n")
     assert "unknown corpus format" in _bad(tmp_path, catalog_db, [f])
+
+
+def test_ceat_beside_stimkits_own_estimates_on_the_imported_contexts(imported):
+    import stimkit
+
+    path, _ = imported
+    with stimkit.open(path) as s:
+        (row,) = s.ceat(["inaugural-c6"], ["minilm"], samples=200, seed=0)
+        stored = s.con.execute("SELECT effect_size, p_value, crossed_d FROM results WHERE context = 'c-word' "
+                               "ORDER BY created_at DESC LIMIT 1").fetchone()
+    # stimkit's own d, p and crossed d are the c-word test's, from the same vectors
+    assert (row.d, row.p, row.crossed_d) == pytest.approx(stored, abs=1e-12)
+    assert row.context == "c-word" and row.n_samples == 200 and row.contexts_min >= 1 and row.contexts_max <= 8
+    assert row.words == (7, 6, 4, 5) and -2 < row.ces < 2 and row.tau2 >= 0
+
+
+def test_names_match_in_their_own_case(tmp_path, lists):
+    f = tmp_path / "names.txt"
+    f.write_text("John met the family at home.\nA john is not a name here. Bill paid the bill.\n")
+    found, sampled, _ = corpus.scan([f], {"male_names": lists["male_names"], "family": lists["family"]}, 5, 0)
+    assert found[("male_names", "John")] == 1 and found[("male_names", "Bill")] == 1
+    assert found[("family", "family")] == 1 and found[("family", "home")] == 1
+    (doc, line, offset, sentence), = sampled[("male_names", "Bill")]
+    assert (doc, line, offset, sentence) == ("names.txt", 2, 27, "Bill paid the bill.")

@@ -1,6 +1,8 @@
 """Wording audits (run.wording): a test under every rewording of its templates, its numbers
 checked by hand and by invariants; the bad inputs leave the store as it was."""
 
+import json
+
 import numpy as np
 import pytest
 from scipy.stats import kendalltau
@@ -149,3 +151,20 @@ def test_bad_input_family_over_its_bound_and_a_test_without_templates(catalog_db
     assert r.exit_code == 2 and "over the bound of 3 (raise it with --max-variants" in r.output
     r = CliRunner().invoke(app, ["--db", str(path), "audit", "perturb", "-t", "weat6"])
     assert r.exit_code == 2 and "a wording audit perturbs one template set" in r.output
+
+
+def test_from_a_study_file_and_dry_run(catalog_db, tmp_path):
+    import shutil
+
+    path = tmp_path / "s.duckdb"
+    shutil.copy(catalog_db, path)
+    study = tmp_path / "study.toml"
+    study.write_text('name = "mine"\ntests = ["sent-weat6"]\nencoders = ["glove-6b-50d"]\nalpha = 0.05\n')
+    r = CliRunner().invoke(app, ["--db", str(path), "audit", "perturb", "--study", str(study), "--rule", "syn-present",
+                                 "--format", "json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output[r.output.index("{"):r.output.rindex("}") + 1])
+    (row,) = doc["rows"]
+    assert (row["test"], row["encoder"], row["n_variants"], row["alpha"]) == ("sent-weat6", "glove-6b-50d", 1, 0.05)
+    r = CliRunner().invoke(app, ["--db", str(path), "audit", "perturb", "-t", "sent-weat6", "--dry-run", "--format", "csv"])
+    assert r.exit_code == 0 and "may2019,may2019~syn-called,synonymous frame,3," in r.output
