@@ -837,6 +837,12 @@ class Store:
 
         return wording_summary(self.con, where)
 
+    def wording_variants(self, where: str | None = None) -> pl.DataFrame:
+        """Every variant of the stored wording audits `where` selects: d, p, relative change, flips."""
+        from .analysis.stored import wording_variants
+
+        return wording_variants(self.con, where)
+
     def wefat(self, name: str | None = None, encoder: str = "glove-6b-50d", *, targets: str | None = None,
               a: str | None = None, b: str | None = None, property: str | None = None, label: str = "adhoc",  # noqa: A002
               context: str | None = None, templates: str = "may2019", progress=None, **option_values) -> WefatResult:

@@ -89,6 +89,11 @@ def test_stored_rows_and_audit_show(audited):
     r = CliRunner().invoke(app, ["--db", str(path), "audit", "show", "--format", "csv"])
     assert r.exit_code == 0, r.output
     assert "sent-weat6,glove-6b-50d,may2019,4," in r.output
+    r = CliRunner().invoke(app, ["--db", str(path), "audit", "show", "--variants", "--format", "csv"])
+    assert r.exit_code == 0, r.output
+    past = next(x for x in r.output.splitlines() if ",may2019~tense-past," in x).split(",")
+    v = next(v for v in a.variants if v.rule == "tense-past")
+    assert float(past[6]) == pytest.approx(v.effect_size) and float(past[8]) == pytest.approx(v.rel_change)
 
 
 def test_ranking_by_hand():
@@ -123,11 +128,17 @@ def _slot_removing_set(tmp_path):
     return tmp_path / "tpl"
 
 
-def test_bad_input_a_rule_that_removes_the_slot(catalog_db, tmp_path):
+def _copy(catalog_db, tmp_path):
+    """A private copy of the generated catalog store."""
     import shutil
 
     path = tmp_path / "s.duckdb"
     shutil.copy(catalog_db, path)
+    return path
+
+
+def test_bad_input_a_rule_that_removes_the_slot(catalog_db, tmp_path):
+    path = _copy(catalog_db, tmp_path)
     con = store.connect(path)
     before = snapshot(con)
     con.close()
@@ -143,10 +154,7 @@ def test_bad_input_a_rule_that_removes_the_slot(catalog_db, tmp_path):
 
 
 def test_bad_input_family_over_its_bound_and_a_test_without_templates(catalog_db, tmp_path):
-    import shutil
-
-    path = tmp_path / "s.duckdb"
-    shutil.copy(catalog_db, path)
+    path = _copy(catalog_db, tmp_path)
     r = CliRunner().invoke(app, ["--db", str(path), "audit", "perturb", "-t", "sent-weat6", "--max-variants", "3"])
     assert r.exit_code == 2 and "over the bound of 3 (raise it with --max-variants" in r.output
     r = CliRunner().invoke(app, ["--db", str(path), "audit", "perturb", "-t", "weat6"])
@@ -154,10 +162,7 @@ def test_bad_input_family_over_its_bound_and_a_test_without_templates(catalog_db
 
 
 def test_from_a_study_file_and_dry_run(catalog_db, tmp_path):
-    import shutil
-
-    path = tmp_path / "s.duckdb"
-    shutil.copy(catalog_db, path)
+    path = _copy(catalog_db, tmp_path)
     study = tmp_path / "study.toml"
     study.write_text('name = "mine"\ntests = ["sent-weat6"]\nencoders = ["glove-6b-50d"]\nalpha = 0.05\n')
     r = CliRunner().invoke(app, ["--db", str(path), "audit", "perturb", "--study", str(study), "--rule", "syn-present",

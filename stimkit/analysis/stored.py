@@ -64,3 +64,17 @@ def wording_summary(con, where: str | None = None) -> tuple[pl.DataFrame, pl.Dat
     except duckdb.Error as e:
         raise InputError(f"--where {where!r}: {usersql.first_line(e)}") from None
     return audits, rankings
+
+
+def wording_variants(con, where: str | None = None) -> pl.DataFrame:
+    """d, p, relative change and flips of every variant of the wording audits `where` selects."""
+    if where:
+        usersql.check_select(f"SELECT * FROM wording_audits WHERE ({where})", f"--where {where!r}")
+    try:
+        return store.frame(con, f"""
+            SELECT a.test, a.encoder, v.variant, v.rule, v.family, v.n_changed, v.effect_size AS d, v.p_value AS p,
+                   v.rel_change, v.sign_flip, v.decision_flip, a.alpha
+            FROM wording_variants v JOIN wording_audits a USING (audit_id) {('WHERE ' + where) if where else ''}
+            ORDER BY a.run_id, a.test, a.encoder, v.rule NULLS FIRST""")
+    except duckdb.Error as e:
+        raise InputError(f"--where {where!r}: {usersql.first_line(e)}") from None

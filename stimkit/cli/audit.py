@@ -192,6 +192,7 @@ def audit_show_cmd(
     where: Annotated[Optional[str], typer.Option("--where", help="SQL condition on `audits`.")] = None,
     top: Annotated[int, typer.Option("--top", help="Templates listed per audit.")] = 3,
     movers: Annotated[bool, typer.Option("--templates", help="Only the templates that move each test most.")] = False,
+    variants: Annotated[bool, typer.Option("--variants", help="Only the wording audits' variants: d, p, relative change, flips.")] = False,
     fmt: Annotated[Optional[str], format_option()] = None,
 ):
     """A summary of audits: pooled d, tau2, I2, flip rates, and the templates that move each test most.
@@ -203,7 +204,15 @@ def audit_show_cmd(
     Examples:
       stimkit audit show --top 3
       stimkit audit show --templates --format csv
+      stimkit audit show --variants --where "test = 'sent-weat6'"
     """
+    if variants:
+        with open_store(read_only=True) as store:
+            rows = store.wording_variants(where)
+        if rows.height == 0:
+            raise StimkitError("no wording audits" + (f" where {where}" if where else "") + " (run `stimkit audit perturb`)")
+        emit(rows, fmt, title="Wording audits: d and p under each rewording (the original first)", keep=("d", "p"))
+        return
     with open_store(read_only=True) as store:
         audits, movers_df = store.audits(where, top)
         wording = rankings = None
