@@ -137,8 +137,10 @@ def audit_perturb_cmd(
             on_family=lambda f: err.print(f.summary(), highlight=False), on_audit=_wording_line,
             progress=progress_for, budget=budget, seed=seed)
         audits, rankings = store.wording_audits(f"run_id = '{run_id}'")
-    emit_tables({"wording": audits.drop("run_id"), "rankings": rankings.drop("run_id")}, fmt,
-                titles={"wording": WORDING_TITLE, "rankings": RANKINGS_TITLE})
+    tables = {"wording": audits.drop("run_id")}
+    if rankings.height:  # one encoder: no order to keep
+        tables["rankings"] = rankings.drop("run_id")
+    emit_tables(tables, fmt, titles={"wording": WORDING_TITLE, "rankings": RANKINGS_TITLE})
     for f in families.values():
         for d in f.dropped:
             err.print(f"dropped {d.variant}{' ' + d.template if d.template else ''}: {d.reason}", highlight=False)
@@ -224,7 +226,7 @@ def audit_show_cmd(
                     raise
     if wording is not None and wording.height:
         tables = {"audits": audits.drop("audit_id"), "templates": movers_df} if audits.height else {}
-        tables.update(wording=wording, rankings=rankings)
+        tables.update(wording=wording, **({"rankings": rankings} if rankings.height else {}))
         emit_tables(tables, fmt, titles={"audits": AUDITS_TITLE, "templates": TEMPLATES_TITLE,
                                          "wording": WORDING_TITLE, "rankings": RANKINGS_TITLE},
                     options={"templates": KEEP_TEMPLATES})
