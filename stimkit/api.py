@@ -870,6 +870,36 @@ class Store:
 
         return wefat_results(self.con, where, words)
 
+    def debias_compare(self, tests: list[str], debiased: list[str], base: str | None = None, progress=None,
+                       on_result=None, **option_values) -> tuple[RunReport, list]:
+        """Before and after (analysis.debias): `tests` on the base encoder and on each debiased
+        one (`glove-6b-50d,debias=hard`), in one run; the base is the debiased encoders' own
+        (`base`, if given, must be it). Returns the run's report and a BeforeAfter row per result."""
+        from . import encoders
+        from .analysis.debias import before_after
+
+        derived = [encoders.resolve(spec) for spec in debiased]
+        bases = {getattr(e, "base", None) and e.base.fingerprint for e in derived}
+        if None in bases or not derived:
+            raise UsageError("name debiased encoders (a spec with debias=<method>, e.g. glove-6b-50d,debias=hard)")
+        if len(bases) > 1 or (base is not None and encoders.resolve(base).fingerprint not in bases):
+            raise UsageError("the debiased encoders must share one base encoder (the one they were derived from)")
+        base_spec = base or derived[0].base.spec
+        report = self.test(tests, encoders=[base_spec, *debiased], progress=progress, on_result=on_result,
+                           command="debias compare", **option_values)
+        return report, before_after(self.con, report.results, next(iter(bases)))
+
+
+def debias_checks(specs: list[str], n: int = 500, seed: int = 0, resamples: int = 200) -> dict[str, list]:
+    """Gonen & Goldberg's recoverability checks and the similarity cost of each debiased encoder:
+    {spec: run.debias.CheckRow rows, base and debiased side by side}. Every spec is built (its
+    lists checked) before any check runs. Reads no store, writes nothing."""
+    from . import encoders
+    from .run.debias import checks
+
+    built = {spec: encoders.resolve(spec) for spec in specs}
+    return {spec: checks(enc, n, seed, resamples) for spec, enc in built.items()}
+
 
 def open(path: str | Path | None = None, read_only: bool = False, **inputs) -> Store:  # noqa: A001  (like duckdb.connect)
     """Open (read-write: create if missing) a stimkit store; `inputs`: catalog_dir,
