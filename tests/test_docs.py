@@ -405,8 +405,15 @@ def test_nav_lists_every_page():
         assert (DOCS / name).exists(), f"mkdocs.yml's nav names {name}, which docs/ does not have"
 
 
-def test_readme_is_short():
-    assert len((REPO / "README.md").read_text().splitlines()) <= 150
+def test_readme_is_short_and_its_quickstart_is_the_makefiles():
+    readme = (REPO / "README.md").read_text()
+    assert len(readme.splitlines()) <= 150
+    quickstart = readme.split("## Quickstart", 1)[1].split("\n## ", 1)[0]
+    (block,) = [body for _, body in fenced(quickstart, "sh")]
+    commands = [line.split("#")[0].strip() for line in block if line.strip()]
+    assert commands == ["make run", "make test"]
+    targets = re.findall(r"^([\w-]+):", (REPO / "Makefile").read_text(), re.M)
+    assert {"run", "test", "docs", "setup"} <= set(targets)
 
 
 def test_site_builds_strict(tmp_path):
