@@ -40,6 +40,7 @@ def generate_cmd(
     max_per_template: Annotated[Optional[int], typer.Option("--max-per-template", help="Most sentences one template file may yield in a set (default 100000; env STIMKIT_MAX_PER_TEMPLATE).")] = None,
     max_per_set: Annotated[Optional[int], typer.Option("--max-per-set", help="Most sentences in one set (default 1000000; env STIMKIT_MAX_PER_SET).")] = None,
     max_render_seconds: Annotated[Optional[float], typer.Option("--max-render-seconds", help="Longest time to render one sentence (default 5; env STIMKIT_MAX_RENDER_SECONDS).")] = None,
+    max_combinations: Annotated[Optional[int], typer.Option("--max-combinations", help="Most combinations of slot words in a multi-slot set, before its constraints (default 10000000; env STIMKIT_MAX_COMBINATIONS).")] = None,
 ):
     """Render word lists through template sets into versioned stimulus sets (a no-op when nothing changed).
 
@@ -54,7 +55,7 @@ def generate_cmd(
     from ..stimuli.templates import Limits, current_limits, use_limits
 
     asked = {"sentence_chars": max_sentence_chars, "per_template": max_per_template, "per_set": max_per_set,
-             "render_seconds": max_render_seconds}
+             "render_seconds": max_render_seconds, "combinations": max_combinations}
     for key, value in asked.items():
         if value is not None and not value > 0:
             raise UsageError(f"{Limits.OPTIONS[key][0]} must be > 0, not {value}")

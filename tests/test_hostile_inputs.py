@@ -1,0 +1,297 @@
+"""Hostile input, second round (issue 39): the newest features (slots, phrases, imports,
+baselines, languages, concurrent writers) probed as a hostile but realistic user would. Each
+finding of the issue is a test here: one clear line, the exit code of its error class, nothing
+half-written and nothing written outside what the command owns; plus a bounded
+property-based fuzz of `_set.toml` (the slots, constraints and phrases of a template set)."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from stimkit import StimkitError
+from stimkit.cli import app
+from stimkit.stimuli import generate, sandbox, templates
+from stimkit.stimuli.sets import SetSpec
+
+from conftest import snapshot
+from test_slots import LINES, LISTS, SET_TOML, lists_and_sets, people
+
+REPO = Path(__file__).resolve().parents[1]
+runner = CliRunner()
+FUZZ = settings(max_examples=25, deadline=None, derandomize=True, database=None,
+                suppress_health_check=list(HealthCheck))
+
+
+def cli(*args, env=None):
+    return runner.invoke(app, [str(a) for a in args], env=env)
+
+
+def one_line(r, code: int, *messages: str) -> str:
+    """The result ended in one line on stderr (never an internal error), with exit `code`."""
+    lines = r.output.strip().splitlines()
+    assert r.exit_code == code, r.output
+    assert len(lines) == 1 and lines[0].startswith("error: "), r.output
+    assert "internal error" not in r.output, r.output
+    for m in messages:
+        assert m in r.output, r.output
+    return lines[0]
+
+
+def digest(path: Path):
+    if not path.exists():
+        return None
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        return snapshot(con)
+    finally:
+        con.close()
+
+
+# ------------------------------------------------------------------------ 1: huge slot products
+def three_slots(tmp: Path, n: int, require: str) -> tuple[Path, Path]:
+    """Three slots a, b, c of n words each, with one constraint."""
+    import itertools
+    import string
+
+    def names(prefix):
+        return [prefix + "".join(t) for t in itertools.islice(itertools.product(string.ascii_lowercase, repeat=3), n)]
+
+    (tmp / "wl").mkdir(parents=True)
+    (tmp / "wl" / "big.toml").write_text("".join(f"[l{s}]\nwords = {json.dumps(names(s))}\n" for s in "abc"))
+    folder = tmp / "tp" / "big"
+    folder.mkdir(parents=True)
+    (folder / "_set.toml").write_text('[slots.a]\nlists = ["la"]\n[slots.b]\nlists = ["lb"]\n[slots.c]\nlists = ["lc"]\n'
+                                      f'[[constraints]]\nrequire = {json.dumps(require)}\n')
+    (folder / "default.j2").write_text("{{ a }} {{ b }} {{ c }}.\n")
+    return tmp / "wl", tmp / "tp"
+
+
+def test_a_slot_product_of_1e11_is_refused_before_any_work(tmp_path):
+    """Finding 1: three slots of 5,000 words with a constraint that keeps almost nothing ran
+    for days (23,000 combinations a second); the product's size is now checked first."""
+    wl, tp = three_slots(tmp_path, 5000, "a.text == 'nothing'")
+    db = tmp_path / "s.duckdb"
+    started = time.perf_counter()
+    r = cli("--db", db, "generate", "--wordlist-dir", wl, "--template-dir", tp, "-t", "big", "-w", "a=la")
+    assert time.perf_counter() - started < 5
+    one_line(r, 1, "125,000,000,000 combinations", "a 5,000 x b 5,000 x c 5,000", "--max-combinations",
+             "STIMKIT_MAX_COMBINATIONS")
+    assert not db.exists()
+
+
+def test_the_combination_limit_is_the_users_to_raise(tmp_path):
+    wl, tp = three_slots(tmp_path, 30, "true")  # 27,000 combinations
+    r = cli("--db", tmp_path / "s.duckdb", "generate", "--wordlist-dir", wl, "--template-dir", tp, "-t", "big", "-w",
+            "a=la", "--max-combinations", "1000")
+    one_line(r, 1, "27,000 combinations", "over 1,000")
+    r = cli("--db", tmp_path / "s.duckdb", "generate", "--wordlist-dir", wl, "--template-dir", tp, "-t", "big", "-w",
+            "a=la", "--max-combinations", "27000", "-q")
+    assert r.exit_code == 0, r.output
+    assert duckdb.connect(str(tmp_path / "s.duckdb")).execute("SELECT n_stimuli FROM stimulus_sets").fetchall() \
+        == [(27_000,)]
+    r = cli("--db", tmp_path / "s.duckdb", "generate", "--wordlist-dir", wl, "--template-dir", tp, "-t", "big", "-w",
+            "a=la", "--max-combinations", "-1")
+    one_line(r, 2, "--max-combinations must be > 0")
+
+
+def test_a_constraint_is_checked_once_its_slots_are_filled(tmp_path):
+    """Constraint filtering is bounded: a constraint over one slot is checked once per word of
+    that slot, so a raised limit over 1.25e11 combinations still ends in seconds, with the
+    empty set refused by name."""
+    wl, tp = three_slots(tmp_path, 5000, "a.text == 'nothing'")
+    started = time.perf_counter()
+    r = cli("--db", tmp_path / "s.duckdb", "generate", "--wordlist-dir", wl, "--template-dir", tp, "-t", "big", "-w",
+            "a=la", env={"STIMKIT_MAX_COMBINATIONS": str(10 ** 12)})
+    assert time.perf_counter() - started < 10
+    one_line(r, 1, "keep no combination", "constraint 1", "a.text == 'nothing'")
+    assert not (tmp_path / "s.duckdb").exists()
+
+
+def test_pruned_product_is_the_full_product_filtered(tmp_path):
+    """Checking a constraint early keeps exactly what checking it on every combination keeps, in
+    the same order (brute force over the people set's product)."""
+    import itertools
+
+    wl, tpl = people(tmp_path)
+    lists, tsets = lists_and_sets(wl, tpl)
+    spec = SetSpec.parse("descriptor=*@people")
+    plan = generate.SlotPlan(spec, lists, tsets["people"])
+    got = [(tuple(w), tuple(files)) for _, _, w, _, files in plan.combinations(templates.current_limits(), False)]
+    expected = []
+    for d, n in itertools.product(*(plan.fill.fillers[s] for s in plan.names)):
+        dg, ng = d.word.gender, n.word.gender
+        if dg and ng != dg:
+            continue
+        files = [f for f in plan.files if f != "plural" or n.word.text != "person"]
+        expected.append(((d.word.text, n.word.text), tuple(files)))
+    assert got == expected and len(got) == 19
+
+
+# ------------------------------------------------------------------------ 2: an empty set
+def test_a_constraint_that_keeps_nothing_is_an_error_naming_it(tmp_path):
+    """Finding 2: a typo (noun.kind for noun.gender) kept no combination, stored two sets of 0
+    stimuli and exited 0."""
+    typo = SET_TOML.replace("noun.gender == descriptor.gender", "noun.kind == 'female'").replace(
+        "not descriptor.gender or ", "")
+    wl, tpl = people(tmp_path, typo)
+    db = tmp_path / "s.duckdb"
+    r = cli("--db", db, "generate", "--wordlist-dir", wl, "--template-dir", tpl, "-t", "people", "-w",
+            "descriptor=young", "-w", "descriptor=old")
+    one_line(r, 1, "set 'descriptor=young@people'", "keep no combination", "constraint 1", "noun.kind == 'female'")
+    assert digest(db) is None or not duckdb.connect(str(db)).execute("SELECT count(*) FROM stimulus_sets").fetchone()[0]
+
+
+# ------------------------------------------------------------------------ 3: forged markers
+FORGE = {
+    "phrase-toml-escape": ({"_set.toml": SET_TOML.replace("[[constraints]]", '[phrases]\nnp = "\\ue002fake\\ue003"\n'
+                                                                               "[[constraints]]", 1)},
+                           "U+E002"),
+    "phrase-raw-char": ({"_set.toml": SET_TOML + '[phrases]\nnp = "{{ descriptor }} \ue002fake\ue003"\n'}, "U+E002"),
+    "phrase-jinja-escape": ({"_set.toml": SET_TOML + "[phrases]\nnp = \"{{ '\\\\ue002fake\\\\ue003' }}\"\n"},
+                            "string literal"),
+    "template-raw-char": ({"default.j2": "I'm {{ descriptor }} \ue002fake\ue003 {{ noun }}.\n"}, "default.j2:1: holds U+E002"),
+    "template-jinja-escape": ({"default.j2": "I'm {{ descriptor }} {{ '\\ue002fake\\ue003' }} {{ noun }}.\n"},
+                              "string literal"),
+    "constraint-escape": ({"_set.toml": SET_TOML + '[[constraints]]\nrequire = "noun != \'\\\\ue002\'"\n'}, "U+E002"),
+    "computed-for-absent-slot": ({"_set.toml": SET_TOML.replace('lists = ["nouns"]', 'lists = ["nouns"]\noptional = true'),
+                                  "default.j2": "I'm {{ descriptor }} {% if not noun %}{{ '%c'|format(57346) }}fake"
+                                                "{{ '%c'|format(57347) }}{% else %}{{ noun }}{% endif %}.\n"},
+                                 "the marker of an absent slot"),
+}
+
+
+@pytest.mark.parametrize("case", FORGE, ids=list(FORGE))
+def test_input_cannot_forge_the_span_markers(tmp_path, case):
+    """Finding 3: a [phrases] entry holding U+E002 ... U+E003 exited 0, and stimulus_slots
+    recorded the noun's span on the text "fake", with no noun in the sentence."""
+    files, message = FORGE[case]
+    set_toml = files.get("_set.toml", SET_TOML)
+    lines = {**LINES, **{k: v for k, v in files.items() if k.endswith(".j2")}}
+    if "[phrases]" in set_toml:
+        lines = {**lines, "default.j2": "I'm {{ np }} {{ descriptor }} {{ noun }}.\n"}
+    wl, tpl = people(tmp_path, set_toml, lines)
+    db = tmp_path / "s.duckdb"
+    r = cli("--db", db, "generate", "--wordlist-dir", wl, "--template-dir", tpl, "-t", "people", "-w", "descriptor=young")
+    one_line(r, 1, message)
+    assert not db.exists() or not duckdb.connect(str(db)).execute("SELECT count(*) FROM stimuli").fetchone()[0]
+
+
+def test_a_set_named_by_its_second_slot_spans_that_slot(tmp_path):
+    """Found on the way: a set named by a slot not declared first (noun=nouns@people) took the
+    span of the first declared slot (the descriptor) for its word."""
+    wl, tpl = people(tmp_path)
+    lists, tsets = lists_and_sets(wl, tpl)
+    rows, slotted = generate.render(SetSpec.parse("noun=nouns@people"), lists, tsets).materialize()
+    for text, start, end, word in zip(rows["stimulus"], rows["span_start"], rows["span_end"], rows["word"]):
+        assert text[start:end] in (word, {"woman": "women", "man": "men", "person": "people"}[word]), text
+    first = generate.render(SetSpec.parse("descriptor=young@people"), lists, tsets).version
+    second = generate.render(SetSpec.parse("noun=nouns@people"), lists, tsets).version
+    assert first != second
+
+
+# ------------------------------------------------------------------------ 4: the sandbox's memory
+GROWTH = {
+    "ljust": "{{ 'x'.ljust(1200000000) }}",
+    "rjust": "{{ 'x'.rjust(1200000000) }}",
+    "center-method": "{{ 'x'.center(1200000000) }}",
+    "zfill": "{{ 'x'.zfill(1200000000) }}",
+    "expandtabs": "{{ ('\t' * 100).expandtabs(100000000) }}",
+    "center-filter": "{{ 'x'|center(1200000000) }}",
+    "indent-filter": "{{ 'x'|indent(1200000000, true) }}",
+    "printf-width": "{{ '%1200000000s' % 'x' }}",
+    "printf-star": "{{ '%*s' % (1200000000, 'x') }}",
+    "format-width": "{{ '{:>1200000000}'.format('x') }}",
+    "format-nested-width": "{{ '{:>{w}}'.format('x', w=1200000000) }}",
+    "format-filter": "{{ '%1200000000s'|format('x') }}",
+    "join-filter": "{% set s = 'x' * 10000 %}{{ ([s] * 10000)|join }}",
+    "join-method": "{% set s = 'x' * 10000 %}{{ ''.join([s] * 10000) }}",
+    "replace-method": "{% set s = 'x' * 10000 %}{{ s.replace('x', s) }}",
+    "replace-filter": "{{ ('x' * 10000)|replace('x', 'y' * 10000) }}",
+    "translate": "{% set s = 'x' * 10000 %}{{ s.translate({120: s}) }}",
+    "list-output": "{% set s = 'x' * 10000 %}{{ [[s] * 10000] * 10000 }}",
+    "doubling-tilde": "{% set ns = namespace(x='x' * 10000) %}{% for i in range(40) %}{% set ns.x = ns.x ~ ns.x %}"
+                      "{% endfor %}",
+    "doubling-plus": "{% set ns = namespace(x='x' * 10000) %}{% for i in range(40) %}{% set ns.x = ns.x + ns.x %}"
+                     "{% endfor %}",
+    "doubling-block": "{% set ns = namespace(x='x' * 10000) %}{% for i in range(40) %}{% set ns.x %}{{ ns.x }}"
+                      "{{ ns.x }}{% endset %}{% endfor %}",
+    "many-copies": "{% set s = 'x' * 10000 %}{% set ns = namespace(l=[]) %}{% for i in range(100000) %}"
+                   "{% set ns.l = ns.l + [s.upper()] %}{% endfor %}",
+    "macro-output": "{% macro m() %}{% for i in range(10000) %}{{ 'x' * 10000 }}{% endfor %}{% endmacro %}{{ m() }}",
+    "batch-fill": "{{ ([1]|batch(1000000000, 'x')|list)[0]|length }}",
+    "lipsum": "{{ lipsum(1000000000) }}",
+    "list-append": "{% set l = [1] %}{% for i in range(30) %}{{ l.extend(l) }}{% endfor %}",
+    "number-doubling": "{% set ns = namespace(x=2) %}{% for i in range(40) %}{% set ns.x = ns.x * ns.x %}{% endfor %}",
+    "number-power": "{{ (10 ** 64) ** 64 ** 64 }}",
+}
+
+
+@pytest.mark.parametrize("case", GROWTH, ids=list(GROWTH))
+def test_every_string_growing_operation_is_bounded(tmp_path, case):
+    """Finding 4: `{{ 'x'.ljust(1200000000) }}` ended in a clean error only after 32 s at
+    4.9 GB: the sandbox bounded `*` and `**` only. Each case is refused within a second,
+    one line naming the template line."""
+    folder = tmp_path / "own"
+    folder.mkdir()
+    (folder / "default.j2").write_text("{{ word }} " + GROWTH[case] + "\n")
+    tset = templates.TemplateSet("own", tmp_path)
+    from stimkit.stimuli import wordlists
+
+    word = wordlists._resolve_word("apple", {}, {}, "x")
+    started = time.perf_counter()
+    with pytest.raises(StimkitError) as e:
+        tset.templates("default")[0].render(word)
+    assert time.perf_counter() - started < 2
+    assert str(e.value).startswith("own/default:1: ") and "\n" not in str(e.value)
+
+
+def test_bounded_templates_still_render():
+    """The bounds leave a template all it needs: widths, joins and formats of sentence size."""
+    env = templates.make_environment([REPO / "templates"])
+    sandbox.begin()
+    out = "".join(env.from_string("{{ 'a'.ljust(5, '.') }}|{{ ['x', 'y']|join('-') }}|{{ '%3d' % 7 }}|"
+                                  "{{ '{:>4}'.format('b') }}|{{ 'ab' ~ 'cd' }}|{{ 'q'|center(5) }}|"
+                                  "{{ ('x' * 10)|replace('x', 'yy') }}|{{ 2 ** 10 }}").generate({}))
+    assert out == "a....|x-y|  7|   b|abcd|  q  |yyyyyyyyyyyyyyyyyyyy|1024"
+
+
+def test_the_ljust_line_is_refused_fast_at_small_peak_memory(tmp_path):
+    """The issue's own line through `generate`, in a process of its own: refused at once, its
+    peak memory (max RSS, imports included) well under 1 GB (it was 4.9 GB)."""
+    (tmp_path / "wl").mkdir()
+    (tmp_path / "wl" / "a.toml").write_text('[mine]\nwords = ["apple"]\n')
+    (tmp_path / "tp" / "evil").mkdir(parents=True)
+    (tmp_path / "tp" / "evil" / "default.j2").write_text("{{ word }} {{ 'x'.ljust(1200000000) }}\n")
+    (tmp_path / "tp" / "evil" / "_set.toml").write_text('grammar = "may2019"\n')  # no inflect to import: 1 s of 5
+    peak, seconds, r = measure([sys.executable, "-m", "stimkit", "--db", str(tmp_path / "s.duckdb"), "generate",
+                                "--wordlist-dir", str(tmp_path / "wl"), "--template-dir", str(tmp_path / "tp"), "-t",
+                                "evil"])
+    assert r.returncode == 1 and "str.ljust would be 1,200,000,000 characters" in r.stderr, r.stderr
+    assert peak < 1024 ** 3 / 2, (seconds, peak)
+    assert seconds < 15, seconds  # bench/bench_hostile.py shows it under 5 s on a machine not shared six ways
+
+
+def measure(cmd: list[str]):
+    """(peak RSS in bytes, seconds, the completed process) of a command run on its own: the
+    resource usage os.wait4 reports for that child alone."""
+    import tempfile
+
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        started = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True,
+                                env={**os.environ, "PYTHONPATH": str(REPO), "OMP_WAIT_POLICY": "PASSIVE"})
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - started
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return usage.ru_maxrss * 1024, seconds, subprocess.CompletedProcess(cmd, proc.returncode, out.read(), err.read())
