@@ -295,3 +295,143 @@ def measure(cmd: list[str]):
         out.seek(0)
         err.seek(0)
         return usage.ru_maxrss * 1024, seconds, subprocess.CompletedProcess(cmd, proc.returncode, out.read(), err.read())
+
+
+# ------------------------------------------------------------------------ 6: HolisticBias shapes
+HB = REPO / "tests" / "fixtures" / "holistic-bias"
+
+
+def bucket(value):
+    def edit(d):
+        d["ability"]["auditory"] = value
+        return d
+    return edit
+
+
+def entry(value):
+    def edit(d):
+        d["ability"]["auditory"][1] = value
+        return d
+    return edit
+
+
+def noun(value):
+    def edit(d):
+        d["female"][0] = value
+        return d
+    return edit
+
+
+def first_flags(value):
+    def edit(d):
+        d[next(iter(d))] = value
+        return d
+    return edit
+
+
+HB_SHAPES = {
+    "templates-a-list": ("sentence_templates.json", list, "sentence_templates.json: the file: input should be a valid "
+                                                          "dictionary (found a list)"),
+    "bucket-a-number": ("descriptors.json", bucket(5), 'descriptors.json: item ["ability"]["auditory"]: input should '
+                                                       "be a valid list (found 5)"),
+    "bucket-a-string": ("descriptors.json", bucket("Deaf"), 'item ["ability"]["auditory"]: input should be a valid '
+                                                            'list (found "Deaf")'),
+    "axis-a-list": ("descriptors.json", lambda d: {**d, "ability": ["Deaf"]}, 'item ["ability"]: input should be a '
+                                                                              "valid dictionary"),
+    "descriptor-a-number": ("descriptors.json", entry(7), 'item ["ability"]["auditory"][1]: input should be a valid '
+                                                          "string (found 7)"),
+    "descriptor-unknown-key": ("descriptors.json", entry({"descriptor": "x", "gendre": "female"}),
+                               'item ["ability"]["auditory"][1]["gendre"]: extra inputs are not permitted'),
+    "descriptor-gender-a-number": ("descriptors.json", entry({"descriptor": "x", "gender": 1}),
+                                   'item ["ability"]["auditory"][1]["gender"]: input should be a valid string'),
+    "noun-not-a-pair": ("nouns.json", noun(["woman"]), 'nouns.json: item ["female"][0][1]: field required'),
+    "noun-a-string": ("nouns.json", noun("woman"), 'nouns.json: item ["female"][0]: input should be a valid'),
+    "flag-a-string": ("sentence_templates.json", first_flags({"must_be_noun": "yes"}), '["must_be_noun"]: input should '
+                                                                                      "be a valid boolean"),
+    "flags-a-list": ("sentence_templates.json", first_flags([]), "input should be a valid dictionary"),
+    "phrases-a-list": ("standalone_noun_phrases.json", lambda d: [1, 2], "standalone_noun_phrases.json: the file"),
+    "phrase-a-number": ("standalone_noun_phrases.json", lambda d: {**d, "ability": [3]},
+                        'item ["ability"][0]: input should be a valid string (found 3)'),
+}
+
+
+@pytest.mark.parametrize("case", HB_SHAPES, ids=list(HB_SHAPES))
+def test_holisticbias_files_of_the_wrong_shape_name_file_and_item(tmp_path, case):
+    """Finding 6: a JSON list for sentence_templates.json, or a bucket that is a number, was
+    `internal error: AttributeError/TypeError` with no file named; a bucket that is a string
+    ("Deaf") became the descriptors "D", "e", "a", "f" and the import exited 0."""
+    import shutil
+
+    name, edit, message = HB_SHAPES[case]
+    src = tmp_path / "hb"
+    shutil.copytree(HB, src)
+    (src / name).write_text(json.dumps(edit(json.loads((src / name).read_text()))))
+    r = cli("--db", tmp_path / "s.duckdb", "import", "holisticbias", src, "-o", tmp_path / "out")
+    one_line(r, 1, str(src / name), message)
+    assert not (tmp_path / "out").exists() and not (tmp_path / "s.duckdb").exists()
+
+
+# ------------------------------------------------------------------------ 7: writes that escape
+def test_an_import_does_not_write_through_a_link_out_of_its_folder(tmp_path):
+    """Finding 7: `import holisticbias -o OUT`, OUT/wordlists a link to another folder,
+    overwrote holisticbias.toml in that folder without --force."""
+    (tmp_path / "elsewhere").mkdir()
+    mine = tmp_path / "elsewhere" / "holisticbias.toml"
+    mine.write_text("# mine\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "wordlists").symlink_to(tmp_path / "elsewhere")
+    r = cli("import", "holisticbias", HB, "-o", out, "--no-generate")
+    one_line(r, 2, f"{out / 'wordlists' / 'holisticbias.toml'}: leads outside {out}", "--force")
+    assert mine.read_text() == "# mine\n" and sorted(p.name for p in out.iterdir()) == ["wordlists"]
+    # --force: the user says so
+    r = cli("import", "holisticbias", HB, "-o", out, "--no-generate", "--force")
+    assert r.exit_code == 0, r.output
+    assert mine.read_text().startswith("# HolisticBias v1.1")
+
+
+# ------------------------------------------------------------------------ 11: the minor ones
+def test_import_max_per_set_must_be_positive(tmp_path):
+    for bad in ("-1", "0"):
+        r = cli("--db", tmp_path / "s.duckdb", "import", "holisticbias", HB, "-o", tmp_path / "out", "--max-per-set", bad)
+        one_line(r, 2, f"--max-per-set must be > 0, not {bad}")
+    assert not (tmp_path / "out").exists() and not (tmp_path / "s.duckdb").exists()
+
+
+def test_an_overlong_weathub_example_is_refused_like_a_generated_sentence(tmp_path):
+    """Finding 11: a 200,000-character WEATHub example imported silently, though `generate`
+    caps a sentence at 2,000 characters."""
+    import shutil
+
+    src = tmp_path / "data"
+    shutil.copytree(REPO / "tests" / "fixtures" / "weathub" / "data" / "ku_gt", src / "ku_gt")
+    path = src / "ku_gt" / "weat1.json"
+    data = json.loads(path.read_text())
+    data["targ1"]["examples"][2] = "x" * 200_000
+    path.write_text(json.dumps(data))
+    db = tmp_path / "s.duckdb"
+    r = cli("--db", db, "import", "weathub", src)
+    one_line(r, 1, f"{path}: 'targ1' example 3 is 200,000 characters, over 2,000", "STIMKIT_MAX_SENTENCE_CHARS")
+    assert not db.exists()
+    r = cli("--db", db, "import", "weathub", src, "-q", env={"STIMKIT_MAX_SENTENCE_CHARS": "300000"})
+    assert r.exit_code == 0, r.output
+
+
+def test_db_on_a_dangling_link_makes_the_store_where_it_leads(tmp_path):
+    """Finding 11: --db on a dangling symlink printed the sets as new, then said "another
+    command created this store", exited 3 and left NAME.PID.duckdb behind."""
+    (tmp_path / "real").mkdir()
+    link = tmp_path / "link.duckdb"
+    link.symlink_to(tmp_path / "real" / "store.duckdb")
+    r = cli("--db", link, "generate", "-w", "flowers", "-t", "word")
+    assert r.exit_code == 0, r.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.duckdb", "real"]
+    assert sorted(p.name for p in (tmp_path / "real").iterdir()) == ["store.duckdb"]
+    assert duckdb.connect(str(link), read_only=True).execute("SELECT name FROM current_sets").fetchall() \
+        == [("flowers@word",)]
+    # a link into a folder that is not there: one line, nothing left anywhere
+    bad = tmp_path / "bad.duckdb"
+    bad.symlink_to(tmp_path / "nowhere" / "x.duckdb")
+    r = cli("--db", bad, "generate", "-w", "flowers", "-t", "word")
+    assert r.exit_code == 3 and "no folder" in r.output, r.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.duckdb", "link.duckdb", "real"]

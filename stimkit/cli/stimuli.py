@@ -267,6 +267,8 @@ def import_holisticbias(
 
     from ..stimuli.templates import current_limits, use_limits
 
+    if max_per_set is not None and not max_per_set > 0:
+        raise UsageError(f"--max-per-set must be > 0, not {max_per_set}")
     limits = dataclasses.replace(current_limits(), **({"per_set": max_per_set} if max_per_set else {}))
     if no_generate:  # no store opened: only the files
         from ..catalog import holisticbias

@@ -77,6 +77,8 @@ class Staging:
     @classmethod
     def start(cls, path: Path) -> "Staging":
         path = Path(path)
+        if path.is_symlink():  # a link to a store not made yet: make it where the link leads (the link
+            path = path.resolve()  # itself is a file there already, and publishing must not replace it)
         if not path.parent.is_dir():
             raise StoreError(f"{path}: cannot create a store: no folder {path.parent}")
         if not os.access(path.parent, os.W_OK | os.X_OK):
