@@ -101,7 +101,7 @@ def sets_cmd(
     like: Annotated[Optional[str], typer.Argument(help="Only sets whose name contains this.")] = None,
     diagnose: Annotated[bool, typer.Option("--diagnose", help="What the sets' words are made of: Zipf frequency (mean, SD), OOV share per static encoder, subword counts per tokenizer, split-half reliability where a result exists.")] = False,
     encoder: Annotated[Optional[list[str]], typer.Option("--encoder", "-e", help="With --diagnose: encoders whose vocabulary or tokenizer to use (default: those with vectors in the store).")] = None,
-    language: Annotated[str, typer.Option("--language", help="With --diagnose: the words' language (wordfreq's code).")] = "en",
+    language: Annotated[Optional[str], typer.Option("--language", help="With --diagnose: the words' language (wordfreq's code; default: each set's own).")] = None,
     fmt: Annotated[Optional[str], format_option()] = None,
 ):
     """List stimulus sets with their versions and counts, or (--diagnose) what their words are made of.
@@ -119,7 +119,7 @@ def sets_cmd(
       stimkit sets names --diagnose -e glove-6b-50d -e minilm
     """
     if not diagnose:
-        if encoder or language != "en":
+        if encoder or language is not None:
             raise UsageError("--encoder and --language go with --diagnose")
         with open_store(read_only=True) as store:
             emit(store.sets(like, all_versions), fmt)
