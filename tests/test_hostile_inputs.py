@@ -435,3 +435,164 @@ def test_db_on_a_dangling_link_makes_the_store_where_it_leads(tmp_path):
     r = cli("--db", bad, "generate", "-w", "flowers", "-t", "word")
     assert r.exit_code == 3 and "no folder" in r.output, r.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.duckdb", "link.duckdb", "real"]
+
+
+# ------------------------------------------------------------------------ 5: baselines of every kind
+@pytest.fixture
+def ages(tmp_path):
+    """The README's `ages` test: descriptor=young@people vs descriptor=old@people (stored)."""
+    wl, tpl = people(tmp_path)
+    db = tmp_path / "s.duckdb"
+    r = cli("--db", db, "test", "--name", "ages", "--x", "descriptor=young@people", "--y", "descriptor=old@people",
+            "--a", "pleasant@may2019", "--b", "unpleasant@may2019", "--balance", "drop-words", "-e", "glove-6b-50d",
+            "--wordlist-dir", wl, "--template-dir", tpl, "--budget", "200")
+    assert r.exit_code == 0, r.output
+    return db, wl, tpl
+
+
+def drawn(db: Path, wl: Path, tpl: Path, context: str | None = None, k: int = 3, encoder: str = "glove-6b-50d"):
+    """The planned baseline of `ages` (its draws rendered), through the library."""
+    import stimkit
+    from stimkit.catalog import tests as catalog
+    from stimkit.run import plan as run_plan
+    from stimkit.run.baseline import BaselineOptions, plan as plan_baselines
+    from stimkit.run.options import Options
+
+    with stimkit.open(db, wordlist_dir=wl, template_dir=tpl) as s:
+        chosen = catalog.select(s.con, ["ages"])
+        if context:
+            from dataclasses import replace
+            chosen = [replace(t, context="c-word", cword_slot=context.partition(":")[2] or None) for t in chosen]
+        p = run_plan.make(s.con, chosen, [encoder], Options(budget=200), generate_missing=s._generate_missing)
+        assert not p.refused, p.refused
+        (pb,), failed = plan_baselines(s.con, p, BaselineOptions(sets=k), s._baseline_inputs())
+        assert not failed, failed
+        slots = dict(((v, o, sl), w) for v, o, sl, w in s.con.execute(
+            "SELECT set_version, ordinal, slot, word FROM stimulus_slots").fetchall())
+        return pb, slots
+
+
+def test_a_multi_slot_test_gets_its_baseline(ages):
+    """Finding 5: `baseline` on the README's `ages` failed with `people/default:1: 'descriptor'
+    is undefined`: the drawn words went through the one-slot renderer."""
+    db, wl, tpl = ages
+    r = cli("--db", db, "baseline", "ages", "-e", "glove-6b-50d", "--sets", "5", "--wordlist-dir", wl,
+            "--template-dir", tpl, "--format", "csv")
+    assert r.exit_code == 0, r.output
+    assert "ages,glove-6b-50d," in r.output and ",5,new," in r.output
+    # each drawn word stands in the descriptor's place of its target's own sentence, the noun kept
+    pb, slots = drawn(db, wl, tpl)
+    x = pb.planned.sets["x"]
+    stimuli = pb.draws.stimuli
+    for row in range(x.height):
+        noun = slots[(x["set_version"][row], x["ordinal"][row], "noun")]
+        for d in range(3):
+            at = int(pb.draws.index["x"][row, d])
+            text, start, end = stimuli["stimulus"][at], stimuli["span_start"][at], stimuli["span_end"][at]
+            word = pb.draws.words["x"][d][list(dict.fromkeys(x["word"].to_list())).index(x["word"][row])]
+            assert text[start:end] == word, (text, word)
+            assert noun in text or {"woman": "women", "man": "men", "person": "people"}[noun] in text, (text, noun)
+
+
+def test_a_c_word_slot_baseline_reads_that_slots_span(ages):
+    """c-word:noun reads the noun's span of each drawn sentence, and is a baseline of its own
+    (not the descriptor's c-word, stored under the same id before)."""
+    db, wl, tpl = ages
+    pb, slots = drawn(db, wl, tpl, "c-word:noun", encoder="minilm")
+    x, stimuli = pb.planned.sets["x"], pb.draws.stimuli
+    for row in range(x.height):
+        noun = slots[(x["set_version"][row], x["ordinal"][row], "noun")]
+        at = int(pb.draws.index["x"][row, 0])
+        span = stimuli["stimulus"][at][stimuli["span_start"][at]:stimuli["span_end"][at]]
+        assert span in (noun, {"woman": "women", "man": "men", "person": "people"}[noun])
+    own, _ = drawn(db, wl, tpl, "c-word", encoder="minilm")
+    assert own.baseline_id != pb.baseline_id
+
+
+WEATHUB = REPO / "tests" / "fixtures" / "weathub"
+
+
+@pytest.fixture(scope="module")
+def german(tmp_path_factory):
+    """A store with WEATHub's de_human tests (German words, imported: no templates)."""
+    db = tmp_path_factory.mktemp("de") / "s.duckdb"
+    r = cli("--db", db, "import", "weathub", WEATHUB, "--only", "de_human", "-q")
+    assert r.exit_code == 0, r.output
+    return db
+
+
+def test_an_imported_word_test_in_german_gets_a_german_baseline(german):
+    """Findings 5 and 9: a baseline of an imported (template-less) test was refused, and the
+    CLI passed --language en over the test's own: a German test's baseline drew English words.
+    Each drawn word now matches its German target on German Zipf (wordfreq, independently)."""
+    from wordfreq import zipf_frequency
+
+    r = cli("--db", german, "baseline", "weathub:de_human:weat7", "-e", "use-m3", "--sets", "3", "--format", "csv")
+    assert r.exit_code == 0, r.output
+    con = duckdb.connect(str(german), read_only=True)
+    (language, vocabulary), = con.execute("SELECT language, vocabulary FROM baselines").fetchall()
+    assert language == "de" and vocabulary.endswith(" de")
+    targets = [w for (w,) in con.execute("SELECT word FROM current_stimuli WHERE set_name = "
+                                         "'weathub:de_human:weat7/targ1' ORDER BY ordinal").fetchall()]
+    for (words,) in con.execute("SELECT x_words FROM baseline_draws").fetchall():
+        assert len(words) == len(targets)
+        for target, w in zip(targets, words):
+            assert abs(zipf_frequency(w, "de") - zipf_frequency(target, "de")) <= 0.25 + 1e-9, (target, w)
+    assert sum(zipf_frequency(w, "de") > zipf_frequency(w, "en") for (ws,) in
+               con.execute("SELECT x_words FROM baseline_draws").fetchall() for w in ws) > 0.6 * 3 * len(targets)
+
+
+def test_sets_diagnose_reads_each_sets_own_language(german):
+    """Finding 9: `sets --diagnose` passed --language en: a German set showed Zipf 0.80, not 2.51."""
+    from wordfreq import zipf_frequency
+
+    import polars as pl
+
+    r = cli("--db", german, "sets", "de_human:weat7/targ1", "--diagnose", "--format", "csv")
+    assert r.exit_code == 0, r.output
+    got = pl.read_csv(r.stdout.split("\n\n")[0].encode() if "\n\n" in r.stdout else r.stdout.encode())
+    words = [w for (w,) in duckdb.connect(str(german), read_only=True).execute(
+        "SELECT word FROM current_stimuli WHERE set_name = 'weathub:de_human:weat7/targ1'").fetchall()]
+    german_zipf = sum(zipf_frequency(w, "de") for w in words) / len(words)
+    english_zipf = sum(zipf_frequency(w, "en") for w in words) / len(words)
+    assert got["zipf_mean"][0] == pytest.approx(german_zipf, abs=1e-9) and abs(german_zipf - english_zipf) > 0.3
+    r = cli("--db", german, "sets", "de_human:weat7/targ1", "--diagnose", "--language", "en", "--format", "csv")
+    got = pl.read_csv(r.stdout.split("\n\n")[0].encode() if "\n\n" in r.stdout else r.stdout.encode())
+    assert got["zipf_mean"][0] == pytest.approx(english_zipf, abs=1e-9)  # the user said so
+
+
+def test_a_cross_lingual_test_gets_its_baseline(german):
+    r = cli("--db", german, "test", "--name", "xl", "--x", "weathub:de_human:weat7/targ1", "--y",
+            "weathub:de_human:weat7/targ2", "--a", "pleasant@word", "--b", "unpleasant@word", "--cross-lingual",
+            "-e", "use-m3", "--baseline", "2", "--budget", "200")
+    assert r.exit_code == 0, r.output
+    assert duckdb.connect(str(german), read_only=True).execute(
+        "SELECT language, k FROM baselines WHERE test = 'xl'").fetchall() == [("de", 2)]
+
+
+# ------------------------------------------------------------------------ 8: concurrent writers
+def run_twice_at_once(db: Path) -> list[subprocess.CompletedProcess]:
+    cmd = [sys.executable, "-m", "stimkit", "--db", str(db), "test", "weat6", "-e", "glove-6b-50d", "--budget", "500"]
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_WAIT_POLICY": "PASSIVE"}
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for _ in "ab"]
+    return [subprocess.CompletedProcess(cmd, p.wait(), *p.communicate()) for p in procs]
+
+
+@pytest.mark.parametrize("fresh", [False, True], ids=["existing-store", "new-store"])
+def test_two_identical_runs_at_once_both_complete(tmp_path, fresh):
+    """Finding 8: two `stimkit test weat6 -e glove-6b-50d` at once: the second waited, then
+    failed on DuckDB's duplicate key (both had encoded the same words with the file free).
+    Now both exit 0 and each run holds its one result per hypothesis; on a new path the
+    second waits for the first to create the store, then uses it."""
+    db = tmp_path / "s.duckdb"
+    if not fresh:
+        r = cli("--db", db, "generate", "-q", "-w", "flowers", "-t", "word")  # a store, without weat6's vectors
+        assert r.exit_code == 0, r.output
+    done = run_twice_at_once(db)
+    assert [p.returncode for p in done] == [0, 0], [p.stderr for p in done]
+    con = duckdb.connect(str(db), read_only=True)
+    per_run = con.execute("SELECT run_id, test, metric, encoder, count(*) FROM results GROUP BY ALL ORDER BY 1").fetchall()
+    assert len(per_run) == 2 and all(row[1:] == ("weat6", "weat", "glove-6b-50d", 1) for row in per_run)
+    d = {round(x, 12) for (x,) in con.execute("SELECT effect_size FROM results").fetchall()}
+    assert len(d) == 1  # the same inputs, the same number
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.duckdb"]
