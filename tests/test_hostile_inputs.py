@@ -13,7 +13,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
@@ -27,7 +27,7 @@ from test_slots import LINES, LISTS, SET_TOML, lists_and_sets, people
 
 REPO = Path(__file__).resolve().parents[1]
 runner = CliRunner()
-FUZZ = settings(max_examples=25, deadline=None, derandomize=True, database=None,
+FUZZ = settings(max_examples=40, deadline=None, derandomize=True, database=None,
                 suppress_health_check=list(HealthCheck))
 
 
@@ -596,3 +596,95 @@ def test_two_identical_runs_at_once_both_complete(tmp_path, fresh):
     d = {round(x, 12) for (x,) in con.execute("SELECT effect_size FROM results").fetchall()}
     assert len(d) == 1  # the same inputs, the same number
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.duckdb"]
+
+
+# ------------------------------------------------------------------------ fuzz: _set.toml
+def mostly(good, bad):
+    """`good` nine times in ten, else `bad`: a fuzz that mostly renders, and so checks spans."""
+    return st.sampled_from([True] * 9 + [False]).flatmap(lambda ok: good if ok else bad)
+
+
+GOOD = "{good}"   # the people set's own slots, as they are
+SLOT_NAMES = mostly(st.just(GOOD), st.sampled_from(["x", "loop", "1bad"]))
+SLOT_LISTS = st.sampled_from([["young", "old"], ["young"], ["nouns"], [], ["nope"], "young", 5])
+REQUIRE = mostly(st.sampled_from(["not descriptor.gender or noun.gender == descriptor.gender", "noun.text != 'person'",
+                                  "descriptor", "noun", "true", "noun|length > 3", "descriptor.text != 'old'"]),
+                 st.sampled_from(["noun.kind == 'female'", "1/0", "x.text", "'\\ue002' != noun", "'x'.ljust(10**9)",
+                                  "loop", "descriptor and", "(noun"]))
+PHRASE = mostly(st.sampled_from(["{{ descriptor|a }} {{ noun }}", "{{ descriptor }} {{ noun.plural }}", "{{ noun }}",
+                                 "{% if noun %}{{ noun }}{% endif %} {{ descriptor }}", "{{ descriptor ~ noun }}",
+                                 "{% for i in range(2) %}{{ noun }}{% endfor %}", "{{ descriptor|upper }} {{ noun }}"]),
+                st.sampled_from(["\ue002fake\ue003 {{ noun }}", "{{ '\\ue003' }} {{ noun }}", "{{ 'x'.ljust(10**9) }}",
+                                 "{{ '%c'|format(57346) }}{{ noun }}", "{{ noun", "{{ np }}",
+                                 "{% include 'people/default.j2' %}", "{% for i in range(99) %}{{ noun }}{% endfor %}"]))
+LINES = ["I'm {{ np }}.", "I'm {{ descriptor|a }} {{ noun }}.", "{{ noun }} {{ descriptor }}",
+         "{{ np }} and {{ descriptor }} {{ noun }}", "word-less {# word-less #}", "{{ x }}", "I'm {{ np }}."]
+LINE, NO_NP = st.sampled_from(LINES), st.sampled_from([t for t in LINES if "np" not in t])
+PLURAL = {"woman": "women", "man": "men", "person": "people"}
+
+
+def toml_value(v) -> str:
+    return json.dumps(v, ensure_ascii=False)
+
+
+@st.composite
+def set_files(draw):
+    """A `_set.toml` (slots, constraints, phrases: names, types and expressions good and bad,
+    the good ones more often) and a template line."""
+    out = []
+    for name in draw(st.lists(SLOT_NAMES, min_size=2, max_size=3)):
+        if name == GOOD:
+            name = draw(st.sampled_from(["descriptor", "noun"]))
+            lists = ["young", "old"] if name == "descriptor" else ["nouns"]
+        else:
+            lists = draw(SLOT_LISTS)
+        if f"[slots.{name}]" in "".join(out):
+            continue
+        out.append(f"[slots.{name}]\nlists = {toml_value(lists)}\n")
+        optional = draw(mostly(st.sampled_from([None, True, False]), st.just("yes")))
+        if optional is not None:
+            out.append(f"optional = {toml_value(optional)}\n")
+    for require in draw(st.lists(REQUIRE, max_size=2)):
+        out.append(f"[[constraints]]\nrequire = {toml_value(require)}\n")
+        files = draw(mostly(st.sampled_from([None, ["default"]]), st.sampled_from([["nope"], "default"])))
+        if files is not None:
+            out.append(f"files = {toml_value(files)}\n")
+    phrases = draw(st.dictionaries(mostly(st.just("np"), st.sampled_from(["descriptor", "bad name"])), PHRASE,
+                                   max_size=1))
+    if phrases:
+        out.append("[phrases]\n" + "".join(f"{toml_value(k)} = {toml_value(v)}\n" for k, v in phrases.items()))
+    return "".join(out), draw(LINE if phrases.get("np") else NO_NP)
+
+
+@FUZZ
+@given(set_files())
+def test_fuzz_set_toml(tmp_path_factory, files):
+    """Any `_set.toml`: a set whose every span is its slot's word, within the limits, no marker
+    left in a sentence; or one StimkitError of one line. Never anything else (a forged marker
+    pair, "\\ue002fake\\ue003", made a span that is no word)."""
+    set_toml, line = files
+    folder = tmp_path_factory.mktemp("fs")
+    wl, tpl = people(folder, set_toml, {"default.j2": line + "\n"})
+    with templates.use_limits(templates.Limits(sentence_chars=500, render_seconds=0.5, combinations=10_000)):
+        try:
+            lists, tsets = lists_and_sets(wl, tpl)
+            decl = tsets["people"].declaration
+            slot = decl.names[0] if decl else None
+            rendered = generate.render(SetSpec("*" if slot else "young", "people", slot=slot), lists, tsets)
+            rows, slotted = rendered.materialize()
+        except StimkitError as e:
+            assert "\n" not in str(e) and str(e)
+            event("refused")
+            return
+    from stimkit.stimuli import grammar
+
+    event("rendered")
+    assert rows["stimulus"], "a set is never empty"
+    for text in rows["stimulus"]:
+        assert len(text) <= 500 and not grammar.markers_in(text)
+    for ordinal, name, word, start, end in zip(*(slotted[c] for c in ("ordinal", "slot", "word", "span_start",
+                                                                        "span_end")) if slotted else []):
+        text = rows["stimulus"][ordinal]
+        if start is not None:  # the span is the slot's word (or its plural), whatever the phrases did
+            assert 0 <= start < end <= len(text) and text[start:end].lower() in (word.lower(), PLURAL.get(word)), \
+                (text, name, word)
