@@ -13,7 +13,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
@@ -669,6 +669,8 @@ def set_files(draw):
 
 @FUZZ
 @given(set_files())
+@example((SET_TOML[:SET_TOML.rindex("[[constraints]]")] + '[phrases]\nnp = "\\ue002fake\\ue003 {{ noun }}"\n',
+          "I'm {{ np }}."))  # the issue's finding 3
 def test_fuzz_set_toml(tmp_path_factory, files):
     """Any `_set.toml`: a set whose every span is its slot's word, within the limits, no marker
     left in a sentence; or one StimkitError of one line. Never anything else (a forged marker
@@ -692,7 +694,7 @@ def test_fuzz_set_toml(tmp_path_factory, files):
     event("rendered")
     assert rows["stimulus"], "a set is never empty"
     for text in rows["stimulus"]:
-        assert len(text) <= 500 and not grammar.markers_in(text)
+        assert len(text) <= 500 and grammar.unmark(text) == text
     for ordinal, name, word, start, end in zip(*(slotted[c] for c in ("ordinal", "slot", "word", "span_start",
                                                                         "span_end")) if slotted else []):
         text = rows["stimulus"][ordinal]

@@ -138,7 +138,8 @@ class Staging:
         staged = staging_path(path)
         for f in _files(staged):  # this pid's leftovers (a pid reused after a crash)
             f.unlink(missing_ok=True)
-        guard = subprocess.Popen([sys.executable, "-S", "-c", _GUARD, *map(str, _files(staged))],
+        guard = subprocess.Popen([sys.executable, "-S", "-c", _GUARD, *map(str, _files(staged)),
+                                  *([str(_lock_path(path))] if lock is not None else [])],  # a killed command's lock too
                                  stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                  start_new_session=True)  # a Ctrl-C to the command's group is not the guard's
         return cls(path, staged, guard, lock)
