@@ -670,7 +670,7 @@ def set_files(draw):
 @FUZZ
 @given(set_files())
 @example((SET_TOML[:SET_TOML.rindex("[[constraints]]")] + '[phrases]\nnp = "\\ue002fake\\ue003 {{ noun }}"\n',
-          "I'm {{ np }}."))  # the issue's finding 3
+          "I'm {{ descriptor }} {{ np }}."))  # the issue's finding 3
 def test_fuzz_set_toml(tmp_path_factory, files):
     """Any `_set.toml`: a set whose every span is its slot's word, within the limits, no marker
     left in a sentence; or one StimkitError of one line. Never anything else (a forged marker
