@@ -278,6 +278,7 @@ def _render(planned: PlannedTest, targets: list[_Target], rows: list[int], picks
     the distinct stimuli they hold. A multi-slot row keeps its other slots' words
     (`slot_words`), the drawn word taking its set's slot; a word-level item is the drawn word."""
     lists = None
+    prepared: dict = {}  # a multi-slot template set's phrases and lines, compiled once
     test = planned.test
     span_slot = test.cword_slot if test.context == "c-word" and getattr(test, "cword_slot", None) else None
     tsets: dict[str, object] = {}
@@ -317,7 +318,7 @@ def _render(planned: PlannedTest, targets: list[_Target], rows: list[int], picks
         for d, form in enumerate(drawn):
             key = (form, t.kind, t.person, gender, t.set_name, t.template_ids, t.keys if multi else ())
             if key not in rendered:
-                rendered[key] = _render_slots(tset, spec, form, t, gender, lists, slot_words, span_slot) if multi \
+                rendered[key] = _render_slots(tset, spec, form, t, gender, lists, slot_words, span_slot, prepared) if multi \
                     else _render_word(tset, spec, form, t, gender)
             index[t.role][t.rows, d] = [stimulus_id(item) for item in rendered[key]]
             words[t.role][d].append(form)
@@ -356,11 +357,11 @@ def _as_item(form: str, frame: pl.DataFrame, row: int) -> tuple[str, int | None,
 
 
 def _render_slots(tset, spec: SetSpec, form: str, t: _Target, gender: str | None, lists: dict, slot_words: dict | None,
-                  span_slot: str | None):
+                  span_slot: str | None, prepared: dict):
     """A drawn word in its target's multi-slot sentences: each row's template line over the
     row's own words in the other slots (its phrases rebuilt around them), the drawn word in
     the set's slot; the span the test reads (its slot's, or c-word:<slot>'s)."""
-    from ..stimuli.product import _phrases
+    from ..stimuli.product import phrases_of
     from ..stimuli.slots import SlotValue
     from ..stimuli.templates import current_limits
 
@@ -368,8 +369,10 @@ def _render_slots(tset, spec: SetSpec, form: str, t: _Target, gender: str | None
     names = decl.names
     own = spec.slot or names[0]
     read = span_slot if span_slot in names else own
-    phrases, _ = _phrases(decl, tset)
-    by_id = {tpl.id: tpl for f in tset.file_names for tpl in tset.templates(f)}
+    if tset.name not in prepared:
+        prepared[tset.name] = (phrases_of(decl, tset)[0],
+                               {tpl.id: tpl for f in tset.file_names for tpl in tset.templates(f)})
+    phrases, by_id = prepared[tset.name]
     word = tset.inflected(Word(form, t.kind, t.person, form, grammar.plural(form), gender))
     limits = current_limits()
     out = []

@@ -52,7 +52,7 @@ class SlotPlan:
         self.files = [tset.file_for(None, spec.template_file)] if spec.template_file else tset.file_names
         self.templates = {f: tset.templates(f) for f in self.files}
         self.checks = _constraints(decl, tset, self.files)
-        self.phrases, self.phrase_files = _phrases(decl, tset)
+        self.phrases, self.phrase_files = phrases_of(decl, tset)
         self.lists = {n: wordlists[n] for n in dict.fromkeys(x for name in self.names for x in self.fill.lists[name])}
         self.first_list = self.lists[self.fill.lists[spec.slot][0]]
         self.n_words = sum(f.word is not None for f in self.fill.fillers[spec.slot])
@@ -228,7 +228,7 @@ def _columns(rows: list[tuple], names: tuple[str, ...]) -> dict[str, list]:
     return {c: list(values) for c, values in zip(names, zip(*rows))}
 
 
-def _phrases(decl, tset: TemplateSet):
+def phrases_of(decl, tset: TemplateSet):
     """The declared phrases as templates (their id: the phrase's name, the variable lines read),
     and the files they import that the set's digest does not cover."""
     import jinja2
