@@ -23,7 +23,7 @@ from stimkit.stimuli import generate, templates
 from stimkit.stimuli.sets import SetSpec
 
 from conftest import snapshot
-from test_slots import LINES, LISTS, SET_TOML, lists_and_sets, people
+from test_slots import LINES, SET_TOML, lists_and_sets, people
 
 REPO = Path(__file__).resolve().parents[1]
 runner = CliRunner()
@@ -80,9 +80,9 @@ def test_a_slot_product_of_1e11_is_refused_before_any_work(tmp_path):
     for days (23,000 combinations a second); the product's size is now checked first."""
     wl, tp = three_slots(tmp_path, 5000, "a.text == 'nothing'")
     db = tmp_path / "s.duckdb"
-    started = time.perf_counter()
+    started = time.process_time()  # CPU seconds (bench/bench_hostile.py: wall time, imports included)
     r = cli("--db", db, "generate", "--wordlist-dir", wl, "--template-dir", tp, "-t", "big", "-w", "a=la")
-    assert time.perf_counter() - started < 5
+    assert time.process_time() - started < 5
     one_line(r, 1, "125,000,000,000 combinations", "a 5,000 x b 5,000 x c 5,000", "--max-combinations",
              "STIMKIT_MAX_COMBINATIONS")
     assert not db.exists()
@@ -108,10 +108,10 @@ def test_a_constraint_is_checked_once_its_slots_are_filled(tmp_path):
     that slot, so a raised limit over 1.25e11 combinations still ends in seconds, with the
     empty set refused by name."""
     wl, tp = three_slots(tmp_path, 5000, "a.text == 'nothing'")
-    started = time.perf_counter()
+    started = time.process_time()  # CPU seconds: what it costs, however loaded the machine is
     r = cli("--db", tmp_path / "s.duckdb", "generate", "--wordlist-dir", wl, "--template-dir", tp, "-t", "big", "-w",
             "a=la", env={"STIMKIT_MAX_COMBINATIONS": str(10 ** 12)})
-    assert time.perf_counter() - started < 10
+    assert time.process_time() - started < 10
     one_line(r, 1, "keep no combination", "constraint 1", "a.text == 'nothing'")
     assert not (tmp_path / "s.duckdb").exists()
 
@@ -628,9 +628,9 @@ PHRASE = mostly(st.sampled_from(["{{ descriptor|a }} {{ noun }}", "{{ descriptor
                 st.sampled_from(["\ue002fake\ue003 {{ noun }}", "{{ '\\ue003' }} {{ noun }}", "{{ 'x'.ljust(10**9) }}",
                                  "{{ '%c'|format(57346) }}{{ noun }}", "{{ noun", "{{ np }}",
                                  "{% include 'people/default.j2' %}", "{% for i in range(99) %}{{ noun }}{% endfor %}"]))
-LINES = ["I'm {{ np }}.", "I'm {{ descriptor|a }} {{ noun }}.", "{{ noun }} {{ descriptor }}",
+FUZZ_LINES = ["I'm {{ np }}.", "I'm {{ descriptor|a }} {{ noun }}.", "{{ noun }} {{ descriptor }}",
          "{{ np }} and {{ descriptor }} {{ noun }}", "word-less {# word-less #}", "{{ x }}", "I'm {{ np }}."]
-LINE, NO_NP = st.sampled_from(LINES), st.sampled_from([t for t in LINES if "np" not in t])
+LINE, NO_NP = st.sampled_from(FUZZ_LINES), st.sampled_from([t for t in FUZZ_LINES if "np" not in t])
 PLURAL = {"woman": "women", "man": "men", "person": "people"}
 
 
