@@ -273,6 +273,10 @@ def test_bounded_templates_still_render():
                                   "{{ '{:>4}'.format('b') }}|{{ 'ab' ~ 'cd' }}|{{ 'q'|center(5) }}|"
                                   "{{ ('x' * 10)|replace('x', 'yy') }}|{{ 2 ** 10 }}").generate({}))
     assert out == "a....|x-y|  7|   b|abcd|  q  |yyyyyyyyyyyyyyyyyyyy|1024"
+    # the budget of characters built is one render's, whoever renders: 3,000 renders of 10,000
+    # characters (30 million in all, over one render's 20 million) all go through
+    line, expression = env.from_string("{{ 'x' * 10000 }}"), env.compile_expression("('y' * 10000) ~ 'z'")
+    assert all(len("".join(line.generate({}))) == 10_000 and len(expression()) == 10_001 for _ in range(3000))
 
 
 def test_the_ljust_line_is_refused_fast_at_small_peak_memory(tmp_path):

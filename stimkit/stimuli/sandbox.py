@@ -25,6 +25,7 @@ import re
 import string
 import threading
 
+from jinja2 import Template
 from jinja2.compiler import CodeGenerator
 from jinja2.runtime import Namespace
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
@@ -236,8 +237,18 @@ class _Generator(CodeGenerator):
         self.write("))")
 
 
+class _Template(Template):
+    """A template whose every render (and every compiled expression's call) starts its own
+    budget of characters built, whoever renders it."""
+
+    def new_context(self, *args, **kwargs):
+        begin()
+        return super().new_context(*args, **kwargs)
+
+
 class Sandbox(ImmutableSandboxedEnvironment):
     code_generator_class = _Generator
+    template_class = _Template
     intercepted_binops = frozenset({"*", "**", "+", "%"})
 
     def __init__(self, *args, **kwargs):
