@@ -71,13 +71,15 @@ def ljust_inputs(folder: Path) -> list[str]:
 
 
 def main(repeat: int) -> int:
-    cases = [("product 1.25e11, refused up front", product_inputs, None),
-             ("product 1.25e11, limit raised: constraint", product_inputs, {"STIMKIT_MAX_COMBINATIONS": str(10 ** 12)}),
-             ("{{ 'x'.ljust(1200000000) }}", ljust_inputs, None)]
+    # (name, inputs, environment, whether the issue sets it the 5 s / 1 GB goal)
+    cases = [("product 1.25e11, refused up front", product_inputs, None, True),
+             ("product 1.25e11, limit raised: constraint", product_inputs, {"STIMKIT_MAX_COMBINATIONS": str(10 ** 12)},
+              False),  # shown for the constraint's bound: 15,000 words are read and inflected first
+             ("{{ 'x'.ljust(1200000000) }}", ljust_inputs, None, True)]
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores: judged on CPU seconds (wall shown)")
     print(f"{'case':<44} {'best s':>7} {'cpu s':>6} {'peak MB':>8} {'exit':>5}  message")
     worst = 0
-    for name, make, env in cases:
+    for name, make, env, goal in cases:
         runs = []
         for i in range(repeat):
             with tempfile.TemporaryDirectory() as tmp:
@@ -88,7 +90,7 @@ def main(repeat: int) -> int:
         cpu = min(r[4] for r in runs)
         worst = max(worst, seconds)
         print(f"{name:<44} {seconds:7.2f} {cpu:6.2f} {max(r[1] for r in runs) / 2 ** 20:8.0f} {code:>5}  {message[:100]}")
-        if code != 1 or min(r[4] for r in runs) >= 5 or max(r[1] for r in runs) >= 2 ** 30:
+        if code != 1 or goal and (min(r[4] for r in runs) >= 5 or max(r[1] for r in runs) >= 2 ** 30):
             print(f"  GOAL MISSED: {name}")
     # the refusals alone, in this process: no imports, no word lists read or inflected
     import tracemalloc
