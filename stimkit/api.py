@@ -213,11 +213,12 @@ class Store:
                                      f"FROM {view} {where} ORDER BY name, created_at", [f"%{like}%"] if like else None)
 
     def diagnose_sets(self, like: str | None = None, encoders: list[str] | None = None,
-                      language: str = "en") -> tuple[pl.DataFrame, pl.DataFrame, list[str]]:
+                      language: str | None = None) -> tuple[pl.DataFrame, pl.DataFrame, list[str]]:
         """What the current sets are made of (`sets --diagnose`): per set, its words' Zipf
         frequency (mean, SD), each static encoder's OOV share and each tokenizer's mean subword
-        count (the `encoders` named, else those stored); per target set of the latest results,
-        split-half reliability. Returns (sets, reliability, notes on what was skipped)."""
+        count (the `encoders` named, else those stored), in each set's own language unless
+        `language` says otherwise; per target set of the latest results, split-half
+        reliability. Returns (sets, reliability, notes on what was skipped)."""
         from .run.diagnose import sets_report
 
         return sets_report(self.con, like, encoders, language)

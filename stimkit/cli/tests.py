@@ -195,7 +195,7 @@ def baseline_cmd(
     seed: Annotated[int, typer.Option("--seed", help="Seed of the draws and of the random pairs' permutations.")] = 0,
     tolerance: Annotated[float, typer.Option("--tolerance", help="Zipf distance allowed between a drawn word and the target word it stands for.")] = 0.25,
     vocabulary: Annotated[Optional[Path], typer.Option("--vocabulary", help="Draw from the words of this file (one a line) instead of wordfreq's list.")] = None,
-    language: Annotated[str, typer.Option("--language", help="The words' language (wordfreq's code): frequencies and the default vocabulary.")] = "en",
+    language: Annotated[Optional[str], typer.Option("--language", help="The words' language (wordfreq's code): frequencies and the default vocabulary (default: each test's targets' own).")] = None,
     budget: Annotated[int, typer.Option("--budget", help="Permutation sample budget, as the test's.")] = DEFAULT_BUDGET,
     method: Annotated[str, typer.Option("--method", help=f"{choices(P_METHODS)}, as the test's.")] = "auto",
     alternative: Annotated[Optional[str], typer.Option("--alternative", help=f"{choices(ALTERNATIVES)} (default: the test's own, else greater).")] = None,
