@@ -610,6 +610,14 @@ class Store:
         sql = usersql.check_reading(analysis.named_query(sql) or sql)
         return usersql.read(self.con, sql, params)
 
+    def has_study_run(self, study: str | Path | Study) -> bool:
+        """Whether the store holds a run of this study (`Store.run` records its name)."""
+        try:
+            self.study_run(study)
+        except UsageError:
+            return False
+        return True
+
     def study_run(self, study: str | Path | Study) -> str:
         """The id of a study's latest run (`Store.run` records the study's name)."""
         from .study import study as studies
@@ -711,11 +719,13 @@ class Store:
         run_id, rows = audit.run_compare(self.con, plan, alpha, command)
         return run_id, pl.DataFrame(rows)
 
-    def audits(self, where: str | None = None, top: int = 3) -> tuple[pl.DataFrame, pl.DataFrame]:
-        """Stored audits (pooled d, tau2, I2, flip rates) and the `top` templates that move each most."""
+    def audits(self, where: str | None = None, top: int = 3,
+               alpha: float | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """Stored audits (pooled d, tau2, I2, flip rates at `alpha`, None: each audit's own) and
+        the `top` templates of each: those that flip the decision first, then by shift."""
         from .analysis.stored import audit_summary
 
-        return audit_summary(self.con, where, top)
+        return audit_summary(self.con, where, top, alpha)
 
     def wefat(self, name: str | None = None, encoder: str = "glove-6b-50d", *, targets: str | None = None,
               a: str | None = None, b: str | None = None, property: str | None = None, label: str = "adhoc",  # noqa: A002

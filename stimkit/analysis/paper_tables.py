@@ -26,6 +26,7 @@ import polars as pl
 from ..errors import UsageError
 from ..output import interval_text, latex_escape, markdown_escape, with_interval
 from ..paths import data_dir
+from ..stats.decision import significant
 
 # results: what a terminal shows (in reading order), never drops, and drops first to fit
 READ_COLUMNS = ("test", "encoder", "context", "language", "d", "ci", "p_value", "p_adjusted", "rejected", "n", "flags")
@@ -200,7 +201,7 @@ def display_names(df: pl.DataFrame) -> dict[str, str]:
 def marks(row: dict, alpha: float) -> str:
     """May et al.'s marks for one result: ** rejected after correction, * p <= alpha, † cannot
     reject; and ^: significant only with sentences as units."""
-    mark = "**" if row.get("rejected") else ("*" if row.get("p_value") is not None and row["p_value"] <= alpha else "")
+    mark = "**" if row.get("rejected") else ("*" if significant(row.get("p_value"), alpha) else "")
     return mark + (SENTENCES_ONLY if row.get("sentences_only") else "") + ("†" if row.get("can_reject") is False else "")
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import sys
 from typing import Annotated, Optional
 
 import typer
@@ -11,7 +10,10 @@ import typer
 from .. import DEFAULT_BUDGET, StimkitError
 from ..errors import UsageError
 from ..output import with_interval
-from .common import (OverrideOption, TemplateDirOption, WordlistDirOption, app, emit, emit_tables, err, format_option,
+from . import procedure
+from .procedure import (AlphaOption, AlternativeOption, BalanceOption, BudgetOption, ClusteredOption, CutSeedOption,
+                        EncoderOption, MethodOption, SeedOption, UnitsOption)
+from .common import (OverrideOption, TemplateDirOption, WordlistDirOption, app, emit, emit_tables, err, format_option, invocation, current_study, study_value,
                      handles_errors, open_store, result_lines)
 
 audit_app = typer.Typer(help="Template audits: how template choice moves d and p.", no_args_is_help=True)
@@ -22,10 +24,16 @@ def _audit(
     compare: bool,
     test: Annotated[Optional[list[str]], typer.Option("--test", "-t", help="A test whose sets come from templates: catalog, yours or ad hoc (repeatable; templates: default the sent- Caliskan tests).")] = None,
     template_set: Annotated[Optional[list[str]], typer.Option("--template-set", "-s", help="Template set, built-in or in --template-dir (repeatable; templates: default the test's own; compare: two or more).")] = None,
-    encoder: Annotated[Optional[list[str]], typer.Option("--encoder", "-e", help="Encoder (repeatable; default: minilm).")] = None,
-    alpha: Annotated[Optional[float], typer.Option("--alpha", help="Significance level for decision flips, in (0, 1) (default: that of the study that ran the tests, else 0.01).")] = None,
-    budget: Annotated[int, typer.Option("--budget", help="Permutation sample budget.")] = DEFAULT_BUDGET,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the permutation samples.")] = 0,
+    encoder: EncoderOption = None,
+    alpha: AlphaOption = None,
+    budget: BudgetOption = None,
+    method: MethodOption = None,
+    alternative: AlternativeOption = None,
+    seed: SeedOption = None,
+    units: UnitsOption = None,
+    clustered: ClusteredOption = False,
+    balance: BalanceOption = None,
+    cut_seed: CutSeedOption = None,
     wordlist_dir: WordlistDirOption = None,
     template_dir: TemplateDirOption = None,
     override: OverrideOption = False,
@@ -35,23 +43,29 @@ def _audit(
     set as plain results; `templates` audits each template of each test."""
     from .encode import progress_for
 
-    command = " ".join(sys.argv[1:])
+    command = invocation()
+    study = current_study()
+    # the procedure as `test` takes it; alpha: typed, else the study's, else the tests' study's (Store.audit)
+    values = procedure.options(study, budget=budget, method=method, alternative=alternative, seed=seed, units=units,
+                               clustered=clustered, balance=balance, cut_seed=cut_seed, alpha=alpha)
+    values = {k: v for k, v in values.items() if k in procedure.KEYS + ("clustered",)}
+    alpha = values.pop("alpha", None)
+    encoders = procedure.encoders(study, encoder, ("minilm",))
     with open_store(wordlist_dir=wordlist_dir, template_dir=template_dir, override=override) as store:
         if not compare:
-            run_id, _ = store.audit(test, encoder or ["minilm"], template_set, alpha, command, _audit_line, progress_for,
-                                    budget=budget, seed=seed)
+            run_id, _ = store.audit(test, encoders, template_set, alpha, command, _audit_line, progress_for, **values)
             if fmt is not None:  # the audits just stored, as `audit show` prints them
-                _show(*store.audits(f"run_id = '{run_id}'"), fmt)
+                _show(*store.audits(f"run_id = '{run_id}'", alpha=alpha), fmt)
             err.print(result_lines(f"run {run_id}:", f"see `stimkit audit show --where \"run_id = '{run_id}'\"`"),
                       highlight=False)
             return
         if not test:
             raise UsageError("compare needs the tests to compare: --test/-t (repeatable)")
         alpha = alpha if alpha is not None else store.study_alpha(test)
-        run_id, rows = store.audit_compare(test, list(template_set or []), encoder or ["minilm"], alpha, command,
-                                           progress_for, budget=budget, seed=seed)
+        run_id, rows = store.audit_compare(test, list(template_set or []), encoders, alpha, command,
+                                           progress_for, **values)
     emit(rows, fmt, title=f"d and p by template set (shift and flips against {template_set[0]}; alpha {alpha})",
-         keep=("d", "p", "significant"))
+         keep=("d", "ci_low", "ci_high", "p", "significant"))
     err.print(f"run {run_id}", highlight=False)
 
 
@@ -62,7 +76,7 @@ def _audit_line(a) -> None:
     err.print(result_lines(f"{a.test}  {a.template_set}  {a.encoder}",
                            f"full test d={with_interval(f'{a.full_d:+.2f}', *a.full_ci)} p={a.full_p:.2g} "
                            f"templates={a.n_templates}",
-                           f"pooled d={pooled} decision flips={flips}"), highlight=False)
+                           f"pooled d={pooled} decision flips at alpha {a.alpha:g}={flips}"), highlight=False)
 
 
 def _register(name: str, compare: bool, doc: str) -> None:
@@ -95,6 +109,7 @@ def audit_show_cmd(
     where: Annotated[Optional[str], typer.Option("--where", help="SQL condition on `audits`.")] = None,
     top: Annotated[int, typer.Option("--top", help="Templates listed per audit.")] = 3,
     movers: Annotated[bool, typer.Option("--templates", help="Only the templates that move each test most.")] = False,
+    alpha: Annotated[Optional[float], typer.Option("--alpha", help="Decision flips at this alpha, recomputed from the stored p (default: the study's, else each audit's own).")] = None,
     fmt: Annotated[Optional[str], format_option()] = None,
 ):
     """A summary of audits: pooled d, tau2, I2, flip rates, and the templates that move each test most.
@@ -107,14 +122,15 @@ def audit_show_cmd(
       stimkit audit show --top 3
       stimkit audit show --templates --format csv
     """
+    alpha = alpha if alpha is not None else study_value("alpha")
     with open_store(read_only=True) as store:
-        audits, movers_df = store.audits(where, top)
+        audits, movers_df = store.audits(where, top, alpha)
     if audits.height == 0:
         raise StimkitError("no audits" + (f" where {where}" if where else "") + " (run `stimkit audit templates`)")
     _show(audits, movers_df, fmt, movers)
 
 
-TEMPLATES_TITLE = "Templates that move each test most (alone, ranked by |d_alone - d|)"
+TEMPLATES_TITLE = "Templates that move each test most (alone: those that flip the decision first, then by |d_alone - d|)"
 KEEP_TEMPLATES = {"keep": ("d_alone", "decision_flip")}  # what a narrow terminal never drops
 
 

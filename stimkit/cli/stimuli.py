@@ -9,7 +9,7 @@ import typer
 
 from ..checks import BALANCE_POLICIES, UNITS, check_choice, choices
 from ..errors import UsageError
-from .common import app, count, db_path, emit, emit_tables, err, format_option, handles_errors, open_store, out, state
+from .common import app, catalog_dir, count, db_path, emit, emit_tables, err, format_option, handles_errors, open_store, out, state
 
 catalog_app = typer.Typer(help="The test catalog: list tests, show their set queries.", invoke_without_command=True)
 export_app = typer.Typer(help="Export stimulus sets in other tools' formats.")
@@ -150,7 +150,7 @@ def catalog_list(
         return
     from ..catalog import tests as catalog
 
-    df = catalog.table(catalog_con(), paper, state.get("catalog_dir"))
+    df = catalog.table(catalog_con(), paper, catalog_dir())
     # the four sets are what a test compares: a narrow terminal folds them, never drops them
     emit(df, fmt, ["test", "context", "family", "X", "Y", "A", "B"] if fmt in (None, "table") else None,
          keep=("X", "Y", "A", "B"))
@@ -166,7 +166,7 @@ def catalog_show(name: str):
     from ..catalog import tests as catalog
 
     con = catalog_con()
-    test = catalog.get(con, name, state.get("catalog_dir"))
+    test = catalog.get(con, name, catalog_dir())
     out.print(f"{test.name}  context={test.context} family={test.family} balance={test.balance} source={test.source}",
               highlight=False)
     for r in catalog.sizes(con, test).iter_rows(named=True):

@@ -13,7 +13,10 @@ from ..checks import (ALTERNATIVES, BALANCE_POLICIES, CENTERINGS, CONTEXTS, CORR
                       RESULT_KINDS, SOURCES, UNITS, choices)
 from .common import (OverrideOption, TemplateDirOption, WordlistDirOption, app, check_alpha, check_correction,
                      count as _count, db_path, emit, emit_document, emit_tables, err, family_line, format_option,
-                     handles_errors, open_store, print_rows, result_lines)
+                     handles_errors, invocation, open_store, out, print_rows, result_lines, current_study, study_value)
+from . import procedure
+from .procedure import (OUTPUT, PROCEDURE, WHAT, AlphaOption as ProcedureAlpha, AlternativeOption, BalanceOption,
+                        BudgetOption, ClusteredOption, CutSeedOption, EncoderOption, MethodOption, SeedOption, UnitsOption)
 
 AlphaOption = Annotated[float, typer.Option("--alpha", help="Significance level, in (0, 1).")]
 ReadAlphaOption = Annotated[Optional[float], typer.Option(
@@ -129,37 +132,37 @@ def finish(report) -> None:
 def test_cmd(
     patterns: Annotated[Optional[list[str]], typer.Argument(
         help="Tests by name or shell-style pattern over catalog and imported tests ('sent-weat*', '*angry*').")] = None,
-    everything: Annotated[bool, typer.Option("--all", help="Every test: the catalog and imported ones.")] = False,
-    source: Annotated[Optional[str], typer.Option("--source", help=f"Only the tests of one source: {choices(SOURCES)}.")] = None,
-    encoder: Annotated[Optional[list[str]], typer.Option("--encoder", "-e", help="Encoder spec (repeatable).")] = None,
-    x: Annotated[Optional[str], typer.Option("--x", help="Ad-hoc test: SQL or set name for the target set X.")] = None,
-    y: Annotated[Optional[str], typer.Option("--y", help="Ad-hoc test: SQL or set name for the target set Y.")] = None,
-    a: Annotated[Optional[str], typer.Option("--a", help="Ad-hoc test: SQL or set name for the attribute set A.")] = None,
-    b: Annotated[Optional[str], typer.Option("--b", help="Ad-hoc test: SQL or set name for the attribute set B.")] = None,
-    name: Annotated[str, typer.Option("--name", help="Name of the ad-hoc test (stored: `stimkit test NAME` runs it again).")] = "adhoc",
-    save: Annotated[Optional[Path], typer.Option("--save", help="Write the test's definition as TOML (for a --catalog-dir folder).")] = None,
-    cross_lingual: Annotated[bool, typer.Option("--cross-lingual", help="Ad-hoc test: targets in one language, attributes in another, on purpose (else refused).")] = False,
-    context: Annotated[Optional[str], typer.Option("--context", help=f"{choices(CONTEXTS)} (a sentence test's inserted word; c-word:<slot>: that slot's word of a multi-slot set; default: the test's own; an ad-hoc test of four list@word sets is word).")] = None,
-    budget: Annotated[int, typer.Option("--budget", help="Permutation sample budget.")] = DEFAULT_BUDGET,
-    method: Annotated[str, typer.Option("--method", help=f"{choices(P_METHODS)}.")] = "auto",
-    alternative: Annotated[Optional[str], typer.Option("--alternative", help=f"{choices(ALTERNATIVES)} (default: the test's own, else greater).")] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the permutation samples and bootstrap draws (never of the cut).")] = 0,
-    units: Annotated[Optional[str], typer.Option("--units", help=f"{choices(UNITS)}: what a sentence test's permutation moves (default: the test's own, else words: whole words with their sentences; the published tests: sentences). A word test's unit is the word.")] = None,
-    clustered: Annotated[bool, typer.Option("--clustered", help="The same as --units words (kept for old scripts).")] = False,
-    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates for a CI of d (0: none).")] = 0,
-    balance: Annotated[Optional[str], typer.Option("--balance", help=f"{choices(BALANCE_POLICIES)} (default: the test's).")] = None,
-    cut_seed: Annotated[int, typer.Option("--cut-seed", help="Which items balance=cut drops (default 0: fixed per test).")] = 0,
-    cuts: Annotated[int, typer.Option("--cuts", help="Also run K independent cuts and store the spread of d and p.")] = 1,
-    alpha: AlphaOption = 0.01,
-    center: Annotated[Optional[str], typer.Option("--center", help=f"Centre the vectors before cosines: {choices(CENTERINGS)} (abtt:K also removes the reference's top K directions).")] = None,
-    center_ref: Annotated[str, typer.Option("--center-ref", help="The centring reference: test (the test's own four sets) or a set name or SELECT.")] = "test",
-    metric: Annotated[Optional[str], typer.Option("--metric", help=f"Association metrics, comma-separated: {', '.join(METRIC_NAMES)} (one result each; default: the test's own, else weat).")] = None,
-    baseline: Annotated[int, typer.Option("--baseline", help="Also a matched random baseline of K pairs per result (stored, reused; see `stimkit baseline`); 0: none.")] = 0,
+    everything: Annotated[bool, typer.Option("--all", help="Every test: the catalog and imported ones.", rich_help_panel=WHAT)] = False,
+    source: Annotated[Optional[str], typer.Option("--source", help=f"Only the tests of one source: {choices(SOURCES)}.", rich_help_panel=WHAT)] = None,
+    encoder: EncoderOption = None,
+    x: Annotated[Optional[str], typer.Option("--x", help="Ad-hoc test: SQL or set name for the target set X.", rich_help_panel=WHAT)] = None,
+    y: Annotated[Optional[str], typer.Option("--y", help="Ad-hoc test: SQL or set name for the target set Y.", rich_help_panel=WHAT)] = None,
+    a: Annotated[Optional[str], typer.Option("--a", help="Ad-hoc test: SQL or set name for the attribute set A.", rich_help_panel=WHAT)] = None,
+    b: Annotated[Optional[str], typer.Option("--b", help="Ad-hoc test: SQL or set name for the attribute set B.", rich_help_panel=WHAT)] = None,
+    name: Annotated[str, typer.Option("--name", help="Name of the ad-hoc test (stored: `stimkit test NAME` runs it again).", rich_help_panel=WHAT)] = "adhoc",
+    save: Annotated[Optional[Path], typer.Option("--save", help="Write the test's definition as TOML (for a --catalog-dir folder).", rich_help_panel=OUTPUT)] = None,
+    cross_lingual: Annotated[bool, typer.Option("--cross-lingual", help="Ad-hoc test: targets in one language, attributes in another, on purpose (else refused).", rich_help_panel=WHAT)] = False,
+    context: Annotated[Optional[str], typer.Option("--context", help=f"{choices(CONTEXTS)} (a sentence test's inserted word; c-word:<slot>: that slot's word of a multi-slot set; default: the test's own; an ad-hoc test of four list@word sets is word).", rich_help_panel=WHAT)] = None,
+    budget: BudgetOption = None,
+    method: MethodOption = None,
+    alternative: AlternativeOption = None,
+    seed: SeedOption = None,
+    units: UnitsOption = None,
+    clustered: ClusteredOption = False,
+    bootstrap: Annotated[Optional[int], typer.Option("--bootstrap", help="Bootstrap replicates for a CI of d (0: none).", rich_help_panel=PROCEDURE)] = None,
+    balance: BalanceOption = None,
+    cut_seed: CutSeedOption = None,
+    cuts: Annotated[Optional[int], typer.Option("--cuts", help="Also run K independent cuts and store the spread of d and p.", rich_help_panel=PROCEDURE)] = None,
+    alpha: ProcedureAlpha = None,
+    center: Annotated[Optional[str], typer.Option("--center", help=f"Centre the vectors before cosines: {choices(CENTERINGS)} (abtt:K also removes the reference's top K directions).", rich_help_panel=PROCEDURE)] = None,
+    center_ref: Annotated[Optional[str], typer.Option("--center-ref", help="The centring reference: test (the test's own four sets) or a set name or SELECT.", rich_help_panel=PROCEDURE)] = None,
+    metric: Annotated[Optional[str], typer.Option("--metric", help=f"Association metrics, comma-separated: {', '.join(METRIC_NAMES)} (one result each; default: the test's own, else weat).", rich_help_panel=WHAT)] = None,
+    baseline: Annotated[Optional[int], typer.Option("--baseline", help="Also a matched random baseline of K pairs per result (stored, reused; see `stimkit baseline`); 0: none (default: the study's [baseline] sets).", rich_help_panel=PROCEDURE)] = None,
     wordlist_dir: WordlistDirOption = None,
     template_dir: TemplateDirOption = None,
     override: OverrideOption = False,
-    rerun: Annotated[bool, typer.Option("--rerun", help="Re-run one result (the report's recipe): the ad-hoc test may carry a test's name (its seed streams and cut derive from it) and is not stored, so it never stands in for that test.")] = False,
-    verbose: Annotated[bool, typer.Option("--verbose/--quiet", "-v/-q", help="A line per result.")] = True,
+    rerun: Annotated[bool, typer.Option("--rerun", help="Re-run one result (the report's recipe): the ad-hoc test may carry a test's name (its seed streams and cut derive from it) and is not stored, so it never stands in for that test.", rich_help_panel=OUTPUT)] = False,
+    verbose: Annotated[bool, typer.Option("--verbose/--quiet", "-v/-q", help="A line per result.", rich_help_panel=OUTPUT)] = True,
 ):
     """Run association tests (catalog, imported or ad-hoc) for one or more encoders; results go to the store.
 
@@ -172,17 +175,21 @@ def test_cmd(
 
     from ..stats.metrics import parse_metrics
 
-    opts = Options(budget=budget, method=method, alternative=alternative, seed=seed, clustered=clustered, units=units,
-                   bootstrap=bootstrap, balance=balance, cut_seed=cut_seed, cuts=cuts, alpha=alpha,
-                   metrics=tuple(parse_metrics(metric)) if metric else None, center=center, center_ref=center_ref)
+    study = current_study()
+    opts = Options(**procedure.options(
+        study, budget=budget, method=method, alternative=alternative, seed=seed, clustered=clustered, units=units,
+        bootstrap=bootstrap, balance=balance, cut_seed=cut_seed, cuts=cuts, alpha=alpha,
+        metrics=tuple(parse_metrics(metric)) if metric else None, center=center, center_ref=center_ref))
+    if baseline is None and study is not None:
+        baseline = study.baseline
     with open_store(wordlist_dir=wordlist_dir, template_dir=template_dir, override=override) as store:
         bar, callbacks = progress_callbacks(verbose)
         with bar:
-            report = store.test(patterns, encoders=encoder or ["glove-6b-50d"], everything=everything, source=source,
-                                x=x, y=y, a=a, b=b, name=name, context=context, command=" ".join(sys.argv[1:]),
+            report = store.test(patterns, encoders=procedure.encoders(study, encoder), everything=everything,
+                                source=source, x=x, y=y, a=a, b=b, name=name, context=context, command=invocation(),
                                 options=opts, save=save, cross_lingual=cross_lingual, rerun=rerun,
                                 baseline=baseline or None, **callbacks)
-    warn_cannot_reject(report, alpha)
+    warn_cannot_reject(report, opts.alpha)
     finish(report)
 
 
@@ -190,19 +197,20 @@ def test_cmd(
 @handles_errors
 def baseline_cmd(
     patterns: Annotated[list[str], typer.Argument(help="Tests by name or shell-style pattern.")],
-    encoder: Annotated[Optional[list[str]], typer.Option("--encoder", "-e", help="Encoder spec (repeatable).")] = None,
-    sets: Annotated[int, typer.Option("--sets", "-k", help="K: random pairs of target sets to draw.")] = 1000,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the draws and of the random pairs' permutations.")] = 0,
-    tolerance: Annotated[float, typer.Option("--tolerance", help="Zipf distance allowed between a drawn word and the target word it stands for.")] = 0.25,
-    vocabulary: Annotated[Optional[Path], typer.Option("--vocabulary", help="Draw from the words of this file (one a line) instead of wordfreq's list.")] = None,
-    language: Annotated[str, typer.Option("--language", help="The words' language (wordfreq's code): frequencies and the default vocabulary.")] = "en",
-    budget: Annotated[int, typer.Option("--budget", help="Permutation sample budget, as the test's.")] = DEFAULT_BUDGET,
-    method: Annotated[str, typer.Option("--method", help=f"{choices(P_METHODS)}, as the test's.")] = "auto",
-    alternative: Annotated[Optional[str], typer.Option("--alternative", help=f"{choices(ALTERNATIVES)} (default: the test's own, else greater).")] = None,
-    clustered: Annotated[bool, typer.Option("--clustered", help="Permute whole words with all their sentences, as the test's.")] = False,
-    balance: Annotated[Optional[str], typer.Option("--balance", help=f"{choices(BALANCE_POLICIES)} (default: the test's).")] = None,
-    cut_seed: Annotated[int, typer.Option("--cut-seed", help="The test's cut seed.")] = 0,
-    alpha: AlphaOption = 0.01,
+    encoder: EncoderOption = None,
+    sets: Annotated[Optional[int], typer.Option("--sets", "-k", help="K: random pairs of target sets to draw (default: the study's [baseline] sets, else 1,000).", rich_help_panel=WHAT)] = None,
+    vocabulary: Annotated[Optional[Path], typer.Option("--vocabulary", help="Draw from the words of this file (one a line) instead of wordfreq's list (a list of given names: the bundled names vocabulary).", rich_help_panel=WHAT)] = None,
+    tolerance: Annotated[Optional[float], typer.Option("--tolerance", help="Zipf distance allowed between a drawn word and the target word it stands for (default 0.25).", rich_help_panel=WHAT)] = None,
+    language: Annotated[Optional[str], typer.Option("--language", help="The words' language (wordfreq's code): frequencies and the default vocabulary (default: the set's).", rich_help_panel=WHAT)] = None,
+    budget: BudgetOption = None,
+    method: MethodOption = None,
+    alternative: AlternativeOption = None,
+    seed: SeedOption = None,
+    units: UnitsOption = None,
+    clustered: ClusteredOption = False,
+    balance: BalanceOption = None,
+    cut_seed: CutSeedOption = None,
+    alpha: ProcedureAlpha = None,
     wordlist_dir: WordlistDirOption = None,
     template_dir: TemplateDirOption = None,
     override: OverrideOption = False,
@@ -226,16 +234,19 @@ def baseline_cmd(
     import polars as pl
 
     from ..run.options import Options
-
-    opts = Options(budget=budget, method=method, alternative=alternative, clustered=clustered, balance=balance,
-                   cut_seed=cut_seed, alpha=alpha)
     from .encode import progress_for
 
+    study = current_study()
+    opts = Options(**procedure.options(study, budget=budget, method=method, alternative=alternative, seed=seed,
+                                       units=units, clustered=clustered, balance=balance, cut_seed=cut_seed, alpha=alpha))
+    drawn = {k: v for k, v in ((study.baseline or {}) if study is not None else {}).items()}
+    drawn.update({k: v for k, v in {"sets": sets, "seed": seed, "tolerance": tolerance, "vocabulary": vocabulary,
+                                    "language": language}.items() if v is not None})
     with open_store(wordlist_dir=wordlist_dir, template_dir=template_dir, override=override) as store:
-        report = store.baseline(patterns, encoders=encoder or ["glove-6b-50d"], sets=sets, seed=seed,
-                                tolerance=tolerance, vocabulary=vocabulary, language=language,
-                                command="baseline " + " ".join(sys.argv[2:]), options=opts, progress=progress_for,
-                                on_failure=lambda f: err.print(f"failed: {f}", style="red", highlight=False))
+        report = store.baseline(patterns, encoders=procedure.encoders(study, encoder), command=invocation(),
+                                options=opts, progress=progress_for,
+                                on_failure=lambda f: err.print(f"failed: {f}", style="red", highlight=False), **drawn)
+    sets = report.baselines[0].k if report.baselines else drawn.get("sets", 1000)
     rows = [{"test": b.test, "encoder": b.encoder, "d": b.observed_d, "percentile": b.percentile, "fpr": b.fpr,
              "random_d": b.d_median, "random_low": b.d_low, "random_high": b.d_high, "d_x": b.d_x, "d_y": b.d_y,
              "k": b.k, "stored": "reused" if b.baseline_id in report.reused else "new", "baseline_id": b.baseline_id}
@@ -243,10 +254,10 @@ def baseline_cmd(
     schema = {"test": pl.String, "encoder": pl.String, "d": pl.Float64, "percentile": pl.Float64, "fpr": pl.Float64,
               "random_d": pl.Float64, "random_low": pl.Float64, "random_high": pl.Float64, "d_x": pl.Float64,
               "d_y": pl.Float64, "k": pl.Int64, "stored": pl.String, "baseline_id": pl.String}
-    err.print(f"percentile: d among {sets:,} matched random pairs; fpr: their share with p <= {alpha}; random_d: "
+    err.print(f"percentile: d among {sets:,} matched random pairs; fpr: their share with p <= {opts.alpha:g}; random_d: "
               "their median d (random_low, random_high: 2.5%, 97.5%); d_x, d_y: X, Y against their own random words",
               highlight=False)
-    emit(pl.DataFrame(rows, schema=schema), fmt, keep=("test", "encoder", "d", "percentile", "fpr"))
+    emit(pl.DataFrame(rows, schema=schema), fmt, keep=("test", "encoder", "d", "percentile", "fpr", "d_x", "d_y"))
     if report.failures:  # each said in its line already (on_failure)
         raise typer.Exit(1)
 
@@ -312,6 +323,7 @@ def results_cmd(
     if layout is not None and layout not in LAYOUTS:
         raise UsageError(f"unknown layout {layout!r} (known: {', '.join(LAYOUTS)})")
     fmt = fmt or default_format()
+    correct, alpha = correct or study_value("correction"), alpha if alpha is not None else study_value("alpha")
     with open_store(read_only=True) as store:
         df = store.results(where, run, correct, alpha, include_stale, kind)
         family = store.family
@@ -437,6 +449,7 @@ def check_cmd(
     """
     if alpha is not None:
         check_alpha(alpha)
+    alpha = alpha if alpha is not None else study_value("alpha")
     if metrics:
         with open_store(read_only=True) as store:
             agreement, tau = store.check_metrics(where, run, alpha, include_stale)
@@ -481,7 +494,7 @@ def query_cmd(
     limit: Annotated[Optional[int], typer.Option("--limit", min=0, help="Rows to print (default: 100 for tables, all otherwise).")] = None,
     where: WhereOption = None,
     run: RunOption = None,
-    alpha: AlphaOption = 0.01,
+    alpha: ReadAlphaOption = None,
     allow_files: Annotated[bool, typer.Option("--allow-files", help="Let the query read files on this machine (read_csv, read_parquet).")] = False,
     fmt: Annotated[Optional[str], format_option()] = None,
 ):
@@ -503,11 +516,33 @@ def query_cmd(
         if not sep or not key:
             raise UsageError(f"--param {p!r}: expected NAME=VALUE")
         params[key] = value
+    alpha = alpha if alpha is not None else study_value("alpha")
     with open_store(read_only=True, allow_files=allow_files) as store:
         df = store.query(sql, params, where, run, alpha)
     fmt = fmt or default_format()
     limit = limit if limit is not None else (100 if fmt == "table" else None)
     emit(df, fmt, limit=limit)
+
+
+@app.command("init")
+@handles_errors
+def init_cmd(
+    folder: Annotated[Path, typer.Argument(help="The new study's folder (made if missing; must not hold a study).")],
+    name: Annotated[Optional[str], typer.Option("--name", help="The study's name (default: the folder's).")] = None,
+):
+    """Start a study of your own: word lists, a template set, a word and a sentence test, and a
+    study file with every key commented. `cd FOLDER && stimkit run` then runs it as it is.
+
+    Example:
+      stimkit init religion && cd religion && stimkit run
+    """
+    from ..study.scaffold import init
+
+    written = init(folder, name)
+    for path in written:
+        out.print(str(path), highlight=False, markup=False)
+    err.print(f"a study in {folder}: `cd {folder} && stimkit run` runs it; edit {folder}/study.toml to make it yours",
+              highlight=False)
 
 
 @app.command("run")
@@ -540,8 +575,8 @@ def run_cmd(
     with open_store() as store:
         bar, callbacks = progress_callbacks(verbose)
         with bar:
-            job = store.run(study or paper or DEFAULT_PAPER, encoder,
-                            command=" ".join(["run", *sys.argv[2:]]), **overrides, **callbacks)
+            job = store.run(study or paper or current_study() or DEFAULT_PAPER, encoder,
+                            command=invocation(), **overrides, **callbacks)
     s, alpha = job.study, overrides.get("alpha", job.study.alpha)
     if job.results is None:
         finish(job.run)

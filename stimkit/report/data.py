@@ -70,7 +70,7 @@ def gather(con, where: str | None = None, correct: str | None = None, alpha: flo
         latest = df.filter(pl.col("test") == t).sort("created_at").unique("encoder", keep="last")  # one per encoder
         data.strips[t] = strip_items(con, latest["result_id"].to_list())
     if audits:
-        data.audits = latest_audits(con, tests)
+        data.audits = latest_audits(con, tests, alpha)
     if has_rows(con, "result_cuts"):
         data.cuts = cut_spread(con, df["result_id"].to_list())
     if has_rows(con, "wefat_results"):
@@ -130,20 +130,24 @@ def strip_items(con, result_ids: list[str]) -> pl.DataFrame:
         ORDER BY r.encoder, i.role, i.ordinal""", [result_ids])
 
 
-def latest_audits(con, tests: list[str] | None) -> list[tuple[dict, pl.DataFrame]]:
-    """The latest audit per test, encoder and template set, with its per-template rows."""
+def latest_audits(con, tests: list[str] | None, alpha: float | None = None) -> list[tuple[dict, pl.DataFrame]]:
+    """The latest audit per test, encoder and template set, with its per-template rows, their
+    decision flips at `alpha` (the report's; None: each audit's own)."""
+    from ..analysis.stored import audits_at
+
     if not has_rows(con, "audits"):
         return []
+    audits_at(con, alpha)
     clause = "WHERE test IN (SELECT unnest(?))" if tests else ""
     rows = store.frame(con, f"""
-        SELECT * FROM audits {clause}
+        SELECT * FROM audits_at {clause}
         QUALIFY row_number() OVER (PARTITION BY test, encoder, template_set ORDER BY created_at DESC, audit_id DESC) = 1
         ORDER BY test, encoder, template_set""", [tests] if tests else None)
     found = []
     for a in rows.iter_rows(named=True):
         templates = store.frame(con, """
             SELECT analysis, frame, n_x, n_y, effect_size, variance, p_value, shift, decision_flip, sign_flip
-            FROM audit_templates WHERE audit_id = ? AND effect_size IS NOT NULL ORDER BY frame, analysis""", [a["audit_id"]])
+            FROM audit_templates_at WHERE audit_id = ? AND effect_size IS NOT NULL ORDER BY frame, analysis""", [a["audit_id"]])
         found.append((a, templates))
     return found
 

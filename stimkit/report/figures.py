@@ -193,7 +193,7 @@ def forest(a: dict, templates: pl.DataFrame) -> Figure:
         flips = "n/a" if a.get("decision_flip_share") is None else f"{a['decision_flip_share']:.0%}"
         signs = "n/a" if a.get("sign_flip_share") is None else f"{a['sign_flip_share']:.0%}"
         ax.set_title(wrap(f"{a['test']} / {a['encoder']} / templates {a['template_set']}", 40) + "\n"
-                     + wrap(f"tau² = {tau2}, decision flips {flips}, sign flips {signs}", 40), loc="left")
+                     + wrap(f"tau² = {tau2}, decision flips at alpha {a['alpha']:g} {flips}, sign flips {signs}", 40), loc="left")
         fig.legend(loc="outside lower center", ncols=2, frameon=False)
         return fig
 

@@ -132,6 +132,16 @@ def stored(con, bid: str) -> BaselineRow | None:
     return BaselineRow(**row)
 
 
+def at_alpha(con, row: BaselineRow, alpha: float) -> BaselineRow:
+    """A stored baseline as seen at `alpha`: its share of random pairs rejected, recomputed
+    from its stored draws' p where it was stored at another alpha (one figure, one alpha)."""
+    if row.alpha == alpha:
+        return row
+    p = np.array([p for (p,) in store.rows(con, "SELECT p_value FROM baseline_draws WHERE baseline_id = ? "
+                                                "AND effect_size IS NOT NULL", [row.baseline_id])], dtype=np.float64)
+    return replace(row, fpr=bstats.rejection_rate(p, alpha), alpha=alpha)
+
+
 # ----------------------------------------------------------------------------- planning
 
 def plan(con, run_plan: Plan, b: BaselineOptions, inputs: Inputs) -> tuple[tuple[PlannedBaseline, ...], list[Failure]]:

@@ -76,6 +76,30 @@ class Study:
         return found
 
 
+STUDY_FILE = "study.toml"    # a study's file, found from the working directory up (like git's .git)
+STUDY_ENV = "STIMKIT_STUDY"  # names one explicitly (as does --study)
+
+
+def find(start: Path | None = None) -> Path | None:
+    """The study file of a project: `study.toml` in `start` (default: the working directory)
+    or the nearest folder above it that has one; None when there is none."""
+    here = Path(start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        candidate = folder / STUDY_FILE
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def in_force(explicit: str | Path | None = None, start: Path | None = None) -> Study | None:
+    """The study that gives a command its context: `explicit` (--study: a file or a built-in
+    name), else $STIMKIT_STUDY, else the study file found from `start` up; None without one."""
+    import os
+
+    ref = explicit or os.environ.get(STUDY_ENV) or find(start)
+    return load(ref) if ref else None
+
+
 def builtin() -> list[str]:
     return sorted(p.stem for p in (data_dir("queries") / "studies").glob("*.toml"))
 
@@ -83,6 +107,8 @@ def builtin() -> list[str]:
 def load(ref: str | Path) -> Study:
     """A built-in study by name (`may-2019`, `tan-celis-2019`) or a study file's path."""
     path = Path(ref)
+    if path.is_dir():  # a study's folder: its study file
+        path = path / STUDY_FILE
     if path.suffix != ".toml":
         path = data_dir("queries") / "studies" / f"{ref}.toml"
         if not path.exists():
