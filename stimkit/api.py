@@ -110,8 +110,7 @@ class StudyRun:
     family: analysis.Family | None = None
     results: pl.DataFrame | None = None    # the study's correction over its run
     checks: pl.DataFrame | None = None
-    columns: list[str] = field(default_factory=list)     # the study's table (its layout)
-    table: list[dict] = field(default_factory=list)
+    tests: list[str] = field(default_factory=list)       # the study's tests, in its order (its table's rows)
     seconds: float = 0.0
 
 
@@ -436,7 +435,6 @@ class Store:
         import time
         from fnmatch import fnmatchcase
 
-        from .analysis import paper_tables, tables
         from .catalog import tests as catalog
         from .catalog import wefat as wefat_defs
         from .run import cword, plan as run_plan
@@ -465,19 +463,13 @@ class Store:
         # correction: the defaults of reading its results), so `report --study` finds its runs
         report = self._execute(plan, f"run {study.name}" + (f" ({command})" if command else ""), progress, on_result,
                                on_failure, {"study": study.name, "alpha": opts.alpha, "correction": study.correction})
-        job = StudyRun(study, report, [n for n in plan.notes if n.startswith("generated")])
-        if report.run_id and report.results:
+        job = StudyRun(study, report, [n for n in plan.notes if n.startswith("generated")],
+                       tests=[t.name for t in chosen])
+        if report.run_id and report.results:  # the data of its table; the views layer renders it
             job.results = self.results(run=report.run_id, correct=study.correction, alpha=opts.alpha)
             job.family = self.family
             if study.checks:
                 job.checks = self.check(run=report.run_id, alpha=opts.alpha)
-            order = list(dict.fromkeys(r.encoder for r in report.results))
-            if study.layout == "tan-celis":
-                frame = tables.tan_celis(job.results, catalog.load(self.con, self.catalog_dir), list(study.rows), order)
-                job.columns, job.table = frame.columns, frame.to_dicts()
-            else:  # Table 4: a row per hypothesis, a column per encoder under its display name
-                t4 = paper_tables.table4(job.results, opts.alpha, [t.name for t in chosen], order)
-                job.columns, job.table = t4.grid(paper_tables.display_names(job.results))
         job.seconds = time.perf_counter() - started
         return job
 
@@ -631,11 +623,13 @@ class Store:
 
     def report(self, out_dir: str | Path = "report", where: str | None = None, correct: str | None = None,
                alpha: float | None = None, formats: list[str] | None = None, tests: list[str] | None = None,
-               audits: bool = False, force: bool = False, study: str | Path | Study | None = None):
+               audits: bool = False, force: bool = False, study: str | Path | Study | None = None,
+               display: dict[str, str] | None = None, heads: str | None = None):
         """Write out_dir/report.html (figures inline), figures/ and tables/ from the store
         (reads only). Returns report.Written; its `notes` say what was asked for but absent.
         `study`: the study's latest run. `correct`, `alpha` not given: the study's (that of the
-        family's runs, as `results`), else holm at 0.01."""
+        family's runs, as `results`), else holm at 0.01. `display` (encoder -> name) and `heads`
+        ("category": Table 4's rows under the tests' categories): default the study's."""
         from .analysis import paper_tables
         from .catalog import tests as catalog
 
@@ -653,6 +647,11 @@ class Store:
             raise StimkitError(f"the report needs {e.name}: pip install 'stimkit[report]'") from None
         data = report.gather(self.con, where, correct, alpha, tests, audits)
         data.source = paper_tables.source(study, data.results, catalog.load_toml())  # the caption names it
+        display = display if display is not None else (study.display if study is not None else None)
+        heads = heads or (study.heads if study is not None else "test")
+        data.names = {**paper_tables.display_names(data.results), **(display or {})}
+        if heads == "category":
+            data.categories = analysis.categories(self.con)
         data.left_out = analysis.left_out(self.con, where, run_id if study is not None else None)
         self._release()  # drawing takes seconds: let writers in
         written = report.write_report(data, Path(out_dir), formats, force)

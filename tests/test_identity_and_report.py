@@ -33,7 +33,9 @@ def test_a_display_name_heads_tables_and_never_changes_the_fingerprint(store):
 
     job = store.run(studies.parse({"name": "s", "tests": ["weat6"], "encoders": ["GloVe 50d=glove-6b-50d"],
                                                "options": {"budget": 500}}))
-    assert job.columns == ["test", "GloVe 50d"]
+    from stimkit.views import table4
+
+    assert table4.table4(job.results, job.family.alpha, job.tests).columns == ["test", "GloVe 50d"]
 
 
 def _report_counts(store, tmp_path) -> tuple[int, int]:

@@ -215,9 +215,9 @@ def test_units_in_test_definitions_and_study_files(tmp_path):
         "units": "words", "budget": 100, "s*": {"units": "sentences", "alternative": "two-sided"}}})
     assert study.options == {"units": "words", "budget": 100}
     assert study.options_for("sent-1") == {"units": "sentences", "alternative": "two-sided"} and study.options_for("w") == {}
-    with pytest.raises(UsageError, match="sets a test's alternative and units, not 'budget'"):
+    with pytest.raises(UsageError, match="unknown key 'options.s.budget'"):
         studies.parse({"name": "x", "tests": ["*"], "options": {"s": {"budget": 3}}})
-    with pytest.raises(UsageError, match="unknown units 'all'"):
+    with pytest.raises(UsageError, match="`options.s.units`: input should be 'sentences' or 'words', not 'all'"):
         studies.parse({"name": "x", "tests": ["*"], "options": {"s": {"units": "all"}}})
 
 

@@ -137,6 +137,11 @@ def define_family(con, where: str | None = None, alpha: float | None = None, run
     # d read against its matched random baseline, where one was computed (db/015: result_baselines)
     base = (f"SELECT h.*, rb.baseline_percentile, rb.baseline_fpr FROM ({base}) h "
             "LEFT JOIN result_baselines rb USING (result_id)")
+    # the units a side: distinct target words (a sentence test's unit when words are its units)
+    base = (f"SELECT b.*, w.words_x, w.words_y FROM ({base}) b LEFT JOIN (SELECT result_id, "
+            "count(DISTINCT word) FILTER (WHERE role = 'X') AS words_x, count(DISTINCT word) FILTER (WHERE role = 'Y') "
+            "AS words_y FROM result_items WHERE role IN ('X', 'Y') AND dropped IS NULL GROUP BY result_id) w "
+            "USING (result_id)")
     what = {"test": "", "audit": "audit ", "compare": "comparison ", "all": ""}[kind]
     definition = (f"the latest {what}result per hypothesis ({HYPOTHESIS}) {scope}"
                   + (", stale ones included" if include_stale else ""))
@@ -276,3 +281,18 @@ def corrected(con, method: str) -> pl.DataFrame:
         out = out.with_columns(sentences_only=pl.col("rejected") & ~pl.col("rejected_words").fill_null(True)
                                & (pl.col("units") == "sentences").fill_null(False))
     return out
+
+
+def categories(con) -> dict[str, str]:
+    """test -> "X vs Y / A vs B": the categories of each family test's four sets (from the
+    stimulus sets its results used), for a table that heads its rows by them. Define the
+    family first."""
+    rows = store.rows(con, """
+        SELECT f.test, i.role, any_value(s.category) AS category
+        FROM family f JOIN (SELECT DISTINCT result_id, role, set_version FROM result_items) i USING (result_id)
+        JOIN stimulus_sets s ON s.version = i.set_version
+        GROUP BY f.test, i.role ORDER BY 1, 2""")
+    found: dict[str, dict[str, str]] = {}
+    for test, role, category in rows:
+        found.setdefault(test, {})[role] = category
+    return {t: f"{c['X']} vs {c['Y']} / {c['A']} vs {c['B']}" for t, c in found.items() if all(c.get(k) for k in "XYAB")}

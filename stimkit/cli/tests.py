@@ -108,14 +108,29 @@ def baseline_line(b, reused: bool = False) -> str:
                         f"random words {b.d_y:+.2f}")
 
 
-def finish(report) -> None:
-    """The run's notes, warnings and summary line; exit 1 when any test or encoder failed."""
+SUMMARY_LINES = 3  # `stimkit run`: more warnings or baselines than this are a count with the command that lists them
+
+
+def finish(report, summary: bool = False) -> None:
+    """The run's notes, warnings and summary line; exit 1 when any test or encoder failed.
+    `summary` (`stimkit run`): many warnings or baselines become a line each saying how many."""
     for note in report.notes:
         err.print(result_lines(note), highlight=False)
-    for warning in report.warnings:  # stimulus diagnostics: X and Y differ in frequency or length
-        err.print(result_lines(f"warning: {warning}"), highlight=False)
-    for b in report.baselines:
-        err.print(baseline_line(b, b.baseline_id in report.reused), highlight=False)
+    if summary and len(report.warnings) > SUMMARY_LINES:
+        tests = sorted({w.split(":")[0].removeprefix("test ") for w in report.warnings})
+        err.print(result_lines(f"warning: {_count(len(report.warnings), 'stimulus warning')} (X and Y differ in word "
+                               f"frequency or length) in {_count(len(tests), 'test')}: `stimkit sets --diagnose` shows "
+                               "the sets' frequencies, `stimkit test NAME` says each"), highlight=False)
+    else:
+        for warning in report.warnings:  # stimulus diagnostics: X and Y differ in frequency or length
+            err.print(result_lines(f"warning: {warning}"), highlight=False)
+    if summary and len(report.baselines) > SUMMARY_LINES:
+        err.print(result_lines(f"{_count(len(report.baselines), 'matched baseline')}: `stimkit results --run "
+                               f"{report.run_id} --columns test,encoder,d,baseline_percentile,baseline_fpr` lists them"),
+                  highlight=False)
+    else:
+        for b in report.baselines:
+            err.print(baseline_line(b, b.baseline_id in report.reused), highlight=False)
     if report.run_id:
         err.print(result_lines(f"run {report.run_id}: {_count(len(report.results), 'result')} from "
                                f"{_count(report.n_tests, 'test')} x {_count(report.n_encoders, 'encoder')}, "
@@ -337,12 +352,11 @@ def results_cmd(
         elif table:
             from ..catalog import tests as catalog
             catalog_tests = catalog.load_toml()
-            tests_order = list(catalog_tests)
+            view4 = table4_view(store, df, family.alpha, list(catalog.load(store.con, store.catalog_dir)))
     err.print(family_line(family, correct, alpha, verbose), highlight=False)
     for note in (family.stale_note, family.mixed_note):
         if note:
             err.print(note, highlight=False)
-    marks = paper.legend(family)
     if layout:
         frame = tables.tan_celis(df, tests_def, rows)
         if fmt in ("latex", "markdown"):
@@ -358,20 +372,8 @@ def results_cmd(
                       f"({family.settings})", highlight=False)
             emit(frame, fmt)
     elif table:
-        if fmt in ("latex", "markdown"):
-            what = paper.sourced("Effect size d by test and encoder", paper.source(results=df, tests=catalog_tests))
-            sys.stdout.write(paper.table4_paper(df, alpha, fmt, paper.caption(family, correct, alpha, what),
-                                                paper.display_names(df), tests_order))
-        else:
-            t4 = paper.table4(df, alpha, tests_order)
-            import polars as pl
-            columns, rows = t4.grid()
-            grid = pl.DataFrame(rows, schema={c: pl.String for c in columns})
-            err.print(f"d by test and encoder; {marks}" + ("; [95% interval of d]" if t4.ci else "")
-                      + (f"; {t4.note}" if t4.note else ""), highlight=False)
-            for line in paper.fragile_lines(df):
-                err.print(line, highlight=False)
-            emit(grid, fmt, keep=tuple(grid.columns))  # every encoder's column: names fold, none is dropped
+        print_table4(view4, df, family, fmt, paper.sourced("Effect size d by test and encoder",
+                                                           paper.source(results=df, tests=catalog_tests)))
     elif fmt == "sentbias":
         sys.stdout.write(tables.sentbias_rows(df).write_csv(separator="\t", quote_style="never"))
     else:
@@ -384,8 +386,9 @@ def results_cmd(
         elif fmt == "json":
             emit_document({"family": family.as_dict(), "correction": {"method": correct, "alpha": alpha}}, view, fmt, chosen)
         else:
-            if fmt == "table":
-                err.print(marks, highlight=False)
+            if fmt == "table":  # d carries no marks here: the decision is its own column
+                err.print(f"rejected: adjusted p <= {alpha} ({correct}); tested: {family.tested} ({family.settings})",
+                          highlight=False)
             emit(view, fmt, chosen, keep=paper.KEEP_COLUMNS, drop_first=paper.DROP_FIRST, stack=paper.STACK)
 
 
@@ -524,6 +527,46 @@ def query_cmd(
     emit(df, fmt, limit=limit)
 
 
+def table4_view(store, results, alpha: float, order: list[str], encoders: list[str] | None = None, study=None):
+    """Table 4 of these results as the views layer renders it: encoders under the study's display
+    names, rows headed by the tests' categories where it says `[table] heads = "category"`
+    (`study`: the one run; default: the study in force)."""
+    from ..analysis import paper_tables as paper
+    from ..analysis.families import categories
+    from ..views import table4
+
+    study = study if study is not None else current_study()
+    heads = getattr(study, "heads", "test")
+    found = categories(store.con) if heads == "category" else None
+    names = {**paper.display_names(results), **dict(getattr(study, "display", None) or {})}
+    return table4.table4(results, alpha, order, encoders, names=names, categories=found)
+
+
+def print_table4(view, results, family, fmt, what: str, summary: bool = False) -> None:
+    """Table 4 (views.table4) on the terminal (a legend of the marks it shows, then the grid) or as
+    a paper's LaTeX/Markdown table with its caption. `summary`: the fragile results as a count
+    with the command that lists them (run), else a line each (results --table)."""
+    from ..analysis import paper_tables as paper
+
+    if fmt in ("latex", "markdown"):
+        sys.stdout.write(paper.render_table4(view.t4, fmt, paper.caption(family, family.correction, family.alpha, what),
+                                             view.names, view.heads))
+        return
+    legend = view.legend(family.correction, family.alpha, family)
+    err.print(f"Effect size d by test and encoder; {legend}; {family.correction} over {family.m} rows at alpha "
+              f"{family.alpha}; tested: {family.tested}", highlight=False)
+    fragile = paper.fragile_lines(results)
+    if summary:
+        if fragile:
+            err.print(f"{_count(len(fragile), 'result')} fragile (the decision flips without one word): "
+                      "`stimkit results --columns test,encoder,d,p_value,flags` lists them", highlight=False)
+    else:
+        for line in fragile:
+            err.print(line, highlight=False)
+    grid = view.frame()
+    emit(grid, fmt, keep=tuple(grid.columns))  # every encoder's column: names fold, none is dropped
+
+
 @app.command("init")
 @handles_errors
 def init_cmd(
@@ -577,49 +620,62 @@ def run_cmd(
         with bar:
             job = store.run(study or paper or current_study() or DEFAULT_PAPER, encoder,
                             command=invocation(), **overrides, **callbacks)
-    s, alpha = job.study, overrides.get("alpha", job.study.alpha)
+        if job.results is not None:
+            view = run_view(store, job)
+    s, alpha = job.study, job.family.alpha if job.family is not None else overrides.get("alpha", job.study.alpha)
     if job.results is None:
         finish(job.run)
         return
     warn_cannot_reject(job.run, alpha)
     from ..analysis import paper_tables as paper
 
-    tested = f"tested: {job.family.tested}"
     if s.layout == "tan-celis":
         what = (f"{s.name}: d by test, encoding and encoder; * significant after {s.correction} at {alpha}"
                 + ("; ^ only with sentences as units" if paper.has_sentence_units(job.family) else "")
                 + "; c-word vs sent: ✓ c-word only, ✗ sent only, ▲ both; [95% interval of d]")
         if fmt in ("latex", "markdown"):  # a paper's table: booktabs or pipes, with its caption
-            import polars as pl
-            frame = pl.DataFrame(job.table, schema={c: pl.String for c in job.columns})
-            sys.stdout.write(paper.tancelis_table(frame, fmt, paper.caption(job.family, s.correction, alpha, what),
+            sys.stdout.write(paper.tancelis_table(view, fmt, paper.caption(job.family, s.correction, alpha, what),
                                                   paper.display_names(job.results)))
         else:
-            emit_rows(job.table, job.columns, f"{what}; {tested}", fmt)
+            emit_rows(view.to_dicts(), view.columns, f"{what}; tested: {job.family.tested}", fmt)
     else:
-        title = (f"Effect size d [95% interval]; {paper.mark_note(s.correction, alpha, job.family)}; "
-                 f"{s.correction} over all {job.family.m} rows; {tested}")
-        if fmt in ("latex", "markdown"):
-            order = [row["test"] for row in job.table]
-            what = paper.sourced("Effect size d by test and encoder", paper.source(s))
-            sys.stdout.write(paper.table4_paper(job.results, alpha, fmt, paper.caption(job.family, s.correction, alpha, what),
-                                                paper.display_names(job.results), order))
-        else:
-            emit_rows(job.table, job.columns, title, fmt)
-            for line in paper.fragile_lines(job.results):
-                err.print(line, highlight=False)
+        print_table4(view, job.results, job.family, fmt, paper.sourced("Effect size d by test and encoder",
+                                                                        paper.source(s)), summary=True)
+    run_summary(job, alpha)
+    finish(job.run, summary=True)
+
+
+def run_view(store, job):
+    """The run's table, rendered by the views layer: Table 4, or Tan and Celis's Tables 7-8."""
+    if job.study.layout == "tan-celis":
+        from ..analysis import tables
+        from ..catalog import tests as catalog
+
+        order = list(dict.fromkeys(r.encoder for r in job.run.results))
+        return tables.tan_celis(job.results, catalog.load(store.con, store.catalog_dir), list(job.study.rows), order)
+    order = list(dict.fromkeys(r.encoder for r in job.run.results))
+    return table4_view(store, job.results, job.family.alpha, job.tests, order, study=job.study)
+
+
+def run_summary(job, alpha: float) -> None:
+    """Beside the run's table, counts only (the details stay in `check`, `results`, the report),
+    each with the command that lists them: sentence-only results, inconsistencies, WEFATs."""
+    from ..analysis import paper_tables as paper
+
+    r = job.results
+    if "sentences_only" in r.columns and r["sentences_only"].fill_null(False).any():
+        n = int(r["sentences_only"].fill_null(False).sum())
+        err.print(f"{_count(n, 'result')} significant only with sentences as units ({paper.SENTENCES_ONLY}): "
+                  f"`stimkit results --run {job.run.run_id} --columns test,encoder,d,p_value,flags` lists them",
+                  highlight=False)
     if job.checks is not None:
-        violations = job.checks.filter(job.checks["verdict"] == "violation") if job.checks.height else job.checks
+        violations = int((job.checks["verdict"] == "violation").sum()) if job.checks.height else 0
         notes = int((job.checks["verdict"] == "note").sum()) if job.checks.height else 0
-        err.print(f"\n{violations.height} tested consistency violations, {notes} notes in {job.checks.height} "
-                  "comparisons (stimkit check):", highlight=False)
-        if violations.height:
-            emit(violations.drop("verdict", "result_ids"), "table", stream=sys.stderr)
+        err.print(f"{_count(violations, 'tested consistency violation')}, {_count(notes, 'note')} in "
+                  f"{_count(job.checks.height, 'comparison')}: `stimkit check --run {job.run.run_id}` lists them",
+                  highlight=False)
     if job.run.wefats:
-        from .wefat import summary_line
-        err.print("\nWEFAT (queries/wefat.toml):", highlight=False)
-        for row in job.run.wefats:
-            err.print(summary_line(row), highlight=False)
-    err.print(f"\nrun {job.run.run_id} in {job.seconds:.1f}s; {job.results['rejected'].sum()} of {job.family.m} "
-              f"significant after {s.correction} at {alpha}. Store: {db_path()}", highlight=False)
-    finish(job.run)
+        err.print(f"{_count(len(job.run.wefats), 'WEFAT')} (queries/wefat.toml): `stimkit wefat-results` lists them",
+                  highlight=False)
+    err.print(f"run {job.run.run_id} in {job.seconds:.1f}s; {job.results['rejected'].sum()} of {job.family.m} "
+              f"significant after {job.study.correction} at {alpha}. Store: {db_path()}", highlight=False)

@@ -41,6 +41,8 @@ class ReportData:
     left_out: pl.DataFrame | None = None                    # results of the scope not shown, and why (families.left_out)
     baselines: list[tuple[dict, pl.DataFrame]] = field(default_factory=list)  # matched baseline, its random d
     diagnostics: pl.DataFrame | None = None                 # X's and Y's words per result: Zipf, pieces, reliability
+    names: dict[str, str] = field(default_factory=dict)     # encoder -> display name (the study's, else stored)
+    categories: dict[str, str] = field(default_factory=dict)  # test -> "X vs Y / A vs B" where rows are headed so
     tested: str = ""                                        # the alternative and the units (Family.tested)
     settings: str = ""                                      # where alpha and the correction came from
 
