@@ -466,7 +466,8 @@ class Store:
         job = StudyRun(study, report, [n for n in plan.notes if n.startswith("generated")],
                        tests=[t.name for t in chosen])
         if report.run_id and report.results:  # the data of its table; the views layer renders it
-            job.results = self.results(run=report.run_id, correct=study.correction, alpha=opts.alpha)
+            job.results = self.results(run=report.run_id, correct=study.correction, alpha=opts.alpha,
+                                       baseline=study.baseline_key)
             job.family = self.family
             if study.checks:
                 job.checks = self.check(run=report.run_id, alpha=opts.alpha)
@@ -527,14 +528,15 @@ class Store:
     # ------------------------------------------------------------------ results
 
     def results(self, where: str | None = None, run: str | None = None, correct: str | None = None,
-                alpha: float | None = None, include_stale: bool = False, kind: str = "test") -> pl.DataFrame:
+                alpha: float | None = None, include_stale: bool = False, kind: str = "test",
+                baseline: tuple[int, int] | None = None) -> pl.DataFrame:
         """The family's results with adjusted p (`correct`: holm | bonferroni | bh | by | none);
         the family (its definition, m, and how many stale results it left out) is in
         `self.family`. `kind`: audit or compare results instead of the tests you ran.
         `correct`, `alpha` not given: the study's whose runs make the family (all agreeing),
         else holm at 0.01; `self.family.settings` says which."""
         self.family = analysis.define_family(self.con, where, alpha, run, include_stale=include_stale, kind=kind,
-                                             correct=correct)
+                                             correct=correct, baseline=baseline)
         return analysis.corrected(self.con, self.family.correction)
 
     def check(self, where: str | None = None, run: str | None = None, alpha: float | None = None,
@@ -624,7 +626,8 @@ class Store:
     def report(self, out_dir: str | Path = "report", where: str | None = None, correct: str | None = None,
                alpha: float | None = None, formats: list[str] | None = None, tests: list[str] | None = None,
                audits: bool = False, force: bool = False, study: str | Path | Study | None = None,
-               display: dict[str, str] | None = None, heads: str | None = None):
+               display: dict[str, str] | None = None, heads: str | None = None,
+               baseline: tuple[int, int] | None = None):
         """Write out_dir/report.html (figures inline), figures/ and tables/ from the store
         (reads only). Returns report.Written; its `notes` say what was asked for but absent.
         `study`: the study's latest run. `correct`, `alpha` not given: the study's (that of the
@@ -641,11 +644,12 @@ class Store:
             where = f"run_id = '{run_id}'" + (f" AND ({where})" if where else "")
             correct = correct if correct is not None else study.correction
             alpha = alpha if alpha is not None else study.alpha
+            baseline = baseline if baseline is not None else study.baseline_key
         try:  # matplotlib is an extra: the rest of the library works without it
             from . import report
         except ImportError as e:
             raise StimkitError(f"the report needs {e.name}: pip install 'stimkit[report]'") from None
-        data = report.gather(self.con, where, correct, alpha, tests, audits)
+        data = report.gather(self.con, where, correct, alpha, tests, audits, baseline)
         data.source = paper_tables.source(study, data.results, catalog.load_toml())  # the caption names it
         display = display if display is not None else (study.display if study is not None else None)
         heads = heads or (study.heads if study is not None else "test")

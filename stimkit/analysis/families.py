@@ -97,7 +97,8 @@ UMARK = ("CREATE OR REPLACE TEMP MACRO umark(p, pw, units) AS CASE WHEN units = 
 
 def define_family(con, where: str | None = None, alpha: float | None = None, run: str | None = None,
                   allow_empty: bool = False, include_stale: bool = False, kind: str = "test",
-                  values: bool = False, correct: str | None = None) -> Family:
+                  values: bool = False, correct: str | None = None,
+                  baseline: tuple[int, int] | None = None) -> Family:
     """(Re)define the temp view `family` that the analysis queries read.
 
     Default: the latest result of each hypothesis the user tested (kind 'test': not the
@@ -107,6 +108,8 @@ def define_family(con, where: str | None = None, alpha: float | None = None, run
     superseded set versions too. `kind`: audit or compare results instead (or all).
     `values`: also metric results without a p-value (for comparing metrics; never corrected).
     `where`: an SQL condition that filters the family (checked to be part of a single SELECT).
+    `baseline`: (K, seed) of the study's matched baselines, read first where a result has one
+    of them (db/019); None: the largest K, then the latest.
     `alpha`, `correct`: None takes the family's study's (every result from runs of studies
     agreeing on them), else DEFAULT_ALPHA and DEFAULT_CORRECTION; Family.settings says which.
 
@@ -158,6 +161,12 @@ def define_family(con, where: str | None = None, alpha: float | None = None, run
         con.execute(UMARK)
         alpha, correct, settings = study_settings(con, alpha, correct)
         con.execute(f"SET VARIABLE alpha = {alpha!r}")
+        if baseline is not None:
+            con.execute(f"SET VARIABLE baseline_k = {int(baseline[0])}")
+            con.execute(f"SET VARIABLE baseline_seed = {int(baseline[1])}")
+        else:
+            con.execute("RESET VARIABLE baseline_k")
+            con.execute("RESET VARIABLE baseline_seed")
         m = store.one(con, "SELECT count(*) FROM family")[0]
         stale = 0 if include_stale else store.one(con, f"""
             SELECT count(DISTINCT hypothesis) FROM result_hypotheses WHERE {" AND ".join(conditions)} AND stale

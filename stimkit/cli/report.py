@@ -33,12 +33,14 @@ def report_cmd(
         check_alpha(alpha)
     for f in fmt or ():
         check_choice(f, REPORT_FORMATS, "--format", "format")
-    study = current_study()
+    study = in_force = current_study()
     with open_store(read_only=True) as store:
         if study is not None and not store.has_study_run(study):  # tests run one by one in the study's folder
             correct, alpha = correct or study.correction, alpha if alpha is not None else study.alpha
             study = None
-        written = store.report(out_dir, where, correct, alpha, fmt, test, audit, force, study)
+        written = store.report(out_dir, where, correct, alpha, fmt, test, audit, force, study,
+                               display=getattr(in_force, "display", None), heads=getattr(in_force, "heads", None),
+                               baseline=getattr(in_force, "baseline_key", None))
     for note in written.notes:
         err.print(note, highlight=False, markup=False)
     err.print(f"{count(len(written.figures), 'figure file')}, {count(len(written.tables), 'table')} in {out_dir}", highlight=False)

@@ -257,6 +257,7 @@ def baseline_cmd(
     drawn = {k: v for k, v in ((study.baseline or {}) if study is not None else {}).items()}
     drawn.update({k: v for k, v in {"sets": sets, "seed": seed, "tolerance": tolerance, "vocabulary": vocabulary,
                                     "language": language}.items() if v is not None})
+    drawn.setdefault("seed", opts.seed)  # as `test --baseline` and `run` draw: the procedure's seed
     with open_store(wordlist_dir=wordlist_dir, template_dir=template_dir, override=override) as store:
         report = store.baseline(patterns, encoders=procedure.encoders(study, encoder), command=invocation(),
                                 options=opts, progress=progress_for,
@@ -340,7 +341,7 @@ def results_cmd(
     fmt = fmt or default_format()
     correct, alpha = correct or study_value("correction"), alpha if alpha is not None else study_value("alpha")
     with open_store(read_only=True) as store:
-        df = store.results(where, run, correct, alpha, include_stale, kind)
+        df = store.results(where, run, correct, alpha, include_stale, kind, baseline=study_value("baseline_key"))
         family = store.family
         correct, alpha = family.correction, family.alpha
         tests_order = None
@@ -485,7 +486,9 @@ def check_cmd(
         emit_document({"family": family.as_dict(), "alpha": alpha, "comparisons": df.height,
                        "violations": n.get("violation", 0), "notes": n.get("note", 0)}, df, fmt, chosen)
     elif df.height:
-        emit(df, fmt, chosen, keep=("check_name", "verdict"))
+        # at 80 columns a verdict keeps what it is about and why; the procedure's columns go first
+        emit(df, fmt, chosen, keep=("check_name", "encoder", "tests", "verdict", "reason"),
+             drop_first=("heuristic", "test_used", "diff_p", "detail"))
     err.print(summary, highlight=False)
 
 

@@ -150,19 +150,19 @@ def caption(data: ReportData) -> str:
             f"Tested: {data.tested}. Family: m = {data.results.height} hypotheses ({data.family}).")
 
 
-def write_tables(data: ReportData, view: table4.Table4View, folder: Path,
+def write_tables(data: ReportData, grid: table4.Table4View, folder: Path,
                  written: Written) -> tuple[list[str], list[dict], pl.DataFrame]:
     """Table 4 as markdown and LaTeX (booktabs) under the encoders' display names, every result's
     exact numbers as CSV."""
     folder.mkdir()
     for name, fmt in (("table4.md", "markdown"), ("table4.tex", "latex")):
-        (folder / name).write_text(paper.render_table4(view.t4, fmt, caption(data), view.names, view.heads))
+        (folder / name).write_text(paper.render_table4(grid.t4, fmt, caption(data), grid.names, grid.heads))
         written.tables.append(folder / name)
     view = paper.results_view(data.results)
     results = view.select([c for c in RESULT_COLUMNS if c in view.columns])
     results.write_csv(folder / "results.csv")
     written.tables.append(folder / "results.csv")
-    return view.columns, view.rows, results
+    return grid.columns, grid.rows, results
 
 
 def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = None, force: bool = False) -> Written:

@@ -55,11 +55,11 @@ def has_rows(con, table: str) -> bool:
 
 
 def gather(con, where: str | None = None, correct: str | None = None, alpha: float | None = None,
-           tests: list[str] | None = None, audits: bool = False) -> ReportData:
+           tests: list[str] | None = None, audits: bool = False, baseline: tuple[int, int] | None = None) -> ReportData:
     """What the report shows. `correct`, `alpha` not given: the family's study's, else holm at 0.01."""
     if not has_rows(con, "results"):
         raise NothingToReport("nothing to report: run `stimkit test` first")
-    family = analysis.define_family(con, where, alpha, correct=correct)
+    family = analysis.define_family(con, where, alpha, correct=correct, baseline=baseline)
     correct, alpha = family.correction, family.alpha
     df = analysis.corrected(con, correct)
     order = list(catalog.load_toml())
@@ -162,8 +162,8 @@ def cut_spread(con, result_ids: list[str]) -> pl.DataFrame:
 
 
 def baselines(con, result_ids: list[str]) -> list[tuple[dict, pl.DataFrame]]:
-    """Each family result's matched random baseline (result_baselines: the largest K) with its
-    random d, at the family's alpha."""
+    """Each family result's matched random baseline (result_baselines: the study's K where the
+    family was defined with it, else the largest K) with its random d, at the family's alpha."""
     rows = store.frame(con, """
         SELECT r.test, r.encoder, r.effect_size AS d, rb.baseline_percentile, rb.baseline_fpr, b.*
         FROM family r JOIN result_baselines rb USING (result_id) JOIN baselines b USING (baseline_id)

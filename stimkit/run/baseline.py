@@ -156,9 +156,12 @@ def plan(con, run_plan: Plan, b: BaselineOptions, inputs: Inputs) -> tuple[tuple
             if opts.center is not None:
                 raise UsageError("a matched baseline of a centred test is not supported yet: run it without --center")
             b = given.for_test(planned)
-            if b.language not in vocabs:
-                vocabs[b.language] = diagnostics.reference_vocabulary(b.language, b.vocabulary)
-            vocab = vocabs[b.language]
+            # a test of given names draws given names (unless a vocabulary was named): not words
+            names = b.vocabulary is None and _all_names(planned)
+            if (b.language, names) not in vocabs:
+                vocabs[(b.language, names)] = (diagnostics.names_vocabulary(b.language) if names else
+                                               diagnostics.reference_vocabulary(b.language, b.vocabulary))
+            vocab = vocabs[(b.language, names)]
             procedure = procedure_of(opts, b, vocab.source)
             bid = baseline_id(planned.name, enc.fingerprint, planned.versions, b.sets, b.seed, procedure)
             found = stored(con, bid)
@@ -196,6 +199,12 @@ class _Target:
     set_name: str
     rows: np.ndarray           # row indices in the selected set
     template_ids: tuple[str, ...]
+
+
+def _all_names(planned: PlannedTest) -> bool:
+    """Whether every target word of the test (X and Y) is a given name (word kind `name`)."""
+    sets = [planned.sets[r] for r in ("x", "y")]
+    return all("kind" in f.columns and f.height and bool((f["kind"] == "name").all()) for f in sets)
 
 
 def _targets(planned: PlannedTest) -> list[_Target]:
@@ -244,7 +253,8 @@ def draw_sets(planned: PlannedTest, enc: Encoder, vocab: diagnostics.Vocabulary,
     cand, cand_zipf = [vocab.words[i] for i in at], vocab.zipf[at]
     if not cand:
         raise InputError("no word of the reference vocabulary lies within the Zipf tolerance of the target words")
-    cand_kinds = np.array(diagnostics.lexicon_kinds(cand, load_lexicon()), dtype=object)
+    cand_kinds = np.array(["name"] * len(cand) if vocab.source.startswith(diagnostics.NAMES)
+                          else diagnostics.lexicon_kinds(cand, load_lexicon()), dtype=object)
     unknown = np.array([k is None for k in cand_kinds], dtype=bool)  # a kind the lexicon does not know fits any
     rows = [i for i in range(len(targets)) if represented[i]]
     need_names = any(targets[i].kind == "name" for i in rows)

@@ -71,6 +71,13 @@ class Study:
     heads: str = "test"                          # [table] heads: a row's head, the test or its categories
 
 
+    @property
+    def baseline_key(self) -> tuple[int, int] | None:
+        """(K, seed) of the study's matched baselines: what its views read a result against."""
+        if not self.baseline:
+            return None
+        return int(self.baseline["sets"]), int(self.baseline.get("seed", self.options.get("seed", 0)))
+
     def options_for(self, test_name: str) -> dict:
         """The option values [options."<pattern>"] give this test (later tables win)."""
         from fnmatch import fnmatchcase

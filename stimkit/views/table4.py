@@ -47,6 +47,8 @@ def table4(results: pl.DataFrame, alpha: float, order: list[str] | None = None, 
             test, _, variant = label.partition(" (")
             if test in categories:
                 heads[label] = categories[test] + (f" ({variant}" if variant else "")
+        shared = {h for h in heads.values() if list(heads.values()).count(h) > 1}
+        heads = {label: f"{h} [{label}]" if h in shared else h for label, h in heads.items()}  # two tests, one head
     columns, rows = t4.grid(names)
     for row in rows:
         row["test"] = heads.get(row["test"], row["test"])
