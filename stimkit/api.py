@@ -641,7 +641,9 @@ class Store:
 
             study = study if isinstance(study, studies.Study) else studies.load(study)
             run_id = self.study_run(study)
-            where = f"run_id = '{run_id}'" + (f" AND ({where})" if where else "")
+            # the family of the run: the latest result of each hypothesis within it (a later `test`
+            # of one of its hypotheses does not take that result out of the study's report)
+            scope = f"run_id = '{run_id}'" + (f" AND ({where})" if where else "")
             correct = correct if correct is not None else study.correction
             alpha = alpha if alpha is not None else study.alpha
             baseline = baseline if baseline is not None else study.baseline_key
@@ -649,14 +651,16 @@ class Store:
             from . import report
         except ImportError as e:
             raise StimkitError(f"the report needs {e.name}: pip install 'stimkit[report]'") from None
-        data = report.gather(self.con, where, correct, alpha, tests, audits, baseline)
+        data = report.gather(self.con, where, correct, alpha, tests, audits, baseline,
+                             run=run_id if study is not None else None)
         data.source = paper_tables.source(study, data.results, catalog.load_toml())  # the caption names it
         display = display if display is not None else (study.display if study is not None else None)
         heads = heads or (study.heads if study is not None else "test")
         data.names = {**paper_tables.display_names(data.results), **(display or {})}
         if heads == "category":
             data.categories = analysis.categories(self.con)
-        data.left_out = analysis.left_out(self.con, where, run_id if study is not None else None)
+        data.left_out = analysis.left_out(self.con, scope if study is not None else where,
+                                          run_id if study is not None else None)
         self._release()  # drawing takes seconds: let writers in
         written = report.write_report(data, Path(out_dir), formats, force)
         if audits and not data.audits:

@@ -244,7 +244,7 @@ def baseline_cmd(
 
     Examples:
       stimkit baseline weat6 -e glove-6b-50d --sets 1000
-      stimkit baseline sent-weat6 -e minilm --sets 200 --clustered --seed 3
+      stimkit baseline sent-weat6 -e minilm --sets 200 --units words --seed 3
     """
     import polars as pl
 
@@ -556,7 +556,7 @@ def print_table4(view, results, family, fmt, what: str, summary: bool = False) -
                                              view.names, view.heads))
         return
     legend = view.legend(family.correction, family.alpha, family)
-    err.print(f"Effect size d by test and encoder; {legend}; {family.correction} over {family.m} rows at alpha "
+    err.print(f"Effect size d by test and encoder; {legend}; {family.correction} over all {family.m} rows at alpha "
               f"{family.alpha}; tested: {family.tested}", highlight=False)
     fragile = paper.fragile_lines(results)
     if summary:

@@ -55,11 +55,12 @@ def has_rows(con, table: str) -> bool:
 
 
 def gather(con, where: str | None = None, correct: str | None = None, alpha: float | None = None,
-           tests: list[str] | None = None, audits: bool = False, baseline: tuple[int, int] | None = None) -> ReportData:
+           tests: list[str] | None = None, audits: bool = False, baseline: tuple[int, int] | None = None,
+           run: str | None = None) -> ReportData:
     """What the report shows. `correct`, `alpha` not given: the family's study's, else holm at 0.01."""
     if not has_rows(con, "results"):
         raise NothingToReport("nothing to report: run `stimkit test` first")
-    family = analysis.define_family(con, where, alpha, correct=correct, baseline=baseline)
+    family = analysis.define_family(con, where, alpha, run, correct=correct, baseline=baseline)
     correct, alpha = family.correction, family.alpha
     df = analysis.corrected(con, correct)
     order = list(catalog.load_toml())
