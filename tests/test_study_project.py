@@ -340,3 +340,75 @@ def test_clustered_is_units_words(tmp_path):
 def test_a_global_option_missing_its_value_is_a_usage_error(tmp_path):
     r = invoke(app, ["--db", "--catalog-dir", str(tmp_path), "results"])
     assert r.exit_code == 2 and "--db needs a value" in r.output
+
+
+# ----------------------------------------------------------------- study files of the wrong type (issue 39, 10)
+
+@pytest.mark.parametrize("text, message", [
+    ('name = "s"\ntests = ["weat1"]\n[options]\nbudget = "lots"\n', "`options.budget`: input should be a valid integer, not 'lots'"),
+    ('name = "s"\ntests = ["weat1"]\n[table]\nrows = 5\n', "`table.rows`: input should be a valid list, not 5"),
+    ('name = "s"\ntests = ["weat1"]\n[options]\nbudgett = 5\n', "unknown key 'options.budgett'"),
+    ('name = "s"\ntests = ["weat1"]\nchecks = "false"\n', "`checks`: input should be a valid boolean, not 'false'"),
+    ('name = "s"\ntests = ["weat1"]\nalpha = "0.05"\n', "`alpha`: input should be a valid number, not '0.05'"),
+    ('name = "s"\ntests = ["weat1"]\nbaseline = "lots"\n', "`baseline` must be a number of random pairs"),
+])
+def test_a_study_file_of_the_wrong_type_is_one_line_naming_file_and_key(tmp_path, monkeypatch, text, message):
+    for name in ENV:
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "study.toml").write_text(text)
+    monkeypatch.chdir(tmp_path)
+    for args in (["run"], ["results"], ["--study", str(tmp_path / "study.toml"), "check"]):
+        r = invoke(app, args)
+        assert r.exit_code == 2, (args, r.output)
+        line = " ".join(r.stderr.split())
+        assert str(tmp_path / "study.toml") in line and message in line, line
+    assert not (tmp_path / "stimkit.duckdb").exists()  # nothing written
+
+
+def _study_fuzz():
+    from hypothesis import strategies as st
+
+    from stimkit.study.study import KEYS
+
+    from test_inputs import scalar, toml_value, value
+
+    keys = st.sampled_from(sorted(KEYS) + ["colour", "Alpha", "options.x"])
+    nested = st.dictionaries(st.sampled_from(["budget", "seed", "units", "alternative", "sets", "layout", "rows", "heads",
+                                              "x*", "glove-6b-50d", "method", "metrics"]),
+                             st.one_of(value, st.dictionaries(st.sampled_from(["units", "alternative", "budget"]),
+                                                              value, max_size=2)), max_size=3)
+    body = st.dictionaries(keys, st.one_of(value, nested), max_size=6)
+
+    def as_toml(b: dict) -> str:
+        plain = [f"{json.dumps(k)} = {toml_value(v)}\n" for k, v in b.items() if not isinstance(v, dict)]
+        tables = [f"[{json.dumps(k)}]\n" + "".join(f"{json.dumps(kk)} = {toml_value(vv)}\n" for kk, vv in v.items())
+                  for k, v in b.items() if isinstance(v, dict)]
+        return "".join(plain + tables)
+
+    plausible = st.fixed_dictionaries({"name": st.sampled_from(["s", "", "x y"]), "tests": st.one_of(value, st.just(["weat1"]))},
+                                      optional={k: st.one_of(value, nested) for k in sorted(KEYS - {"name", "tests"})})
+    return st.one_of(st.text(max_size=40), body.map(as_toml), plausible.map(as_toml))
+
+
+import json  # noqa: E402  (the fuzzer's TOML writer)
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+
+
+@settings(max_examples=300, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(text=_study_fuzz())
+def test_fuzz_study_files(tmp_path_factory, text):
+    """Whatever a study file holds: a Study, or one clean line (a usage or input error), never a traceback."""
+    from stimkit.errors import StimkitError
+    from stimkit.study import study as studies
+
+    folder = tmp_path_factory.mktemp("fuzz-study")
+    (folder / "study.toml").write_text(text, encoding="utf-8")
+    try:
+        found = studies.load(folder / "study.toml")
+    except StimkitError as e:
+        assert e.exit_code in (1, 2) and str(e).strip() and "\n" not in str(e), repr(str(e))
+        return
+    assert isinstance(found.alpha, float) and 0 < found.alpha < 1 and isinstance(found.checks, bool)
+    assert all(isinstance(t, str) for t in found.tests + found.encoders + found.contexts)

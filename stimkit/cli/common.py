@@ -333,8 +333,12 @@ def current_study():
     if "study_in_force" not in state:
         from ..study import study as studies
 
-        state["study_in_force"] = None  # a failing load is not retried within the command
-        state["study_in_force"] = studies.in_force(state.get("study"))
+        try:
+            state["study_in_force"] = studies.in_force(state.get("study"))
+        except StimkitError as e:  # said by every later call too: a broken study file never falls back to none
+            state["study_in_force"] = e
+    if isinstance(state["study_in_force"], StimkitError):
+        raise state["study_in_force"]
     return state["study_in_force"]
 
 

@@ -157,6 +157,7 @@ def _model():
         center: Optional[str] = None
         center_ref: Optional[str] = None
         units: Optional[Literal[UNITS]] = None
+        clustered: Optional[bool] = None  # the old name of units = "words"
 
     class PerTestModel(BaseModel):
         model_config = strict
