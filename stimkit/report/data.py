@@ -124,13 +124,21 @@ def metric_matrix(con, tests: list[str]) -> pl.DataFrame | None:
 
 def strip_items(con, result_ids: list[str]) -> pl.DataFrame:
     """s(w) of every target stimulus that took part, with the stimulus behind it and its word
-    list's category (stimulus_sets.category), which the strip plot names its rows by."""
+    list's category (stimulus_sets.category), which the strip plot names its rows by; and the
+    categories of A and B, which name its axis."""
     return store.frame(con, """
-        SELECT r.encoder, i.role, i.word, i.stimulus, i.association, s.category
+        WITH attributes AS (
+            SELECT i.result_id, any_value(s.category) FILTER (WHERE i.role = 'A') AS a_category,
+                   any_value(s.category) FILTER (WHERE i.role = 'B') AS b_category
+            FROM (SELECT DISTINCT result_id, role, set_version FROM result_items
+                  WHERE result_id IN (SELECT unnest(?)) AND role IN ('A', 'B')) i
+            JOIN stimulus_sets s ON s.version = i.set_version GROUP BY i.result_id)
+        SELECT r.encoder, i.role, i.word, i.stimulus, i.association, s.category, a.a_category, a.b_category
         FROM result_items i JOIN results r USING (result_id) LEFT JOIN stimulus_sets s ON s.version = i.set_version
+        LEFT JOIN attributes a USING (result_id)
         WHERE i.result_id IN (SELECT unnest(?)) AND i.role IN ('X', 'Y') AND i.dropped IS NULL
           AND i.association IS NOT NULL
-        ORDER BY r.encoder, i.role, i.ordinal""", [result_ids])
+        ORDER BY r.encoder, i.role, i.ordinal""", [result_ids, result_ids])
 
 
 def latest_audits(con, tests: list[str] | None, alpha: float | None = None) -> list[tuple[dict, pl.DataFrame]]:
