@@ -110,13 +110,13 @@ def sourced(what: str, where: str) -> str:
     return f"{what} ({where})" if where else what
 
 
-def caption(family, correct: str, alpha: float, what: str = "Results") -> str:
-    """A paper table's caption: what it shows, the marks, what was tested (alternative and
-    units), the correction and the family with its m."""
+def caption(family, correct: str, alpha: float, what: str = "Results", cells=None) -> str:
+    """A paper table's caption: what it shows, the marks (those in `cells`; None: all), what was
+    tested (alternative and units), the correction and the family with its m."""
     scope = f"run {family.run}" if family.run else "the latest result per hypothesis"
     if family.where:
         scope += f", where {family.where}"
-    return (f"{what}; {mark_note(correct, alpha, family)}. Tested: {family.tested}. "
+    return (f"{what}; {mark_note(correct, alpha, family, cells)}. Tested: {family.tested}. "
             f"Family: m = {family.m} hypotheses ({scope}).")
 
 

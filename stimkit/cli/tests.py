@@ -552,8 +552,9 @@ def print_table4(view, results, family, fmt, what: str, summary: bool = False) -
     from ..analysis import paper_tables as paper
 
     if fmt in ("latex", "markdown"):
-        sys.stdout.write(paper.render_table4(view.t4, fmt, paper.caption(family, family.correction, family.alpha, what),
-                                             view.names, view.heads))
+        cells = [v for r in view.rows for k, v in r.items() if k != view.columns[0]]
+        sys.stdout.write(paper.render_table4(view.t4, fmt, paper.caption(family, family.correction, family.alpha, what,
+                                                                         cells), view.names, view.heads))
         return
     legend = view.legend(family.correction, family.alpha, family)
     err.print(f"Effect size d by test and encoder; {legend}; {family.correction} over all {family.m} rows at alpha "
