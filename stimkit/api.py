@@ -136,7 +136,6 @@ class Store:
         self._on_wait, self._allow_files = on_wait, allow_files
         self._con = None
         self.con  # open now: a missing store (read-only) or a newer schema is refused here
-        self.family: analysis.Family | None = None  # the family of the last results()/check()
 
     @property
     def con(self):
@@ -468,7 +467,7 @@ class Store:
         if report.run_id and report.results:  # the data of its table; the views layer renders it
             job.results = self.results(run=report.run_id, correct=study.correction, alpha=opts.alpha,
                                        baseline=study.baseline_key)
-            job.family = self.family
+            job.family = job.results.family
             if study.checks:
                 job.checks = self.check(run=report.run_id, alpha=opts.alpha)
         job.seconds = time.perf_counter() - started
@@ -529,40 +528,42 @@ class Store:
 
     def results(self, where: str | None = None, run: str | None = None, correct: str | None = None,
                 alpha: float | None = None, include_stale: bool = False, kind: str = "test",
-                baseline: tuple[int, int] | None = None) -> pl.DataFrame:
-        """The family's results with adjusted p (`correct`: holm | bonferroni | bh | by | none);
-        the family (its definition, m, and how many stale results it left out) is in
-        `self.family`. `kind`: audit or compare results instead of the tests you ran.
-        `correct`, `alpha` not given: the study's whose runs make the family (all agreeing),
-        else holm at 0.01; `self.family.settings` says which."""
-        self.family = analysis.define_family(self.con, where, alpha, run, include_stale=include_stale, kind=kind,
-                                             correct=correct, baseline=baseline)
-        return analysis.corrected(self.con, self.family.correction)
+                baseline: tuple[int, int] | None = None) -> analysis.FamilyFrame:
+        """The family's results with adjusted p (`correct`: holm | bonferroni | bh | by | none),
+        carrying their family (`.family`: its definition, m, alpha, correction, and how many
+        stale results it left out). `kind`: audit or compare results instead of the tests you
+        ran. `correct`, `alpha` not given: the study's whose runs make the family (all
+        agreeing), else holm at 0.01; `.family.settings` says which. `baseline`: (K, seed) of
+        the study's matched baselines, read first."""
+        family = analysis.define_family(self.con, where, alpha, run, include_stale=include_stale, kind=kind,
+                                        correct=correct, baseline=baseline)
+        return analysis.FamilyFrame.of(analysis.corrected(self.con, family.correction), family)
 
     def check(self, where: str | None = None, run: str | None = None, alpha: float | None = None,
-              include_stale: bool = False) -> pl.DataFrame:
+              include_stale: bool = False) -> analysis.FamilyFrame:
         """Every consistency comparison the family allows, with its verdict (at `alpha`; not
-        given: as `results`)."""
+        given: as `results`), carrying the family (`.family`)."""
         from .analysis import checks
 
-        self.family = analysis.define_family(self.con, where, alpha, run, allow_empty=True, include_stale=include_stale)
-        return checks.consistency(self.con, self.family.alpha)
+        family = analysis.define_family(self.con, where, alpha, run, allow_empty=True, include_stale=include_stale)
+        return analysis.FamilyFrame.of(checks.consistency(self.con, family.alpha), family)
 
     def check_metrics(self, where: str | None = None, run: str | None = None, alpha: float | None = None,
-                      include_stale: bool = False) -> tuple[pl.DataFrame, pl.DataFrame]:
+                      include_stale: bool = False) -> tuple[analysis.FamilyFrame, analysis.FamilyFrame]:
         """How far the association metrics agree over the family: per test and encoder, whether
         they agree in sign and decision; over the family, Kendall's tau of each pair of metrics
-        (their bias strength over the tests and encoders both measured)."""
+        (their bias strength over the tests and encoders both measured). Both carry the family (`.family`)."""
         from .stats import metrics
 
-        self.family = analysis.define_family(self.con, where, alpha, run, allow_empty=True,
-                                             include_stale=include_stale, values=True)
+        family = analysis.define_family(self.con, where, alpha, run, allow_empty=True,
+                                        include_stale=include_stale, values=True)
         df = store.frame(self.con, "SELECT test, encoder, coalesce(metric, 'weat') AS metric, "
                                    "CASE WHEN coalesce(metric, 'weat') = 'weat' THEN effect_size ELSE statistic END AS value, "
                                    "p_value AS p FROM family ORDER BY test, encoder, metric")
         if df.height == 0:
-            return df, df
-        return metrics.sign_agreement(df, self.family.alpha), metrics.kendall_tau_matrix(df, by_strength=True)
+            return analysis.FamilyFrame.of(df, family), analysis.FamilyFrame.of(df, family)
+        return (analysis.FamilyFrame.of(metrics.sign_agreement(df, family.alpha), family),
+                analysis.FamilyFrame.of(metrics.kendall_tau_matrix(df, by_strength=True), family))
 
     def retire(self, where: str, reason: str) -> int:
         """Take the results matching `where` (an SQL condition on `results`) out of every
@@ -596,13 +597,14 @@ class Store:
             raise InputError(f"--where {where!r}: {usersql.first_line(e)}") from None
 
     def query(self, sql: str, params: dict | None = None, where: str | None = None, run: str | None = None,
-              alpha: float | None = None) -> pl.DataFrame:
+              alpha: float | None = None) -> analysis.FamilyFrame:
         """A named query (queries/NAME.sql) or one reading statement with named parameters
-        ($name); the temp view `family` (see `results`) is defined first. Host files are
-        reachable only from a store opened with allow_files=True."""
-        self.family = analysis.define_family(self.con, where, alpha, run, allow_empty=True)
+        ($name); the temp view `family` (see `results`) is defined first, and the answer
+        carries it (`.family`). Host files are reachable only from a store opened with
+        allow_files=True."""
+        family = analysis.define_family(self.con, where, alpha, run, allow_empty=True)
         sql = usersql.check_reading(analysis.named_query(sql) or sql)
-        return usersql.read(self.con, sql, params)
+        return analysis.FamilyFrame.of(usersql.read(self.con, sql, params), family)
 
     def has_study_run(self, study: str | Path | Study) -> bool:
         """Whether the store holds a run of this study (`Store.run` records its name)."""

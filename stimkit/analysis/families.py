@@ -76,6 +76,20 @@ class Family:
                 if n else None)
 
 
+class FamilyFrame(pl.DataFrame):
+    """A frame read over a family (results, checks, a query): the rows, and the family they were
+    read over (`.family`: its m, alpha, correction, what was tested) with them, so no reader
+    depends on what was read last. Operations on it give plain DataFrames."""
+
+    family: Family | None = None
+
+    @classmethod
+    def of(cls, df: pl.DataFrame, family: Family) -> FamilyFrame:
+        framed = cls._from_pydf(df._df)
+        framed.family = family
+        return framed
+
+
 def latest_run(con) -> str | None:
     row = store.one(con, "SELECT run_id FROM runs ORDER BY started_at DESC, run_id DESC LIMIT 1")
     return row[0] if row else None

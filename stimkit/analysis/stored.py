@@ -61,8 +61,8 @@ def audit_summary(con, where: str | None = None, top: int = 3,
     audits_at(con, alpha)
     try:
         audits = store.frame(con, f"""
-            SELECT audit_id, test, template_set, encoder, alpha, full_d, full_p, n_templates, pooled_d, ci_low, ci_high,
-                   pi_low, pi_high, tau2, i2, decision_flip_share, sign_flip_share
+            SELECT audit_id, test, template_set, encoder, full_d, full_p, n_templates, pooled_d, ci_low, ci_high,
+                   pi_low, pi_high, tau2, i2, decision_flip_share, sign_flip_share, alpha
             FROM audits_at {clause} ORDER BY test, encoder, template_set""")
         movers = store.frame(con, f"""
             SELECT a.test, a.template_set, a.encoder, t.frame, t.effect_size AS d_alone, t.shift,

@@ -140,5 +140,6 @@ def _show(audits, movers_df, fmt, movers_only: bool = False) -> None:
         emit(movers_df, fmt, title=TEMPLATES_TITLE, **KEEP_TEMPLATES)
     else:
         emit_tables({"audits": audits.drop("audit_id"), "templates": movers_df}, fmt,
-                    titles={"audits": "Template audits: the full test, the pooled d over its templates, flip rates",
+                    titles={"audits": "Template audits: the full test, the pooled d over its templates, flip rates "
+                                      f"at alpha {', '.join(sorted({f'{a:g}' for a in audits['alpha']}))}",
                             "templates": TEMPLATES_TITLE}, options={"templates": KEEP_TEMPLATES})

@@ -342,7 +342,7 @@ def results_cmd(
     correct, alpha = correct or study_value("correction"), alpha if alpha is not None else study_value("alpha")
     with open_store(read_only=True) as store:
         df = store.results(where, run, correct, alpha, include_stale, kind, baseline=study_value("baseline_key"))
-        family = store.family
+        family = df.family
         correct, alpha = family.correction, family.alpha
         tests_order = None
         if layout:
@@ -457,7 +457,7 @@ def check_cmd(
     if metrics:
         with open_store(read_only=True) as store:
             agreement, tau = store.check_metrics(where, run, alpha, include_stale)
-            family = store.family
+            family = agreement.family
             alpha = family.alpha
         emit_tables({"agreement": agreement, "kendall_tau": tau}, fmt, meta={"family": family.as_dict(), "alpha": alpha},
                     titles={"agreement": "Sign and decision of each metric, per test and encoder",
@@ -467,7 +467,7 @@ def check_cmd(
         return
     with open_store(read_only=True) as store:
         df = store.check(where, run, alpha, include_stale)
-        family = store.family
+        family = df.family
         alpha = family.alpha
     from ..analysis.paper_tables import SENTENCES_ONLY_NOTE, choose_columns
     from ..output import MACHINE_FORMATS, default_format
