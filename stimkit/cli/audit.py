@@ -11,8 +11,6 @@ from .. import DEFAULT_BUDGET, StimkitError
 from ..errors import UsageError
 from ..output import with_interval
 from . import procedure
-from .procedure import (AlphaOption, AlternativeOption, BalanceOption, BudgetOption, ClusteredOption, CutSeedOption,
-                        EncoderOption, MethodOption, SeedOption, UnitsOption)
 from .common import (OverrideOption, TemplateDirOption, WordlistDirOption, app, emit, emit_tables, err, format_option, invocation, current_study, study_value,
                      handles_errors, open_store, result_lines)
 
@@ -20,24 +18,16 @@ audit_app = typer.Typer(help="Template audits: how template choice moves d and p
 app.add_typer(audit_app, name="audit")
 
 
+@procedure.takes_procedure
 def _audit(
     compare: bool,
     test: Annotated[Optional[list[str]], typer.Option("--test", "-t", help="A test whose sets come from templates: catalog, yours or ad hoc (repeatable; templates: default the sent- Caliskan tests).")] = None,
     template_set: Annotated[Optional[list[str]], typer.Option("--template-set", "-s", help="Template set, built-in or in --template-dir (repeatable; templates: default the test's own; compare: two or more).")] = None,
-    encoder: EncoderOption = None,
-    alpha: AlphaOption = None,
-    budget: BudgetOption = None,
-    method: MethodOption = None,
-    alternative: AlternativeOption = None,
-    seed: SeedOption = None,
-    units: UnitsOption = None,
-    clustered: ClusteredOption = False,
-    balance: BalanceOption = None,
-    cut_seed: CutSeedOption = None,
     wordlist_dir: WordlistDirOption = None,
     template_dir: TemplateDirOption = None,
     override: OverrideOption = False,
     fmt: Annotated[Optional[str], format_option()] = None,
+    proc: dict = None,
 ):
     """Both audit commands, one set of options: `compare` runs each test under each template
     set as plain results; `templates` audits each template of each test."""
@@ -46,11 +36,10 @@ def _audit(
     command = invocation()
     study = current_study()
     # the procedure as `test` takes it; alpha: typed, else the study's, else the tests' study's (Store.audit)
-    values = procedure.options(study, budget=budget, method=method, alternative=alternative, seed=seed, units=units,
-                               clustered=clustered, balance=balance, cut_seed=cut_seed, alpha=alpha)
+    encoders = procedure.encoders(study, proc.pop("encoder"), ("minilm",))
+    values = procedure.options(study, **proc)
     values = {k: v for k, v in values.items() if k in procedure.KEYS + ("clustered",)}
     alpha = values.pop("alpha", None)
-    encoders = procedure.encoders(study, encoder, ("minilm",))
     with open_store(wordlist_dir=wordlist_dir, template_dir=template_dir, override=override) as store:
         if not compare:
             run_id, _ = store.audit(test, encoders, template_set, alpha, command, _audit_line, progress_for, **values)

@@ -62,3 +62,29 @@ def encoders(study, typed, fallback=("glove-6b-50d",)) -> list[str]:
     if typed:
         return list(typed)
     return list(study.encoders) if study is not None and study.encoders else list(fallback)
+
+
+# The bundle: (parameter, its option, its default), in the order the help lists them.
+BUNDLE = (("encoder", EncoderOption, None), ("budget", BudgetOption, None), ("method", MethodOption, None),
+          ("alternative", AlternativeOption, None), ("seed", SeedOption, None), ("units", UnitsOption, None),
+          ("clustered", ClusteredOption, False), ("balance", BalanceOption, None), ("cut_seed", CutSeedOption, None),
+          ("alpha", AlphaOption, None))
+
+
+def takes_procedure(fn):
+    """A command that takes the procedure's options: they are added to its parameters (Typer
+    reads the signature) and reach it as one dict, `proc` (parameter -> what the user typed)."""
+    import functools
+    import inspect
+
+    signature = inspect.signature(fn, eval_str=True)  # the annotations are strings (from __future__)
+    own = [p for name, p in signature.parameters.items() if name != "proc"]
+    added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=option)
+             for name, option, default in BUNDLE]
+
+    @functools.wraps(fn)
+    def command(*args, **kwargs):
+        return fn(*args, proc={name: kwargs.pop(name) for name, _, _ in BUNDLE}, **kwargs)
+
+    command.__signature__ = signature.replace(parameters=own + added)
+    return command

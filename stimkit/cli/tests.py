@@ -15,8 +15,7 @@ from .common import (OverrideOption, TemplateDirOption, WordlistDirOption, app, 
                      count as _count, db_path, emit, emit_document, emit_tables, err, family_line, format_option,
                      handles_errors, invocation, open_store, out, print_rows, result_lines, current_study, study_value)
 from . import procedure
-from .procedure import (OUTPUT, PROCEDURE, WHAT, AlphaOption as ProcedureAlpha, AlternativeOption, BalanceOption,
-                        BudgetOption, ClusteredOption, CutSeedOption, EncoderOption, MethodOption, SeedOption, UnitsOption)
+from .procedure import OUTPUT, PROCEDURE, WHAT
 
 AlphaOption = Annotated[float, typer.Option("--alpha", help="Significance level, in (0, 1).")]
 ReadAlphaOption = Annotated[Optional[float], typer.Option(
@@ -144,12 +143,12 @@ def finish(report, summary: bool = False) -> None:
 
 @app.command("test")
 @handles_errors
+@procedure.takes_procedure
 def test_cmd(
     patterns: Annotated[Optional[list[str]], typer.Argument(
         help="Tests by name or shell-style pattern over catalog and imported tests ('sent-weat*', '*angry*').")] = None,
     everything: Annotated[bool, typer.Option("--all", help="Every test: the catalog and imported ones.", rich_help_panel=WHAT)] = False,
     source: Annotated[Optional[str], typer.Option("--source", help=f"Only the tests of one source: {choices(SOURCES)}.", rich_help_panel=WHAT)] = None,
-    encoder: EncoderOption = None,
     x: Annotated[Optional[str], typer.Option("--x", help="Ad-hoc test: SQL or set name for the target set X.", rich_help_panel=WHAT)] = None,
     y: Annotated[Optional[str], typer.Option("--y", help="Ad-hoc test: SQL or set name for the target set Y.", rich_help_panel=WHAT)] = None,
     a: Annotated[Optional[str], typer.Option("--a", help="Ad-hoc test: SQL or set name for the attribute set A.", rich_help_panel=WHAT)] = None,
@@ -158,17 +157,8 @@ def test_cmd(
     save: Annotated[Optional[Path], typer.Option("--save", help="Write the test's definition as TOML (for a --catalog-dir folder).", rich_help_panel=OUTPUT)] = None,
     cross_lingual: Annotated[bool, typer.Option("--cross-lingual", help="Ad-hoc test: targets in one language, attributes in another, on purpose (else refused).", rich_help_panel=WHAT)] = False,
     context: Annotated[Optional[str], typer.Option("--context", help=f"{choices(CONTEXTS)} (a sentence test's inserted word; c-word:<slot>: that slot's word of a multi-slot set; default: the test's own; an ad-hoc test of four list@word sets is word).", rich_help_panel=WHAT)] = None,
-    budget: BudgetOption = None,
-    method: MethodOption = None,
-    alternative: AlternativeOption = None,
-    seed: SeedOption = None,
-    units: UnitsOption = None,
-    clustered: ClusteredOption = False,
     bootstrap: Annotated[Optional[int], typer.Option("--bootstrap", help="Bootstrap replicates for a CI of d (0: none).", rich_help_panel=PROCEDURE)] = None,
-    balance: BalanceOption = None,
-    cut_seed: CutSeedOption = None,
     cuts: Annotated[Optional[int], typer.Option("--cuts", help="Also run K independent cuts and store the spread of d and p.", rich_help_panel=PROCEDURE)] = None,
-    alpha: ProcedureAlpha = None,
     center: Annotated[Optional[str], typer.Option("--center", help=f"Centre the vectors before cosines: {choices(CENTERINGS)} (abtt:K also removes the reference's top K directions).", rich_help_panel=PROCEDURE)] = None,
     center_ref: Annotated[Optional[str], typer.Option("--center-ref", help="The centring reference: test (the test's own four sets) or a set name or SELECT.", rich_help_panel=PROCEDURE)] = None,
     metric: Annotated[Optional[str], typer.Option("--metric", help=f"Association metrics, comma-separated: {', '.join(METRIC_NAMES)} (one result each; default: the test's own, else weat).", rich_help_panel=WHAT)] = None,
@@ -178,6 +168,7 @@ def test_cmd(
     override: OverrideOption = False,
     rerun: Annotated[bool, typer.Option("--rerun", help="Re-run one result (the report's recipe): the ad-hoc test may carry a test's name (its seed streams and cut derive from it) and is not stored, so it never stands in for that test.", rich_help_panel=OUTPUT)] = False,
     verbose: Annotated[bool, typer.Option("--verbose/--quiet", "-v/-q", help="A line per result.", rich_help_panel=OUTPUT)] = True,
+    proc: dict = None,
 ):
     """Run association tests (catalog, imported or ad-hoc) for one or more encoders; results go to the store.
 
@@ -191,10 +182,10 @@ def test_cmd(
     from ..stats.metrics import parse_metrics
 
     study = current_study()
-    opts = Options(**procedure.options(
-        study, budget=budget, method=method, alternative=alternative, seed=seed, clustered=clustered, units=units,
-        bootstrap=bootstrap, balance=balance, cut_seed=cut_seed, cuts=cuts, alpha=alpha,
-        metrics=tuple(parse_metrics(metric)) if metric else None, center=center, center_ref=center_ref))
+    encoder = proc.pop("encoder")
+    opts = Options(**procedure.options(study, **proc, bootstrap=bootstrap, cuts=cuts,
+                                       metrics=tuple(parse_metrics(metric)) if metric else None, center=center,
+                                       center_ref=center_ref))
     if baseline is None and study is not None:
         baseline = study.baseline
     with open_store(wordlist_dir=wordlist_dir, template_dir=template_dir, override=override) as store:
@@ -210,26 +201,18 @@ def test_cmd(
 
 @app.command("baseline")
 @handles_errors
+@procedure.takes_procedure
 def baseline_cmd(
     patterns: Annotated[list[str], typer.Argument(help="Tests by name or shell-style pattern.")],
-    encoder: EncoderOption = None,
-    sets: Annotated[Optional[int], typer.Option("--sets", "-k", help="K: random pairs of target sets to draw (default: the study's [baseline] sets, else 1,000).", rich_help_panel=WHAT)] = None,
+    sets: Annotated[Optional[int], typer.Option("--sets", "-k", help="K: random pairs of target sets to draw (default: the study's baseline sets, else 1,000).", rich_help_panel=WHAT)] = None,
     vocabulary: Annotated[Optional[Path], typer.Option("--vocabulary", help="Draw from the words of this file (one a line) instead of wordfreq's list (a list of given names: the bundled names vocabulary).", rich_help_panel=WHAT)] = None,
     tolerance: Annotated[Optional[float], typer.Option("--tolerance", help="Zipf distance allowed between a drawn word and the target word it stands for (default 0.25).", rich_help_panel=WHAT)] = None,
     language: Annotated[Optional[str], typer.Option("--language", help="The words' language (wordfreq's code): frequencies and the default vocabulary (default: the set's).", rich_help_panel=WHAT)] = None,
-    budget: BudgetOption = None,
-    method: MethodOption = None,
-    alternative: AlternativeOption = None,
-    seed: SeedOption = None,
-    units: UnitsOption = None,
-    clustered: ClusteredOption = False,
-    balance: BalanceOption = None,
-    cut_seed: CutSeedOption = None,
-    alpha: ProcedureAlpha = None,
     wordlist_dir: WordlistDirOption = None,
     template_dir: TemplateDirOption = None,
     override: OverrideOption = False,
     fmt: Annotated[Optional[str], format_option()] = None,
+    proc: dict = None,
 ):
     """What a d means on this encoder: the test's d against K matched random pairs of target sets.
 
@@ -252,10 +235,10 @@ def baseline_cmd(
     from .encode import progress_for
 
     study = current_study()
-    opts = Options(**procedure.options(study, budget=budget, method=method, alternative=alternative, seed=seed,
-                                       units=units, clustered=clustered, balance=balance, cut_seed=cut_seed, alpha=alpha))
+    encoder = proc.pop("encoder")
+    opts = Options(**procedure.options(study, **proc))
     drawn = {k: v for k, v in ((study.baseline or {}) if study is not None else {}).items()}
-    drawn.update({k: v for k, v in {"sets": sets, "seed": seed, "tolerance": tolerance, "vocabulary": vocabulary,
+    drawn.update({k: v for k, v in {"sets": sets, "seed": proc["seed"], "tolerance": tolerance, "vocabulary": vocabulary,
                                     "language": language}.items() if v is not None})
     drawn.setdefault("seed", opts.seed)  # as `test --baseline` and `run` draw: the procedure's seed
     with open_store(wordlist_dir=wordlist_dir, template_dir=template_dir, override=override) as store:
