@@ -327,7 +327,6 @@ def results_cmd(
         df = store.results(where, run, correct, alpha, include_stale, kind, baseline=study_value("baseline_key"))
         family = df.family
         correct, alpha = family.correction, family.alpha
-        tests_order = None
         if layout:
             from ..catalog import tests as catalog
             from ..study import study
@@ -357,7 +356,7 @@ def results_cmd(
             emit(frame, fmt)
     elif table:
         print_table4(view4, df, family, fmt, paper.sourced("Effect size d by test and encoder",
-                                                           paper.source(results=df, tests=catalog_tests)))
+                                                           paper.source(current_study(), df, catalog_tests)))
     elif fmt == "sentbias":
         sys.stdout.write(tables.sentbias_rows(df).write_csv(separator="\t", quote_style="never"))
     else:
