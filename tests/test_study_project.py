@@ -412,3 +412,25 @@ def test_fuzz_study_files(tmp_path_factory, text):
         return
     assert isinstance(found.alpha, float) and 0 < found.alpha < 1 and isinstance(found.checks, bool)
     assert all(isinstance(t, str) for t in found.tests + found.encoders + found.contexts)
+
+
+def test_the_main_job_prints_counts_beside_its_table(catalog_db, tmp_path, monkeypatch):
+    """`stimkit run` (may-2019) on GloVe: its 46-row table on stdout and at most ~40 lines beside
+    it, counts each with the command that lists them (54 fragile lines, a 330-column consistency
+    table and the WEFAT lines before)."""
+    for name in ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    db = tmp_path / "s.duckdb"
+    shutil.copy(catalog_db, db)
+    r = invoke(app, ["--db", str(db), "run", "-e", "glove-6b-50d", "--budget", "2000", "--format", "csv"])
+    assert r.exit_code == 0, r.output
+    assert len(rows(r.stdout)) == 46
+    beside = r.stderr.strip().splitlines()
+    assert len(beside) <= 40, r.stderr
+    text = " ".join(r.stderr.split())
+    for said in ("fragile (the decision flips without one word): `stimkit results --run",
+                 "tested consistency violation", "`stimkit check --run", "WEFATs (queries/wefat.toml): `stimkit wefat-results`"):
+        assert said in text, said
+    marked = sum(cell.count("^") for row in rows(r.stdout) for cell in row.values())
+    assert (f"{marked} result{'s' if marked != 1 else ''} significant only with sentences as units (^)" in text) == bool(marked)

@@ -527,10 +527,10 @@ def table4_view(store, results, alpha: float, order: list[str], encoders: list[s
     return table4.table4(results, alpha, order, encoders, names=names, categories=found)
 
 
-def print_table4(view, results, family, fmt, what: str, summary: bool = False) -> None:
+def print_table4(view, results, family, fmt, what: str, summary: str | None = None) -> None:
     """Table 4 (views.table4) on the terminal (a legend of the marks it shows, then the grid) or as
-    a paper's LaTeX/Markdown table with its caption. `summary`: the fragile results as a count
-    with the command that lists them (run), else a line each (results --table)."""
+    a paper's LaTeX/Markdown table with its caption. `summary` (a run's id): the fragile results
+    as a count with the command that lists them (run), else a line each (results --table)."""
     from ..analysis import paper_tables as paper
 
     if fmt in ("latex", "markdown"):
@@ -545,7 +545,8 @@ def print_table4(view, results, family, fmt, what: str, summary: bool = False) -
     if summary:
         if fragile:
             err.print(f"{_count(len(fragile), 'result')} fragile (the decision flips without one word): "
-                      "`stimkit results --columns test,encoder,d,p_value,flags` lists them", highlight=False)
+                      f"`stimkit results --run {summary} --columns test,encoder,d,p_value,flags` lists them",
+                      highlight=False)
     else:
         for line in fragile:
             err.print(line, highlight=False)
@@ -626,7 +627,7 @@ def run_cmd(
             emit_rows(view.to_dicts(), view.columns, f"{what}; tested: {job.family.tested}", fmt)
     else:
         print_table4(view, job.results, job.family, fmt, paper.sourced("Effect size d by test and encoder",
-                                                                        paper.source(s)), summary=True)
+                                                                        paper.source(s)), summary=job.run.run_id)
     run_summary(job, alpha)
     finish(job.run, summary=True)
 
