@@ -344,7 +344,7 @@ class Store:
              b: str | None = None, name: str = "adhoc", context: str | None = None, command: str = "library",
              options: Options | None = None, on_result=None, on_failure=None, progress=None, save: str | Path | None = None,
              cross_lingual: bool = False, rerun: bool = False, baseline: BaselineOptions | int | None = None,
-             **option_values) -> RunReport:
+             per_test=None, **option_values) -> RunReport:
         """Run tests (names or shell patterns over catalog and imported tests, or `everything`,
         or one ad-hoc test from four set names or SELECTs) on each encoder, in one run.
         `context="c-word"` runs sentence tests on each encoder's inserted-word vectors
@@ -361,7 +361,8 @@ class Store:
         recipe for one result): the ad-hoc test may carry an existing test's name, since its seed
         streams and cut derive from the name, and is not stored, so it never stands in for that test.
         `baseline`: K (or run.baseline.BaselineOptions) matched random pairs per result, stored and
-        reused (see `Store.baseline`)."""
+        reused (see `Store.baseline`). `per_test(test)`: option values for one test alone (a
+        study's [options."<pattern>"]: its units and alternative)."""
         from .catalog import tests as catalog
         from .run import cword, plan as run_plan
         from .run.options import Options
@@ -388,7 +389,8 @@ class Store:
             if len(chosen) != 1:
                 raise UsageError(f"--save writes one test's definition; {len(chosen)} tests were chosen")
             Path(save).write_text(catalog.to_toml(chosen[0]), encoding="utf-8")
-        plan = run_plan.make(self.con, chosen, list(encoders), opts, generate_missing=self._generate_missing)
+        plan = run_plan.make(self.con, chosen, list(encoders), opts, generate_missing=self._generate_missing,
+                             per_test=per_test)
         plan = self._with_baselines(plan, baseline, opts.seed)
         report = self._execute(plan, command, progress, on_result, on_failure)
         if report.run_id and any((x, y, a, b)) and not rerun:  # as defined; a re-run by name (in a context) keeps it so

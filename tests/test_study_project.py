@@ -434,3 +434,21 @@ def test_the_main_job_prints_counts_beside_its_table(catalog_db, tmp_path, monke
         assert said in text, said
     marked = sum(cell.count("^") for row in rows(r.stdout) for cell in row.values())
     assert (f"{marked} result{'s' if marked != 1 else ''} significant only with sentences as units (^)" in text) == bool(marked)
+
+
+def test_test_in_a_study_takes_a_tests_own_options_and_a_flag_overrides_them(tmp_path, monkeypatch):
+    for name in ENV:
+        monkeypatch.delenv(name, raising=False)
+    folder = tmp_path / "care-tech"
+    shutil.copytree(REPO / "examples" / "care-tech", folder)
+    study = folder / "study.toml"
+    study.write_text(study.read_text().replace('encoders = ["glove-6b-50d", "minilm"]', 'encoders = ["glove-6b-50d"]')
+                     .replace("budget = 20000", "budget = 500") + '\n[options."care-tech-gender-sent"]\nunits = "sentences"\n')
+    monkeypatch.chdir(folder)
+    assert invoke(app, ["test", "care-tech-gender-sent", "--quiet"]).exit_code == 0
+    assert invoke(app, ["test", "care-tech-gender-sent", "--units", "words", "--quiet"]).exit_code == 0
+    con = duckdb.connect(str(folder / "stimkit.duckdb"), read_only=True)
+    found = con.execute("SELECT units, budget, alpha FROM results r JOIN runs USING (run_id) ORDER BY r.created_at").fetchall()
+    con.close()
+    # the study's budget; its test's own units; then the flag
+    assert [(u, b) for u, b, _ in found] == [("sentences", 500), ("words", 500)]

@@ -183,6 +183,10 @@ def test_cmd(
 
     study = current_study()
     encoder = proc.pop("encoder")
+    typed = {k for k, v in proc.items() if v is not None and v is not False} | ({"units"} if proc["clustered"] else set())
+    # the study's [options."<pattern>"]: a test's own units and alternative, where no flag says otherwise
+    per_test = None if study is None or not study.per_test else \
+        (lambda t: {k: v for k, v in study.options_for(t.name).items() if k not in typed})
     opts = Options(**procedure.options(study, **proc, bootstrap=bootstrap, cuts=cuts,
                                        metrics=tuple(parse_metrics(metric)) if metric else None, center=center,
                                        center_ref=center_ref))
@@ -194,7 +198,7 @@ def test_cmd(
             report = store.test(patterns, encoders=procedure.encoders(study, encoder), everything=everything,
                                 source=source, x=x, y=y, a=a, b=b, name=name, context=context, command=invocation(),
                                 options=opts, save=save, cross_lingual=cross_lingual, rerun=rerun,
-                                baseline=baseline or None, **callbacks)
+                                baseline=baseline or None, per_test=per_test, **callbacks)
     warn_cannot_reject(report, opts.alpha)
     finish(report)
 
