@@ -199,8 +199,9 @@ def forest(a: dict, templates: pl.DataFrame) -> Figure:
         tau2 = "n/a" if a.get("tau2") is None else f"{a['tau2']:.3f}"
         flips = "n/a" if a.get("decision_flip_share") is None else f"{a['decision_flip_share']:.0%}"
         signs = "n/a" if a.get("sign_flip_share") is None else f"{a['sign_flip_share']:.0%}"
+        at = f" at alpha {a['alpha']:g}" if a.get("alpha") is not None else ""  # the flips' alpha: the report's
         ax.set_title(wrap(f"{a['test']} / {a['encoder']} / templates {a['template_set']}", 40) + "\n"
-                     + wrap(f"tau² = {tau2}, decision flips at alpha {a['alpha']:g} {flips}, sign flips {signs}", 40), loc="left")
+                     + wrap(f"tau² = {tau2}, decision flips{at} {flips}, sign flips {signs}", 40), loc="left")
         fig.legend(loc="outside lower center", ncols=2, frameon=False)
         return fig
 
