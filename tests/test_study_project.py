@@ -452,3 +452,22 @@ def test_test_in_a_study_takes_a_tests_own_options_and_a_flag_overrides_them(tmp
     con.close()
     # the study's budget; its test's own units; then the flag
     assert [(u, b) for u, b, _ in found] == [("sentences", 500), ("words", 500)]
+
+
+def test_audit_compare_shows_d_with_its_interval(tmp_path, monkeypatch):
+    for name in ENV:
+        monkeypatch.delenv(name, raising=False)
+    r = invoke(app, ["--db", str(tmp_path / "s.duckdb"), "audit", "compare", "-t", "sent-weat6", "-s", "may2019",
+                     "-s", "past_tense", "-e", "glove-6b-50d", "--budget", "300", "--format", "csv"])
+    assert r.exit_code == 0, r.output
+    found = rows(r.stdout)
+    assert len(found) == 2 and all(float(f["ci_low"]) < float(f["d"]) < float(f["ci_high"]) for f in found)
+
+
+def test_a_baseline_that_fails_prints_no_empty_table(tmp_path, monkeypatch):
+    for name in ENV:
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "t.toml").write_text('["mine"]\nsets = ["flowers@word", "insects@word", "pleasant@word", "unpleasant@word"]\n')
+    r = invoke(app, ["--db", str(tmp_path / "s.duckdb"), "--catalog-dir", str(tmp_path), "baseline", "mine", "-k", "3",
+                     "--budget", "100", "--vocabulary", str(tmp_path / "t.toml"), "--format", "csv"])
+    assert r.exit_code == 1 and r.stdout == "" and "failed:" in r.stderr, r.output

@@ -257,10 +257,11 @@ def baseline_cmd(
     schema = {"test": pl.String, "encoder": pl.String, "d": pl.Float64, "percentile": pl.Float64, "fpr": pl.Float64,
               "random_d": pl.Float64, "random_low": pl.Float64, "random_high": pl.Float64, "d_x": pl.Float64,
               "d_y": pl.Float64, "k": pl.Int64, "stored": pl.String, "baseline_id": pl.String}
-    err.print(f"percentile: d among {sets:,} matched random pairs; fpr: their share with p <= {opts.alpha:g}; random_d: "
-              "their median d (random_low, random_high: 2.5%, 97.5%); d_x, d_y: X, Y against their own random words",
-              highlight=False)
-    emit(pl.DataFrame(rows, schema=schema), fmt, keep=("test", "encoder", "d", "percentile", "fpr", "d_x", "d_y"))
+    if rows:  # nothing drawn (every pair failed, each said in its line): no empty table either
+        err.print(f"percentile: d among {sets:,} matched random pairs; fpr: their share with p <= {opts.alpha:g}; "
+                  "random_d: their median d (random_low, random_high: 2.5%, 97.5%); d_x, d_y: X, Y against their own "
+                  "random words", highlight=False)
+        emit(pl.DataFrame(rows, schema=schema), fmt, keep=("test", "encoder", "d", "percentile", "fpr", "d_x", "d_y"))
     if report.failures:  # each said in its line already (on_failure)
         raise typer.Exit(1)
 
