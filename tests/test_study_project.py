@@ -471,3 +471,14 @@ def test_a_baseline_that_fails_prints_no_empty_table(tmp_path, monkeypatch):
     r = invoke(app, ["--db", str(tmp_path / "s.duckdb"), "--catalog-dir", str(tmp_path), "baseline", "mine", "-k", "3",
                      "--budget", "100", "--vocabulary", str(tmp_path / "t.toml"), "--format", "csv"])
     assert r.exit_code == 1 and r.stdout == "" and "failed:" in r.stderr, r.output
+
+
+def test_the_share_of_cuts_that_reject_is_read_at_the_views_alpha(tmp_path):
+    import stimkit
+
+    with stimkit.open(tmp_path / "s.duckdb") as s:
+        s.test(["sent-weat2"], encoders=["glove-6b-50d"], budget=200, cuts=4, alpha=0.01)
+        for cut, p in enumerate((0.005, 0.01, 0.03, 0.2)):  # p's of the cuts, as stored
+            s.con.execute("UPDATE result_cuts SET p_value = ? WHERE cut = ?", [p, cut])
+        shares = {a: s.results(alpha=a).select("cut_reject_share", "cut_alpha").row(0) for a in (0.01, 0.05)}
+    assert shares == {0.01: (0.5, 0.01), 0.05: (0.75, 0.05)}  # p = alpha rejects

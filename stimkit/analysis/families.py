@@ -154,6 +154,11 @@ def define_family(con, where: str | None = None, alpha: float | None = None, run
     # d read against its matched random baseline, where one was computed (db/015: result_baselines)
     base = (f"SELECT h.*, rb.baseline_percentile, rb.baseline_fpr FROM ({base}) h "
             "LEFT JOIN result_baselines rb USING (result_id)")
+    # the share of cuts that reject, at the reading's alpha (from the cuts' stored p), not the run's
+    base = (f"SELECT b.* REPLACE (coalesce(c.share, b.cut_reject_share) AS cut_reject_share, "
+            "CASE WHEN c.share IS NULL THEN b.cut_alpha ELSE getvariable('alpha') END AS cut_alpha) "
+            f"FROM ({base}) b LEFT JOIN (SELECT result_id, avg(CASE WHEN p_value <= getvariable('alpha') THEN 1.0 "
+            "ELSE 0.0 END) AS share FROM result_cuts WHERE p_value IS NOT NULL GROUP BY result_id) c USING (result_id)")
     # the units a side: distinct target words (a sentence test's unit when words are its units)
     base = (f"SELECT b.*, w.words_x, w.words_y FROM ({base}) b LEFT JOIN (SELECT result_id, "
             "count(DISTINCT word) FILTER (WHERE role = 'X') AS words_x, count(DISTINCT word) FILTER (WHERE role = 'Y') "

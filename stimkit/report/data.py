@@ -180,8 +180,12 @@ def latest_wording(con, tests: list[str] | None) -> pl.DataFrame | None:
 
 
 def cut_spread(con, result_ids: list[str]) -> pl.DataFrame:
+    """Each cut's d and p; `rejected` at the family's alpha (the variable `alpha`), from the stored
+    p (with no alpha set, as stored)."""
     return store.frame(con, """
-        SELECT r.test, r.encoder, r.effect_size AS d_full, c.cut, c.effect_size, c.p_value, c.rejected
+        SELECT r.test, r.encoder, r.effect_size AS d_full, c.cut, c.effect_size, c.p_value,
+               CASE WHEN getvariable('alpha') IS NULL OR c.p_value IS NULL THEN c.rejected
+                    ELSE c.p_value <= getvariable('alpha') END AS rejected
         FROM result_cuts c JOIN results r USING (result_id)
         WHERE c.result_id IN (SELECT unnest(?)) ORDER BY r.test, r.encoder, c.cut""", [result_ids])
 
