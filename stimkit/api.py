@@ -219,11 +219,12 @@ class Store:
                                      f"FROM {view} {where} ORDER BY name, created_at", [f"%{like}%"] if like else None)
 
     def diagnose_sets(self, like: str | None = None, encoders: list[str] | None = None,
-                      language: str = "en") -> tuple[pl.DataFrame, pl.DataFrame, list[str]]:
+                      language: str | None = None) -> tuple[pl.DataFrame, pl.DataFrame, list[str]]:
         """What the current sets are made of (`sets --diagnose`): per set, its words' Zipf
         frequency (mean, SD), each static encoder's OOV share and each tokenizer's mean subword
-        count (the `encoders` named, else those stored); per target set of the latest results,
-        split-half reliability. Returns (sets, reliability, notes on what was skipped)."""
+        count (the `encoders` named, else those stored), in each set's own language unless
+        `language` says otherwise; per target set of the latest results, split-half
+        reliability. Returns (sets, reliability, notes on what was skipped)."""
         from .run.diagnose import sets_report
 
         return sets_report(self.con, like, encoders, language)
@@ -890,6 +891,36 @@ class Store:
         from .analysis.stored import wefat_results
 
         return wefat_results(self.con, where, words)
+
+    def debias_compare(self, tests: list[str], debiased: list[str], base: str | None = None, progress=None,
+                       on_result=None, **option_values) -> tuple[RunReport, list]:
+        """Before and after (analysis.debias): `tests` on the base encoder and on each debiased
+        one (`glove-6b-50d,debias=hard`), in one run; the base is the debiased encoders' own
+        (`base`, if given, must be it). Returns the run's report and a BeforeAfter row per result."""
+        from . import encoders
+        from .analysis.debias import before_after
+
+        derived = [encoders.resolve(spec) for spec in debiased]
+        bases = {getattr(e, "base", None) and e.base.fingerprint for e in derived}
+        if None in bases or not derived:
+            raise UsageError("name debiased encoders (a spec with debias=<method>, e.g. glove-6b-50d,debias=hard)")
+        if len(bases) > 1 or (base is not None and encoders.resolve(base).fingerprint not in bases):
+            raise UsageError("the debiased encoders must share one base encoder (the one they were derived from)")
+        base_spec = base or derived[0].base.spec
+        report = self.test(tests, encoders=[base_spec, *debiased], progress=progress, on_result=on_result,
+                           command="debias compare", **option_values)
+        return report, before_after(self.con, report.results, next(iter(bases)))
+
+
+def debias_checks(specs: list[str], n: int = 500, seed: int = 0, resamples: int = 200) -> dict[str, list]:
+    """Gonen & Goldberg's recoverability checks and the similarity cost of each debiased encoder:
+    {spec: run.debias.CheckRow rows, base and debiased side by side}. Every spec is built (its
+    lists checked) before any check runs. Reads no store, writes nothing."""
+    from . import encoders
+    from .run.debias import checks
+
+    built = {spec: encoders.resolve(spec) for spec in specs}
+    return {spec: checks(enc, n, seed, resamples) for spec, enc in built.items()}
 
 
 def open(path: str | Path | None = None, read_only: bool = False, **inputs) -> Store:  # noqa: A001  (like duckdb.connect)

@@ -129,9 +129,10 @@ def open_store(read_only: bool = False, allow_files: bool = False, **inputs):
         for key, value in (("wordlist_dir", found.wordlist_dir), ("template_dir", found.template_dir)):
             if inputs.get(key) is None and value is not None:
                 inputs[key] = value
-    staging = next((s for _, s in _opened if s is not None and s.path == path), None)
+    staging = next((s for _, s in _opened if s is not None and s.path in (path, path.resolve())), None)
     if staging is None and not read_only and not path.exists():
-        staging = Staging.start(path)  # built beside the path, moved there when the command ends
+        staging = Staging.start(path, lambda message: err.print(message, highlight=False))  # built beside
+        # the path, moved there when the command ends; None: another command made it meanwhile
     try:
         opened = Store(staging.staged if staging else path, read_only, allow_files=allow_files,
                        on_wait=lambda message: err.print(message, highlight=False),

@@ -40,6 +40,7 @@ def generate_cmd(
     max_per_template: Annotated[Optional[int], typer.Option("--max-per-template", help="Most sentences one template file may yield in a set (default 100000; env STIMKIT_MAX_PER_TEMPLATE).")] = None,
     max_per_set: Annotated[Optional[int], typer.Option("--max-per-set", help="Most sentences in one set (default 1000000; env STIMKIT_MAX_PER_SET).")] = None,
     max_render_seconds: Annotated[Optional[float], typer.Option("--max-render-seconds", help="Longest time to render one sentence (default 5; env STIMKIT_MAX_RENDER_SECONDS).")] = None,
+    max_combinations: Annotated[Optional[int], typer.Option("--max-combinations", help="Most combinations of slot words in a multi-slot set, before its constraints (default 10000000; env STIMKIT_MAX_COMBINATIONS).")] = None,
 ):
     """Render word lists through template sets into versioned stimulus sets (a no-op when nothing changed).
 
@@ -54,7 +55,7 @@ def generate_cmd(
     from ..stimuli.templates import Limits, current_limits, use_limits
 
     asked = {"sentence_chars": max_sentence_chars, "per_template": max_per_template, "per_set": max_per_set,
-             "render_seconds": max_render_seconds}
+             "render_seconds": max_render_seconds, "combinations": max_combinations}
     for key, value in asked.items():
         if value is not None and not value > 0:
             raise UsageError(f"{Limits.OPTIONS[key][0]} must be > 0, not {value}")
@@ -100,7 +101,7 @@ def sets_cmd(
     like: Annotated[Optional[list[str]], typer.Argument(help="Only sets whose name contains one of these.")] = None,
     diagnose: Annotated[bool, typer.Option("--diagnose", help="What the sets' words are made of: Zipf frequency (mean, SD), OOV share per static encoder, subword counts per tokenizer, split-half reliability where a result exists.")] = False,
     encoder: Annotated[Optional[list[str]], typer.Option("--encoder", "-e", help="With --diagnose: encoders whose vocabulary or tokenizer to use (default: those with vectors in the store).")] = None,
-    language: Annotated[str, typer.Option("--language", help="With --diagnose: the words' language (wordfreq's code).")] = "en",
+    language: Annotated[Optional[str], typer.Option("--language", help="With --diagnose: the words' language (wordfreq's code; default: each set's own).")] = None,
     fmt: Annotated[Optional[str], format_option()] = None,
 ):
     """List stimulus sets with their versions and counts, or (--diagnose) what their words are made of.
@@ -118,7 +119,7 @@ def sets_cmd(
       stimkit sets names --diagnose -e glove-6b-50d -e minilm
     """
     if not diagnose:
-        if encoder or language != "en":
+        if encoder or language is not None:
             raise UsageError("--encoder and --language go with --diagnose")
         with open_store(read_only=True) as store:
             emit(_each(like, lambda one: store.sets(one, all_versions)), fmt)
@@ -313,6 +314,8 @@ def import_holisticbias(
 
     from ..stimuli.templates import current_limits, use_limits
 
+    if max_per_set is not None and not max_per_set > 0:
+        raise UsageError(f"--max-per-set must be > 0, not {max_per_set}")
     limits = dataclasses.replace(current_limits(), **({"per_set": max_per_set} if max_per_set else {}))
     if no_generate:  # no store opened: only the files
         from ..catalog import holisticbias

@@ -211,7 +211,7 @@ def baseline_cmd(
     sets: Annotated[Optional[int], typer.Option("--sets", "-k", help="K: random pairs of target sets to draw (default: the study's baseline sets, else 1,000).", rich_help_panel=WHAT)] = None,
     vocabulary: Annotated[Optional[Path], typer.Option("--vocabulary", help="Draw from the words of this file (one a line) instead of wordfreq's list (a list of given names: the bundled names vocabulary).", rich_help_panel=WHAT)] = None,
     tolerance: Annotated[Optional[float], typer.Option("--tolerance", help="Zipf distance allowed between a drawn word and the target word it stands for (default 0.25).", rich_help_panel=WHAT)] = None,
-    language: Annotated[Optional[str], typer.Option("--language", help="The words' language (wordfreq's code): frequencies and the default vocabulary (default: the set's).", rich_help_panel=WHAT)] = None,
+    language: Annotated[Optional[str], typer.Option("--language", help="The words' language (wordfreq's code): frequencies and the default vocabulary (default: each test's targets' own).", rich_help_panel=WHAT)] = None,
     wordlist_dir: WordlistDirOption = None,
     template_dir: TemplateDirOption = None,
     override: OverrideOption = False,

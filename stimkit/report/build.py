@@ -17,6 +17,7 @@ from ..views import table4
 from ..checks import REPORT_FORMATS as FORMATS
 from . import figures
 from .data import ReportData
+from .debias import before_after_figure
 
 FIGURE_FORMATS = ("svg", "png", "pdf")
 OWN = ("report.html", "figures", "tables")  # what --force replaces; nothing else in the folder is touched
@@ -236,6 +237,7 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
     diagnostic_rows = data.diagnostics.to_dicts() if data.diagnostics is not None else []
     cuts_svg = emit_figure(figures.cut_spread(data.cuts), "cut-spread") if data.cuts is not None and data.cuts.height else ""
     layers_svg = emit_figure(figures.layer_sweep(data.layers), "layer-sweep") if data.layers is not None else ""
+    debias_svg = emit_figure(before_after_figure(data.debias), "debias-before-after") if data.debias else ""
     metric_rows = data.metrics.to_dicts() if data.metrics is not None else []
     wefats = []
     for r, items in data.wefat:
@@ -251,6 +253,7 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
                                              ("baselines", "Baselines", baselines), ("audits", "Template audits", forests),
                                              ("wording", "Wording audits", wording_svg),
                                              ("cuts", "Cut spread", cuts_svg), ("layers", "By layer", layers_svg),
+                                             ("debias", "Before and after debiasing", debias_svg),
                                              ("metrics", "Metrics", metric_rows), ("wefat", "WEFAT", wefats)) if on]
         sections += [("consistency", "Consistency checks"), ("provenance", "Provenance")]
         html = ENV.get_template("report.html.j2").render(
@@ -261,7 +264,7 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
             ci_text=ci_text(data), left_out_columns=left_out.columns, left_out_rows=left_out.to_dicts(),
             result_columns=results.columns, result_rows=results.to_dicts(), strips=strips, forests=forests, wording=wording_svg,
             baselines=baselines, diagnostic_rows=diagnostic_rows,
-            cuts_svg=cuts_svg, layers_svg=layers_svg, metric_rows=metric_rows, wefats=wefats, consistency_columns=cons.columns, consistency_rows=cons.to_dicts(),
+            cuts_svg=cuts_svg, layers_svg=layers_svg, debias_svg=debias_svg, metric_rows=metric_rows, wefats=wefats, consistency_columns=cons.columns, consistency_rows=cons.to_dicts(),
             consistency_counts={v: (cons["verdict"] == v).sum() if cons.height else 0
                                 for v in ("violation", "note", "not comparable")},
             provenance=data.provenance)

@@ -35,6 +35,7 @@ class ReportData:
     wefat: list[tuple[dict, pl.DataFrame]] = field(default_factory=list)
     consistency: pl.DataFrame | None = None
     layers: pl.DataFrame | None = None                      # layer sweeps: d (and its CI) by layer
+    debias: list = field(default_factory=list)              # analysis.debias.BeforeAfter: debiased encoders and their bases
     metrics: pl.DataFrame | None = None                     # test x encoder x metric values, when several
     provenance: dict = field(default_factory=dict)
     family: str = ""                                        # the family's definition (analysis.Family)
@@ -88,6 +89,9 @@ def gather(con, where: str | None = None, correct: str | None = None, alpha: flo
         data.diagnostics = diagnostics(con, df["result_id"].to_list())
     data.consistency = checks.consistency(con, alpha)
     data.layers = layer_sweeps(df)
+    from ..analysis.debias import stored_before_after
+
+    data.debias = stored_before_after(con, df)
     data.metrics = metric_matrix(con, names)
     data.provenance = provenance(con, df)
     return data

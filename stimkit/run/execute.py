@@ -62,6 +62,11 @@ def execute(con, plan: Plan, command: str, on_result=None, on_failure=None, fail
             except StimkitError as e:
                 fail(planned.wefat.name, enc.spec, e)
         for b in fresh:
+            again = baseline.stored(con, b.baseline_id)
+            if again is not None:  # another command stored it while this one encoded (the file was free)
+                report.baselines.append(again)
+                report.reused.append(b.baseline_id)
+                continue
             try:
                 row = baseline.execute_one(con, run_id, b, reference=plan.reference)
                 baseline.write(con, row)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..errors import InputError, UsageError
 from ..paths import data_dir
+from .grammar import refuse_markers
 from .inputs import inside, read_text
 
 SET_FILE = "_set.toml"
@@ -40,10 +41,13 @@ def info(folder: Path) -> dict:
     if not path.exists():
         return {}
     inside(path, Path(folder), "`_set.toml` file")
+    text = read_text(path)
+    refuse_markers(text, str(path))
     try:
-        raw = tomllib.loads(read_text(path))
+        raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise InputError(f"{path}: not valid TOML: {e}") from None
+    _no_markers(raw, path, "")
     unknown = sorted(set(raw) - set(SET_KEYS))
     if unknown:
         raise InputError(f"{path}: unknown key {unknown[0]!r} (allowed: {', '.join(sorted(SET_KEYS))})")
@@ -51,6 +55,20 @@ def info(folder: Path) -> dict:
     if bad is not None:
         raise InputError(f"{path}: `{bad}` must be a string")
     return raw
+
+
+def _no_markers(value, path: Path, key: str) -> None:
+    """Every string of the file, as TOML decoded it ("\\ue002" is the marker itself), free of
+    the characters that mark spans (grammar.refuse_markers)."""
+    if isinstance(value, str):
+        refuse_markers(value, f"{path}: `{key}`")
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _no_markers(k, path, key)
+            _no_markers(v, path, f"{key}.{k}" if key else k)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _no_markers(v, path, f"{key}[{i}]")
 
 
 def listing(user_root: Path | None = None) -> list[dict]:
