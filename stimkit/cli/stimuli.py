@@ -9,7 +9,7 @@ import typer
 
 from ..checks import BALANCE_POLICIES, UNITS, check_choice, choices
 from ..errors import UsageError
-from .common import app, count, db_path, emit, emit_tables, err, format_option, handles_errors, open_store, out, state
+from .common import app, catalog_dir, count, db_path, emit, emit_tables, err, format_option, handles_errors, open_store, out, state
 
 catalog_app = typer.Typer(help="The test catalog: list tests, show their set queries.", invoke_without_command=True)
 export_app = typer.Typer(help="Export stimulus sets in other tools' formats.")
@@ -98,7 +98,7 @@ def templates_cmd(
 @handles_errors
 def sets_cmd(
     all_versions: Annotated[bool, typer.Option("--all", help="Every version, not only the current ones.")] = False,
-    like: Annotated[Optional[str], typer.Argument(help="Only sets whose name contains this.")] = None,
+    like: Annotated[Optional[list[str]], typer.Argument(help="Only sets whose name contains one of these.")] = None,
     diagnose: Annotated[bool, typer.Option("--diagnose", help="What the sets' words are made of: Zipf frequency (mean, SD), OOV share per static encoder, subword counts per tokenizer, split-half reliability where a result exists.")] = False,
     encoder: Annotated[Optional[list[str]], typer.Option("--encoder", "-e", help="With --diagnose: encoders whose vocabulary or tokenizer to use (default: those with vectors in the store).")] = None,
     language: Annotated[Optional[str], typer.Option("--language", help="With --diagnose: the words' language (wordfreq's code; default: each set's own).")] = None,
@@ -122,16 +122,28 @@ def sets_cmd(
         if encoder or language is not None:
             raise UsageError("--encoder and --language go with --diagnose")
         with open_store(read_only=True) as store:
-            emit(store.sets(like, all_versions), fmt)
+            emit(_each(like, lambda one: store.sets(one, all_versions)), fmt)
         return
     if all_versions:
         raise UsageError("--diagnose describes the current sets: leave out --all")
     with open_store(read_only=True) as store:
-        profiles, reliability, notes = store.diagnose_sets(like, encoder, language)
+        found = [store.diagnose_sets(one, encoder, language) for one in like or [None]]
+    profiles, reliability = (_each(like, lambda one, i=i: found[(like or [None]).index(one)][i]) for i in (0, 1))
+    notes = list(dict.fromkeys(n for f in found for n in f[2]))
     for note in notes:
         err.print(note, highlight=False)
     emit_tables({"sets": profiles, "reliability": reliability}, fmt, options={"sets": {"keep": ("set", "zipf_mean")}},
                 titles={"reliability": "split-half reliability (Spearman-Brown) of target sets in the latest results"})
+
+
+def _each(names, frame_of):
+    """One frame over several name fragments (`sets a b`): each one's rows, a set once."""
+    import polars as pl
+
+    frames = [frame_of(one) for one in (names or [None])]
+    whole = pl.concat([f for f in frames if f.height], how="diagonal_relaxed") if any(f.height for f in frames) \
+        else frames[0]
+    return whole.unique(maintain_order=True) if whole.height else whole
 
 
 @catalog_app.callback()
@@ -151,7 +163,7 @@ def catalog_list(
         return
     from ..catalog import tests as catalog
 
-    df = catalog.table(catalog_con(), paper, state.get("catalog_dir"))
+    df = catalog.table(catalog_con(), paper, catalog_dir())
     # the four sets are what a test compares: a narrow terminal folds them, never drops them
     emit(df, fmt, ["test", "context", "family", "X", "Y", "A", "B"] if fmt in (None, "table") else None,
          keep=("X", "Y", "A", "B"))
@@ -167,7 +179,7 @@ def catalog_show(name: str):
     from ..catalog import tests as catalog
 
     con = catalog_con()
-    test = catalog.get(con, name, state.get("catalog_dir"))
+    test = catalog.get(con, name, catalog_dir())
     out.print(f"{test.name}  context={test.context} family={test.family} balance={test.balance} source={test.source}",
               highlight=False)
     for r in catalog.sizes(con, test).iter_rows(named=True):

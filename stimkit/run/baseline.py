@@ -136,6 +136,16 @@ def stored(con, bid: str) -> BaselineRow | None:
     return BaselineRow(**row)
 
 
+def at_alpha(con, row: BaselineRow, alpha: float) -> BaselineRow:
+    """A stored baseline as seen at `alpha`: its share of random pairs rejected, recomputed
+    from its stored draws' p where it was stored at another alpha (one figure, one alpha)."""
+    if row.alpha == alpha:
+        return row
+    p = np.array([p for (p,) in store.rows(con, "SELECT p_value FROM baseline_draws WHERE baseline_id = ? "
+                                                "AND effect_size IS NOT NULL", [row.baseline_id])], dtype=np.float64)
+    return replace(row, fpr=bstats.rejection_rate(p, alpha), alpha=alpha)
+
+
 # ----------------------------------------------------------------------------- planning
 
 def plan(con, run_plan: Plan, b: BaselineOptions, inputs: Inputs) -> tuple[tuple[PlannedBaseline, ...], list[Failure]]:
@@ -150,9 +160,12 @@ def plan(con, run_plan: Plan, b: BaselineOptions, inputs: Inputs) -> tuple[tuple
             if opts.center is not None:
                 raise UsageError("a matched baseline of a centred test is not supported yet: run it without --center")
             b = given.for_test(planned)
-            if b.language not in vocabs:
-                vocabs[b.language] = diagnostics.reference_vocabulary(b.language, b.vocabulary)
-            vocab = vocabs[b.language]
+            # a test of given names draws given names (unless a vocabulary was named): not words
+            names = b.vocabulary is None and _all_names(planned)
+            if (b.language, names) not in vocabs:
+                vocabs[(b.language, names)] = (diagnostics.names_vocabulary(b.language) if names else
+                                               diagnostics.reference_vocabulary(b.language, b.vocabulary))
+            vocab = vocabs[(b.language, names)]
             procedure = procedure_of(opts, b, vocab.source, association.context_of(planned.test, enc))
             bid = baseline_id(planned.name, enc.fingerprint, planned.versions, b.sets, b.seed, procedure)
             found = stored(con, bid)
@@ -191,6 +204,12 @@ class _Target:
     rows: np.ndarray           # row indices in the selected set
     template_ids: tuple[str | None, ...]   # None: a word-level item (the stimulus is the word itself)
     keys: tuple[tuple[str, int], ...] = ()  # (set_version, ordinal) of each row: a multi-slot row's other slots
+
+
+def _all_names(planned: PlannedTest) -> bool:
+    """Whether every target word of the test (X and Y) is a given name (word kind `name`)."""
+    sets = [planned.sets[r] for r in ("x", "y")]
+    return all("kind" in f.columns and f.height and bool((f["kind"] == "name").all()) for f in sets)
 
 
 def _targets(planned: PlannedTest) -> list[_Target]:
@@ -246,7 +265,8 @@ def draw_sets(planned: PlannedTest, enc: Encoder, vocab: diagnostics.Vocabulary,
     cand, cand_zipf = [vocab.words[i] for i in at], vocab.zipf[at]
     if not cand:
         raise InputError("no word of the reference vocabulary lies within the Zipf tolerance of the target words")
-    cand_kinds = np.array(diagnostics.lexicon_kinds(cand, load_lexicon()), dtype=object)
+    cand_kinds = np.array(["name"] * len(cand) if vocab.source.startswith(diagnostics.NAMES)
+                          else diagnostics.lexicon_kinds(cand, load_lexicon()), dtype=object)
     unknown = np.array([k is None for k in cand_kinds], dtype=bool)  # a kind the lexicon does not know fits any
     rows = [i for i in range(len(targets)) if represented[i]]
     need_names = any(targets[i].kind == "name" for i in rows)

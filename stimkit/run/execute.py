@@ -35,7 +35,9 @@ def execute(con, plan: Plan, command: str, on_result=None, on_failure=None, fail
     report = RunReport(None, [], failures, plan.options.alpha, plan.n_tests, plan.n_encoders, notes=list(plan.notes))
     total = sum(len(p.options.metrics) for p, _ in plan.pairs) + len(plan.wefats)
     fresh = [b for b in plan.baselines if b.draws is not None]
-    report.baselines.extend(b.stored for b in plan.baselines if b.draws is None)  # stored already: reused
+    # stored already: reused, its rate of rejections read from its draws at this run's alpha
+    report.baselines.extend(baseline.at_alpha(con, b.stored, b.planned.options.alpha)
+                            for b in plan.baselines if b.draws is None)
     report.reused.extend(b.baseline_id for b in plan.baselines if b.draws is None)
     if not total and not fresh:
         return report

@@ -14,7 +14,7 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from ..errors import InputError
+from ..errors import InputError, UsageError
 from ..paths import data_dir
 from .grammar import refuse_markers
 from .inputs import inside, read_text
@@ -78,7 +78,7 @@ def listing(user_root: Path | None = None) -> list[dict]:
     builtin = data_dir("templates")
     roots = [(Path(user_root), "yours")] if user_root is not None else []
     if user_root is not None and not Path(user_root).is_dir():
-        raise InputError(f"{user_root}: no such template folder")
+        raise UsageError(f"{user_root}: no such template folder")
     rows, seen = [], set()
     for root, source in [*roots, (builtin, "built-in")]:
         for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):

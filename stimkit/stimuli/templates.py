@@ -34,7 +34,7 @@ from jinja2.sandbox import SandboxedEnvironment, SecurityError
 
 from ..checks import suggest
 from .. import StimkitError
-from ..errors import InputError
+from ..errors import InputError, UsageError
 from . import grammar, sandbox
 from .sandbox import MAX_EXPONENT, MAX_REPEAT  # noqa: F401  (the bounds' old home)
 from .inputs import check_name, inside, read_text
@@ -574,7 +574,7 @@ def load_set(name: str, user_root: Path | None = None, override: bool = False) -
         return TemplateSet(name, builtin)
     user_root = Path(user_root)
     if not user_root.is_dir():
-        raise StimkitError(f"{user_root}: no such template folder")
+        raise UsageError(f"{user_root}: no such template folder")  # a mistyped flag: exit 2
     tset = TemplateSet(name, [user_root, builtin])
     for s in tset.chain():
         replaced = builtin / s.name
