@@ -10,16 +10,14 @@ id, a time). A last line `[N]` says the command exits N (an example of an error)
 must exit 0. A command with no expected lines is checked for its exit status only.
 
 Each page's blocks run in order, one shell command after another (a `cd` carries over), in a
-fresh temporary folder holding a small study and its store: the study `stimkit init` scaffolds
-(tests/fixtures/docs-study holds the same files, for an app without `init`), run once and
-copied (its store also holds every catalog set, generated and encoded with GloVe, so the
+fresh temporary folder holding a small study and its store: the study `stimkit init` scaffolds,
+run once and copied (its store also holds every catalog set, generated and encoded with GloVe, so the
 examples on built-in tests only compute).
 """
 
 from __future__ import annotations
 
 import doctest
-import functools
 import os
 import re
 import shutil
@@ -34,7 +32,6 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"
-STUDY_FIXTURE = REPO / "tests" / "fixtures" / "docs-study"
 PAGES = sorted(p for p in DOCS.rglob("*.md")) + [REPO / "README.md"]
 COMMAND_TIMEOUT = 300
 
@@ -170,13 +167,6 @@ def cpu_seconds(env: dict) -> float:
     return sum(map(float, log.read_text().split())) if log.exists() else 0.0
 
 
-@functools.cache
-def has_command(name: str) -> bool:
-    from stimkit.cli.reference import root
-
-    return name in root().commands
-
-
 @pytest.fixture(scope="session")
 def docs_study(tmp_path_factory):
     """A study folder with its store (the study run, every catalog set generated and encoded
@@ -199,29 +189,20 @@ def docs_study(tmp_path_factory):
                 break
             time.sleep(0.05)
         assert sock.exists(), "the docs test's stimkit server did not start"
-        study = root / "docs-study"
-        if has_command("init"):     # the study `stimkit init` scaffolds, as the pages say
-            status, out, _ = shell(f"stimkit init {study}", root, env)
-            assert status == 0, out
-        else:                       # the same study, from the fixture (before `stimkit init` was there)
-            shutil.copytree(STUDY_FIXTURE, study)
+        study = root / "docs-study"         # the study `stimkit init` scaffolds, as the pages say
+        status, out, _ = shell(f"stimkit init {study}", root, env)
+        assert status == 0, out
         # The study's run in its folder; every catalog set from outside it (in a study's folder
         # `generate` makes the study's sets alone), into the same store.
         for command, where in (("stimkit run study.toml", study),
                                (f"stimkit --db {study / 'stimkit.duckdb'} generate", root),
                                (f"stimkit --db {study / 'stimkit.duckdb'} encode -e glove-6b-50d --all", root)):
-            status, out, _ = shell(command, where, study_env(env, study))
+            status, out, _ = shell(command, where, env)
             assert status == 0, f"preparing the docs study: {command}\n{out}"
         yield study, env
     finally:
         server.terminate()
         server.wait(timeout=30)
-
-
-def study_env(env: dict, folder: Path) -> dict:
-    """Where the app finds no study from the working directory (before issue 38's study
-    discovery), the study's test folder is passed by environment."""
-    return env if has_command("init") else env | {"STIMKIT_CATALOG_DIR": str(folder / "tests")}
 
 
 def check_command_line(command: str, where: str) -> None:
@@ -257,12 +238,9 @@ def test_console_examples(page, docs_study, tmp_path):
     study, env = docs_study
     text = (REPO / page).read_text()
     blocks = console_blocks(text)
-    if any(re.search(r"(^|&&\s*)stimkit init\b", ex.command) for b in blocks for ex in b.examples) \
-            and not has_command("init"):
-        pytest.skip(f"{page} scaffolds with `stimkit init`, which this checkout does not have yet")
     folder = tmp_path / "docs-study"
     shutil.copytree(study, folder)
-    env, cwd, ran = study_env(env, folder), folder, 0
+    cwd, ran = folder, 0
     for block in blocks:
         if block.file:
             target = folder / block.file
