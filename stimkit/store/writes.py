@@ -9,7 +9,6 @@ import time
 import uuid
 
 import duckdb
-import pyarrow as pa
 
 from .. import __version__
 
@@ -31,6 +30,8 @@ def insert(con, table: str, rows, keep_stored: bool = False) -> int:
     if isinstance(rows, list):
         if not rows:
             return 0
+        import pyarrow as pa  # here: a read command never pays for it
+
         rows = pa.Table.from_pylist([as_record(r) for r in rows])
     elif hasattr(rows, "to_arrow"):  # a polars frame
         rows = rows.to_arrow()
