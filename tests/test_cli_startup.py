@@ -65,14 +65,22 @@ def test_a_read_command_builds_only_its_own_commands_and_imports_nothing_heavy(c
     assert "stimkit.cli.tests" in modules
     assert not {"stimkit.cli.audit", "stimkit.cli.wefat", "stimkit.cli.report", "stimkit.cli.encode"} & modules
     assert not {m for m in modules if m.split(".")[0] in HEAVY}
+    # a read pays for the store and its frames, not for writing (pyarrow) or the statistics (numpy)
+    tops = {m.split(".")[0] for m in modules}
+    assert {"duckdb", "polars"} <= tops and not {"pyarrow", "numpy", "pandas", "statsmodels"} & tops
+    assert not {m for m in modules if m.startswith(("stimkit.stats", "stimkit.run", "stimkit.encoders"))}
 
 
 def test_help_lists_every_command(tmp_path):
-    proc, _ = probe(tmp_path / "none.duckdb", "--help")
+    proc, modules = probe(tmp_path / "none.duckdb", "--help")
     assert proc.returncode == 0
     for name in cli.COMMAND_MODULES:
         assert f" {name} " in proc.stdout, name
     assert not (tmp_path / "none.duckdb").exists()
+    # --help imports the CLI's own light modules and Typer, nothing of the store or the data
+    assert not {m.split(".")[0] for m in modules} & {"duckdb", "polars", "pyarrow", "numpy", *HEAVY}
+    assert {m for m in modules if m.startswith("stimkit.")} <= {f"stimkit.{m}" for m in (
+        "checks", "errors", "output", "paths", "cli", "cli.common", *(f"cli.{x}" for x in cli.MODULES))}
 
 
 def run_main(capsys, *args):
