@@ -271,19 +271,28 @@ def shared_sampled_p(s: np.ndarray, nx: int, columns: list, alternative: str, bu
             values = np.delete(s, items)
         observed[j], center[j] = values[:k].sum(), k * values.mean()
         scale[j] = float(np.abs(values).sum()) or 1.0
+    # a column's X ends somewhere in the draw's order between positions lo and hi: only those
+    # are put in order (argpartition at each), the first lo stay a set
+    ends = [columns[j][2] for j in attr] + [e for j, c in enumerate(columns) if c[0] is None
+                                            for e in (c[2], c[2] + len(c[1]))]
+    lo, hi = min(ends), max(ends)
+    kth = list(range(max(lo - 1, 0), min(hi, N - 1) + 1))
+    marks = np.r_[np.full(lo, -1), np.arange(lo, hi)]          # the rank each of the first hi positions gets
     hits = np.zeros(len(columns))
     rows_at_once = max(1, _SHARED_CELLS // max(N, 1))
     total = budget - 1
     for start in range(0, total, rows_at_once):
         rows = min(rows_at_once, total - start)
-        order = np.argsort(rng.random((rows, N)), axis=1)
-        rank = np.empty_like(order)
-        np.put_along_axis(rank, order, np.arange(N), axis=1)
+        order = np.argpartition(rng.random((rows, N)), kth, axis=1)[:, :hi]
+        rank = np.full((rows, N), N, dtype=np.int64)          # N: after hi
+        np.put_along_axis(rank, order, np.broadcast_to(marks, order.shape), axis=1)
         null = np.empty((rows, len(columns)))
         if attr:
             null[:, attr] = (rank < nx).astype(np.float64) @ V
-        prefix = np.zeros((rows, N + 1))
-        np.cumsum(s[order], axis=1, out=prefix[:, 1:])
+        prefix = np.empty((rows, hi - lo + 1))                  # sum of the first r in order, r = lo..hi
+        prefix[:, 0] = s[order[:, :lo]].sum(axis=1)
+        np.cumsum(s[order[:, lo:hi]], axis=1, out=prefix[:, 1:])
+        prefix[:, 1:] += prefix[:, :1]
         for n, which in by_size.items():
             items = np.array([columns[j][1] for j in which])            # (columns, n)
             k = np.array([columns[j][2] for j in which])
@@ -292,7 +301,7 @@ def shared_sampled_p(s: np.ndarray, nx: int, columns: list, alternative: str, bu
             for r in np.sort(left, axis=2).transpose(2, 0, 1):         # each left-out item before the end moves it on
                 end += r < end
             inside = left < end[:, :, None]
-            null[:, which] = (np.take_along_axis(prefix, end, axis=1)
+            null[:, which] = (np.take_along_axis(prefix, end - lo, axis=1)
                               - (inside * s[items][None, :, :]).sum(axis=2))
         hits += _exceeds(null, observed, alternative, center, scale).sum(axis=0)
     return (1 + hits) / budget
