@@ -75,6 +75,10 @@ def design(rng, n=(6, 7), T=5, reps=1, keep=1.0, extra_templates=0):
     (4, {"keep": 0.7}),                                    # cells missing at random
     (5, {"keep": 0.8, "reps": 2, "extra_templates": 2}),   # templates only one group uses
     (6, {"n": (3, 12), "T": 3, "keep": 0.9, "reps": 4}),
+    # more templates than words: the system is solved on the words, templates absorbed
+    (7, {"n": (3, 4), "T": 12}),
+    (8, {"n": (4, 3), "T": 10, "keep": 0.6, "reps": 3, "extra_templates": 3}),
+    (9, {"n": (2, 2), "T": 9, "keep": 0.8}),
 ])
 def test_sums_of_squares_equal_the_projections_on_svd_bases(seed, kw):
     rng = np.random.default_rng(seed)

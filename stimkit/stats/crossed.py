@@ -206,6 +206,13 @@ def _table(a: np.ndarray, ka: int, b: np.ndarray, kb: int, weights: np.ndarray) 
     return np.bincount(a * kb + b, weights=weights, minlength=ka * kb).reshape(ka, kb)
 
 
+def _sparse_table(a: np.ndarray, ka: int, b: np.ndarray, kb: int, weights: np.ndarray):
+    """_table as a sparse matrix (duplicate pairs summed)."""
+    from scipy import sparse
+
+    return sparse.csr_matrix((weights, (a, b)), shape=(ka, kb))
+
+
 @dataclass(frozen=True)
 class _Factor:
     """One factor of the design: a code per cell and its number of levels."""
@@ -225,11 +232,11 @@ def _span_of_factor(d: _Design, f: _Factor, comps: tuple[_Factor, ...]):
 
 
 def _absorbed(d: _Design, cells: np.ndarray, w: _Factor, x: _Factor, comps: tuple[_Factor, ...]):
-    """What the columns of factor x add to the words' span, on the cells `cells` (the words
-    absorbed: the normal equations of x's columns less their word means, C = X'M_W X, one row
+    """What the columns of factor x add to the span of factor w, on the cells `cells` (w
+    absorbed: the normal equations of x's columns less their w means, C = X'M_W X, one row
     and column a level of x). The same quantities as _span_of_factor, from tables of counts:
     nothing of the size of the design is formed, so the cost is linear in the cells plus
-    a dense eigendecomposition of x's levels."""
+    a dense eigendecomposition of x's levels (the caller solves on the smaller factor)."""
     n, sums = d.n[cells], d.sums[cells]
     wc = w.code[cells]
     levels, xc = np.unique(x.code[cells], return_inverse=True)   # only the levels these cells use
@@ -247,7 +254,8 @@ def _absorbed(d: _Design, cells: np.ndarray, w: _Factor, x: _Factor, comps: tupl
     coef = []
     for c in comps:
         cc = c.code[cells]
-        rz = _table(xc, x.k, cc, c.k, n) - a.T @ _table(wc, w.k, cc, c.k, n)
+        # a' T(w, c) as a sparse product: T(w, c) holds one entry a cell, a' of it is dense and large
+        rz = _table(xc, x.k, cc, c.k, n) - (_sparse_table(cc, c.k, wc, w.k, n) @ a).T
         coef.append(float(np.sum((half.T @ rz) ** 2)))
     n2 = n ** 2
     cross = _table(xc, x.k, wc, w.k, n2) @ a
@@ -279,10 +287,18 @@ def _anova(d: _Design, what: str) -> _Anova:
     names = ("words", "templates", "group_template") + (("word_template", "within") if replicated else ("residual",))
     everywhere = np.ones(len(d.n), bool)
     spans = [_span_of_factor(d, _Factor(d.g, 2), comps), _span_of_factor(d, words, comps)]
-    spans.append(_plus(spans[1], _absorbed(d, everywhere, words, templates, comps)))
-    with_gt = spans[1]
-    for g in (1, 0):   # words are nested in the groups: each group's group x template columns apart
-        with_gt = _plus(with_gt, _absorbed(d, d.g == g, words, group_template, comps))
+    # span(words, templates) = span(one) + what the other adds: the system is solved on the
+    # factor with fewer levels (templates in a word test of many words, words in HolisticBias)
+    if d.n_templates <= d.n_words:
+        spans.append(_plus(spans[1], _absorbed(d, everywhere, words, templates, comps)))
+        with_gt = spans[1]
+        for g in (1, 0):   # words are nested in the groups: each group's group x template columns apart
+            with_gt = _plus(with_gt, _absorbed(d, d.g == g, words, group_template, comps))
+    else:
+        spans.append(_plus(_span_of_factor(d, templates, comps), _absorbed(d, everywhere, templates, words, comps)))
+        with_gt = _span_of_factor(d, group_template, comps)
+        for g in (1, 0):
+            with_gt = _plus(with_gt, _absorbed(d, d.g == g, group_template, words, comps))
     spans.append(with_gt)
     total = float(d.n.sum())
     reduction = [r for r, _, _ in spans] + [float(np.sum(d.sums ** 2 / d.n))]
