@@ -1,6 +1,6 @@
 """The CLI paths users run, as whole processes, this tree against v0.3.x, interleaved.
 
-    python bench/bench_cli.py [--runs 5] [--run-pairs 3] [--v03 /tmp/v03]
+    python bench/bench_cli.py [--runs 5] [--run-pairs 3] [--v03 /tmp/v03] [--keep run.duckdb]
 
 Each case runs its command with this tree first on PYTHONPATH, then (where v0.3.x has the
 command) with the v0.3.x tree, alternating, `--runs` times each; it prints the median of
@@ -76,6 +76,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--run-pairs", type=int, default=3)
     parser.add_argument("--v03", type=Path, default=Path("/tmp/v03"))
+    parser.add_argument("--keep", type=Path, help="copy this tree's last fresh-store run here (for compare_runs.py)")
     args = parser.parse_args()
     trees = {"now": HERE}
     if (args.v03 / "stimkit" / "__init__.py").exists():
@@ -111,6 +112,8 @@ def main() -> None:
                     times[k].append(once(tree, ["--db", str(db), "run"], dirs[k]))
                     stores[k]["run"] = str(db)
             row("stimkit run, fresh store", times["now"], times.get("v03"), "ratio <= 1.0")
+            if args.keep:
+                shutil.copy(stores["now"]["run"], args.keep)
             times = {k: [] for k in trees}
             for _ in range(args.runs):
                 for k, tree in trees.items():
