@@ -72,6 +72,19 @@ def test_a_read_command_builds_only_its_own_commands_and_imports_nothing_heavy(c
     assert not {m for m in modules if m.startswith(("stimkit.stats", "stimkit.run", "stimkit.encoders"))}
 
 
+def test_a_word_test_imports_neither_scipy_stats_nor_pandas(catalog_db, tmp_path):
+    """WEAT on a word test (sampled p, interval, influence, diagnostics, the writes) pays for
+    numpy and scipy.special, not for scipy.stats or pandas (half a second each): issue 41."""
+    db = tmp_path / "s.duckdb"
+    import shutil
+    shutil.copy(catalog_db, db)
+    proc, modules = probe(db, "test", "weat1", "-e", "glove-6b-50d", "-q")
+    assert proc.returncode == 0, proc.stderr
+    with stimkit.open(db, read_only=True) as s:
+        assert s.query("SELECT p_method FROM results").item() == "sampled"   # the split sampler's law was built
+    assert not {m for m in modules if m.split(".")[0] == "pandas" or m.startswith("scipy.stats")}
+
+
 def test_help_lists_every_command(tmp_path):
     proc, modules = probe(tmp_path / "none.duckdb", "--help")
     assert proc.returncode == 0
