@@ -54,3 +54,17 @@ def test_shared_draws_agree_with_permutation_p_on_one_column():
     # every draw reaches a statistic at most the observed one's: p = 1 for `less` with X the smallest
     low = np.sort(s)
     assert shared_sampled_p(low, 8, [(low, None, 8)], "less", 500, np.random.default_rng(5))[0] == pytest.approx(1 / 500)
+
+
+def test_exact_p_s_have_no_monte_carlo_error_and_a_normal_fit_states_none():
+    rng = np.random.default_rng(9)
+    X, Y, A, B = (rng.normal(size=(n, 5)) for n in (6, 6, 4, 4))
+    W = stats.unit_rows(np.vstack([X, Y]))
+    words = ([f"x{i}" for i in range(6)], [f"y{i}" for i in range(6)], [f"a{i}" for i in range(4)],
+             [f"b{i}" for i in range(4)])
+    sims = W @ stats.unit_rows(A).T, W @ stats.unit_rows(B).T
+    exact = word_influence(*sims, 6, *words, alternative="greater", method="exact")
+    assert np.all(exact.p_se == 0) and set(exact.p_method) == {"exact"}
+    normal = word_influence(*sims, 6, *words, alternative="greater", method="parametric", sample_budget=2_000,
+                            rng=np.random.default_rng(1))
+    assert set(normal.p_method) == {"parametric"} and np.all(np.isnan(normal.p_se)) and np.all(np.isfinite(normal.p))

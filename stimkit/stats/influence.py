@@ -46,15 +46,16 @@ class Influence:
     d: np.ndarray                  # d without the word (NaN where undefined: the role would be empty, or no spread)
     p: np.ndarray                  # p without the word (NaN where d is undefined, or p was not asked for)
     p_method: tuple[str | None, ...]
-    draws: np.ndarray | None = None  # partitions drawn for a sampled p (0: exact or none)
+    draws: np.ndarray | None = None  # partitions drawn for a sampled p (0: exact or none; NaN: a normal fit)
 
     @property
     def p_se(self) -> np.ndarray:
-        """The Monte Carlo standard error of each p: sqrt(p (1 - p) / draws), 0 where exact, NaN without a p."""
+        """The Monte Carlo standard error of each p: sqrt(p (1 - p) / draws), 0 where exact, NaN
+        without a p or for a normal fit (its error is not binomial)."""
         draws = np.zeros(len(self.p)) if self.draws is None else self.draws
         with np.errstate(divide="ignore", invalid="ignore"):
             se = np.sqrt(self.p * (1 - self.p) / draws)
-        return np.where(np.isfinite(self.p), np.where(draws > 0, se, 0.0), np.nan)
+        return np.where(np.isfinite(self.p), np.where(draws == 0, 0.0, se), np.nan)
 
     def __len__(self) -> int:
         return len(self.word)
@@ -218,7 +219,7 @@ def _decided(test, m: int, method: str, budget: int, sample_budget: int, alpha: 
             drawn[near] = sample_budget
             for i in near:
                 how[i] = again.method
-    return p, how, np.where([h == "parametric" for h in how], 0.0, drawn)
+    return p, how, np.where([h == "parametric" for h in how], np.nan, drawn)
 
 
 def _first_draws(method: str, sample_budget: int, alpha: float | None) -> int:
