@@ -283,6 +283,24 @@ class Store:
             if generate else []
         return {**report, "sets": sets}
 
+    def import_corpus(self, paths: list[str | Path], wordlists_: list[str], *, name: str = "corpus",
+                      per_word: int = 100, seed: int = 0, min_contexts: int | None = None, case: str = "auto",
+                      max_line_chars: int | None = None):
+        """Contexts from real text (catalog.corpus): sentences of plain text, JSONL or Parquet
+        files holding the words of the lists `wordlists_`, up to `per_word` a word (seeded),
+        stored as sets `<list>@corpus:<name>` with their provenance. Returns a CorpusImport
+        (its `few`: the words with fewer than `min_contexts` contexts)."""
+        from .catalog import corpus
+        from .stimuli import wordlists
+
+        self._writable("import corpus")
+        lists = wordlists.load_all()
+        if self.wordlist_dir:
+            lists = wordlists.merge(lists, wordlists.load_all(self.wordlist_dir), self.override)
+        return corpus.import_corpus(self.con, list(paths), lists, list(wordlists_), name=name, per_word=per_word,
+                                    seed=seed, min_contexts=min_contexts, case=case,
+                                    max_chars=max_line_chars or corpus.MAX_LINE_CHARS)
+
     # ------------------------------------------------------------------ vectors
 
     def encode(self, encoder_specs: list[str], sets: list[str] | None = None, tests: list[str] | None = None,
@@ -648,7 +666,7 @@ class Store:
         data.left_out = analysis.left_out(self.con, where, run_id if study is not None else None)
         self._release()  # drawing takes seconds: let writers in
         written = report.write_report(data, Path(out_dir), formats, force)
-        if audits and not data.audits:
+        if audits and not data.audits and data.wording is None:
             written.notes.append("no template audits" + (f" of {', '.join(tests)}" if tests else "")
                                  + " (run `stimkit audit templates`)")
         return written
@@ -717,6 +735,114 @@ class Store:
 
         return audit_summary(self.con, where, top)
 
+    def perturbation_families(self, tests: list[str], rules: list[str] | None = None,
+                              max_variants: int | None = None) -> dict:
+        """Each test's template set's perturbation family (stimuli.perturb.plan), from the text
+        alone: its size is known, and bounded, before anything renders."""
+        from .catalog import tests as catalog
+        from .run.wording import perturbed_set
+        from .stimuli import perturb, templates
+
+        chosen = [catalog.get(self.con, n, self.catalog_dir) for n in tests]
+        return {s: perturb.plan(templates.load_set(s, self.template_dir, self.override), limit=max_variants, only=rules)
+                for s in dict.fromkeys(perturbed_set(t) for t in chosen)}
+
+    def audit_perturb(self, tests: list[str] | None = None, encoders: list[str] | None = None, *,
+                      study: str | Path | None = None, alpha: float | None = None, rules: list[str] | None = None,
+                      max_variants: int | None = None, command: str = "library", on_family=None, on_audit=None,
+                      progress=None, **option_values):
+        """Wording audits (stimkit.run.wording): each test under its template set and every
+        meaning-preserving rewording of it (stimuli.perturb), on each encoder. `study`: its tests,
+        encoders and alpha (flags override). Returns (run_id, audits, rankings, families)."""
+        import tempfile
+
+        from .catalog import tests as catalog
+        from .run import plan as run_plan, wording
+        from .run.options import Options
+        from .stimuli import generate, perturb, templates, wordlists
+
+        self._writable("audit")
+        if study is not None:
+            from .study import study as studies
+
+            st = studies.load(study)
+            chosen = [t for t in catalog.select(self.con, list(st.tests) or ["*"], directory=self.catalog_dir)
+                      if t.context == "sentence"]
+            encoders, alpha = encoders or list(st.encoders), alpha if alpha is not None else st.alpha
+            option_values = {**st.options, **option_values}
+        else:
+            if not tests:
+                raise UsageError("audit perturb needs tests: --test/-t (repeatable) or --study")
+            chosen = [catalog.get(self.con, n, self.catalog_dir) for n in tests]
+        if not chosen:
+            raise UsageError(f"study {study}: no sentence test to reword")
+        encoders = list(encoders or ["minilm"])
+        alpha = alpha if alpha is not None else self.study_alpha([t.name for t in chosen])
+        opts = Options(**{"alpha": alpha, **option_values})
+        lists = wordlists.load_all()
+        if self.wordlist_dir:
+            lists = wordlists.merge(lists, wordlists.load_all(self.wordlist_dir), self.override)
+        families, tsets, provenance = {}, {}, []
+        with tempfile.TemporaryDirectory(prefix="stimkit-perturb-") as tmp:
+            for name in dict.fromkeys(wording.perturbed_set(t) for t in chosen):
+                tset = templates.load_set(name, self.template_dir, self.override)
+                family = perturb.plan(tset, limit=max_variants, only=rules)  # size known, bounded: nothing rendered yet
+                words = [tset.inflected(w) for t in chosen if wording.perturbed_set(t) == name
+                         for s in t.set_specs() if s.wordlist in lists for w in lists[s.wordlist].words]
+                candidates = perturb.materialize(family, tset, Path(tmp) / f"{name}.candidates")
+                family = perturb.check(family, tset, candidates, words)
+                tsets[name] = tset
+                tsets.update(perturb.materialize(family, tset, Path(tmp) / name))
+                provenance += [row for v in family.variants for row in perturb.provenance(v, tsets[v.name])]
+                families[name] = family
+                if on_family:
+                    on_family(family)
+            tests_all = [vt for t in chosen for vt in wording.variant_tests(t, families[wording.perturbed_set(t)])]
+            specs = list(dict.fromkeys(s for t in tests_all for s in t.set_specs()))
+            generate.generate(self.con, specs, lists, tsets)
+        plan = run_plan.make(self.con, tests_all, encoders, opts, generate_missing=self._generate_missing)
+        if plan.refused:
+            raise plan.refused[0].as_error()
+        _, failed = self._encode_plan(plan, progress)
+        if failed:
+            raise InputError(next(iter(failed.values())))
+        wplan = wording.WordingPlan(tuple(chosen), families, plan, tuple(provenance))
+        run_id, audits, rankings = wording.run(self.con, wplan, alpha, command, on_audit)
+        return run_id, audits, rankings, families
+
+    def ceat(self, tests: list[str], encoders: list[str] = ("minilm",), *, context: str | None = "c-word",
+             samples: int = 1000, seed: int = 0, progress=None, **option_values) -> list:
+        """CEAT's combined effect size (stats.ceat; Guo & Caliskan 2021) of each test on each
+        encoder (default context c-word: a word's vector in each of its contexts), beside
+        stimkit's d and p over every context and the crossed model's d. Vectors missing are
+        encoded; nothing else is stored. Returns run.ceat.CeatRow rows."""
+        from .catalog import tests as catalog
+        from .run import ceat, cword, plan as run_plan
+        from .run.options import Options
+
+        self._writable("ceat")
+        chosen = [cword.in_context(catalog.get(self.con, n, self.catalog_dir), context) for n in tests]
+        plan = run_plan.make(self.con, chosen, list(encoders), Options(**{"seed": seed, **option_values}),
+                             generate_missing=self._generate_missing)
+        if plan.refused:
+            raise plan.refused[0].as_error()
+        _, failed = self._encode_plan(plan, progress)
+        if failed:
+            raise InputError(next(iter(failed.values())))
+        return [ceat.ceat_one(self.con, pt, enc, samples, seed)[0] for pt, enc in plan.pairs]
+
+    def wording_audits(self, where: str | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """Stored wording audits (a row per test x encoder) and the rankings across encoders."""
+        from .analysis.stored import wording_summary
+
+        return wording_summary(self.con, where)
+
+    def wording_variants(self, where: str | None = None) -> pl.DataFrame:
+        """Every variant of the stored wording audits `where` selects: d, p, relative change, flips."""
+        from .analysis.stored import wording_variants
+
+        return wording_variants(self.con, where)
+
     def wefat(self, name: str | None = None, encoder: str = "glove-6b-50d", *, targets: str | None = None,
               a: str | None = None, b: str | None = None, property: str | None = None, label: str = "adhoc",  # noqa: A002
               context: str | None = None, templates: str = "may2019", progress=None, **option_values) -> WefatResult:
@@ -743,6 +869,36 @@ class Store:
         from .analysis.stored import wefat_results
 
         return wefat_results(self.con, where, words)
+
+    def debias_compare(self, tests: list[str], debiased: list[str], base: str | None = None, progress=None,
+                       on_result=None, **option_values) -> tuple[RunReport, list]:
+        """Before and after (analysis.debias): `tests` on the base encoder and on each debiased
+        one (`glove-6b-50d,debias=hard`), in one run; the base is the debiased encoders' own
+        (`base`, if given, must be it). Returns the run's report and a BeforeAfter row per result."""
+        from . import encoders
+        from .analysis.debias import before_after
+
+        derived = [encoders.resolve(spec) for spec in debiased]
+        bases = {getattr(e, "base", None) and e.base.fingerprint for e in derived}
+        if None in bases or not derived:
+            raise UsageError("name debiased encoders (a spec with debias=<method>, e.g. glove-6b-50d,debias=hard)")
+        if len(bases) > 1 or (base is not None and encoders.resolve(base).fingerprint not in bases):
+            raise UsageError("the debiased encoders must share one base encoder (the one they were derived from)")
+        base_spec = base or derived[0].base.spec
+        report = self.test(tests, encoders=[base_spec, *debiased], progress=progress, on_result=on_result,
+                           command="debias compare", **option_values)
+        return report, before_after(self.con, report.results, next(iter(bases)))
+
+
+def debias_checks(specs: list[str], n: int = 500, seed: int = 0, resamples: int = 200) -> dict[str, list]:
+    """Gonen & Goldberg's recoverability checks and the similarity cost of each debiased encoder:
+    {spec: run.debias.CheckRow rows, base and debiased side by side}. Every spec is built (its
+    lists checked) before any check runs. Reads no store, writes nothing."""
+    from . import encoders
+    from .run.debias import checks
+
+    built = {spec: encoders.resolve(spec) for spec in specs}
+    return {spec: checks(enc, n, seed, resamples) for spec, enc in built.items()}
 
 
 def open(path: str | Path | None = None, read_only: bool = False, **inputs) -> Store:  # noqa: A001  (like duckdb.connect)

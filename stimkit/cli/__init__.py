@@ -11,13 +11,14 @@ import importlib
 import shlex
 
 # The modules in the order `stimkit --help` lists their commands, and which holds each command.
-MODULES = ("stimuli", "encode", "tests", "audit", "wefat", "report")
+MODULES = ("stimuli", "encode", "tests", "audit", "wefat", "report", "debias")
 COMMAND_MODULES = {
     "generate": "stimuli", "sets": "stimuli", "catalog": "stimuli", "export": "stimuli", "import": "stimuli",
     "templates": "stimuli",
     "encode": "encode", "encoders": "encode",
     "test": "tests", "baseline": "tests", "results": "tests", "check": "tests", "query": "tests", "run": "tests",
     "audit": "audit", "wefat": "wefat", "wefat-results": "wefat", "report": "report",
+    "debias": "debias",
 }
 _GLOBAL_WITH_VALUE = {"--db", "--catalog-dir"}
 

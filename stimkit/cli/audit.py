@@ -89,12 +89,112 @@ _register("compare", True, """Run the same test under each template set and show
     """)
 
 
+@audit_app.command("perturb")
+@handles_errors
+def audit_perturb_cmd(
+    test: Annotated[Optional[list[str]], typer.Option("--test", "-t", help="A test whose sets come from one template set (repeatable).")] = None,
+    encoder: Annotated[Optional[list[str]], typer.Option("--encoder", "-e", help="Encoder (repeatable; default: the study's, else minilm).")] = None,
+    study: Annotated[Optional[str], typer.Option("--study", help="A study file (or built-in study): its sentence tests, encoders and alpha.")] = None,
+    rule: Annotated[Optional[list[str]], typer.Option("--rule", help="Only these rewording rules or paraphrases (repeatable; default: all).")] = None,
+    max_variants: Annotated[Optional[int], typer.Option("--max-variants", help="The bound on a family's size (default: the set's perturb.max_variants, else 40).", min=1)] = None,
+    alpha: Annotated[Optional[float], typer.Option("--alpha", help="Significance level of the decision flips, p <= alpha (default: the study's, else 0.01).")] = None,
+    budget: Annotated[int, typer.Option("--budget", help="Permutation sample budget.")] = DEFAULT_BUDGET,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the permutation samples.")] = 0,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only list each family's variants (nothing rendered or stored).")] = False,
+    wordlist_dir: WordlistDirOption = None,
+    template_dir: TemplateDirOption = None,
+    override: OverrideOption = False,
+    fmt: Annotated[Optional[str], format_option()] = None,
+):
+    """Wording audit: each test under every meaning-preserving rewording of its templates.
+
+    Per test x encoder: variants, d and p per variant, the range of the relative change of d
+    against the original (Seshadri et al. 2022), sign and decision flip shares, the templates'
+    share of variance over the family, a verdict (robust / fragile); across encoders, Kendall's
+    tau of their order by d and the share of variants that keep it.
+
+    Examples:
+      stimkit audit perturb -t sent-weat6 -e minilm
+      stimkit audit perturb --study my-study.toml --rule tense-past --rule contraction
+    """
+    from .encode import progress_for
+
+    command = " ".join(sys.argv[1:])
+    if dry_run:
+        if not test:
+            raise UsageError("--dry-run needs the tests: --test/-t")
+        with open_store(read_only=True, wordlist_dir=wordlist_dir, template_dir=template_dir, override=override) as store:
+            families = store.perturbation_families(test, rule, max_variants)
+        import polars as pl
+
+        emit(pl.DataFrame([{"template_set": f.parent, "variant": v.name, "family": v.family, "lines": len(v.changes),
+               "example": f"{v.changes[0].parent_text} -> {v.changes[0].text}"} for f in families.values()
+              for v in f.variants]), fmt, title="Perturbation families (before the grammar check)")
+        return
+    with open_store(wordlist_dir=wordlist_dir, template_dir=template_dir, override=override) as store:
+        run_id, _, _, families = store.audit_perturb(
+            test, encoder, study=study, alpha=alpha, rules=rule, max_variants=max_variants, command=command,
+            on_family=lambda f: err.print(f.summary(), highlight=False), on_audit=_wording_line,
+            progress=progress_for, budget=budget, seed=seed)
+        audits, rankings = store.wording_audits(f"run_id = '{run_id}'")
+    tables = {"wording": audits.drop("run_id")}
+    if rankings.height:  # one encoder: no order to keep
+        tables["rankings"] = rankings.drop("run_id")
+    emit_tables(tables, fmt, titles={"wording": WORDING_TITLE, "rankings": RANKINGS_TITLE})
+    for f in families.values():
+        for d in f.dropped:
+            err.print(f"dropped {d.variant}{' ' + d.template if d.template else ''}: {d.reason}", highlight=False)
+    err.print(f"run {run_id}", highlight=False)
+
+
+WORDING_TITLE = "Wording audits: d under rewordings of the templates (relative change, flips at alpha, verdict)"
+RANKINGS_TITLE = "Encoders' order by d across the rewordings (Kendall's tau against the original's order)"
+
+
+def _wording_line(a) -> None:
+    rel = "n/a" if a.rel_change_min is None else f"{a.rel_change_min:+.0%}..{a.rel_change_max:+.0%}"
+    err.print(f"{a.test}  {a.encoder}  d={a.original_d:+.2f} p={a.original_p:.2g}  {a.n_variants} variants  "
+              f"change {rel}  sign flips {a.sign_flip_share:.0%}  decision flips {a.decision_flip_share:.0%}  "
+              f"{a.verdict}", highlight=False)
+
+
+@audit_app.command("ceat")
+@handles_errors
+def audit_ceat_cmd(
+    test: Annotated[list[str], typer.Option("--test", "-t", help="A test whose words have several contexts (a corpus import's sets; repeatable).")],
+    encoder: Annotated[Optional[list[str]], typer.Option("--encoder", "-e", help="Encoder (repeatable; default: minilm).")] = None,
+    context: Annotated[str, typer.Option("--context", help="c-word (a word's own vector in each context) or sentence (the pooled sentence).")] = "c-word",
+    samples: Annotated[int, typer.Option("--samples", "-n", help="CEAT's N: draws of one context a word.", min=2)] = 1000,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the draws.")] = 0,
+    fmt: Annotated[Optional[str], format_option()] = None,
+):
+    """CEAT's combined effect size (Guo & Caliskan 2021) beside stimkit's d and the crossed model's d.
+
+    CEAT draws one context a word N times and pools the draws' effect sizes with a random-effects
+    model; its p pools N correlated draws and is far smaller than a test's own p.
+
+    Example:
+      stimkit audit ceat -t my-corpus-test -e minilm -n 1000
+    """
+    import dataclasses
+
+    import polars as pl
+
+    with open_store() as store:
+        rows = store.ceat(test, encoder or ["minilm"], context=None if context == "sentence" else context,
+                          samples=samples, seed=seed)
+    emit(pl.DataFrame([dataclasses.asdict(r) for r in rows]), fmt,
+         title="CEAT's combined effect size (CES, its p) beside stimkit's d and p and the crossed model's d",
+         keep=("ces", "d"))
+
+
 @audit_app.command("show")
 @handles_errors
 def audit_show_cmd(
     where: Annotated[Optional[str], typer.Option("--where", help="SQL condition on `audits`.")] = None,
     top: Annotated[int, typer.Option("--top", help="Templates listed per audit.")] = 3,
     movers: Annotated[bool, typer.Option("--templates", help="Only the templates that move each test most.")] = False,
+    variants: Annotated[bool, typer.Option("--variants", help="Only the wording audits' variants: d, p, relative change, flips.")] = False,
     fmt: Annotated[Optional[str], format_option()] = None,
 ):
     """A summary of audits: pooled d, tau2, I2, flip rates, and the templates that move each test most.
@@ -106,14 +206,38 @@ def audit_show_cmd(
     Examples:
       stimkit audit show --top 3
       stimkit audit show --templates --format csv
+      stimkit audit show --variants --where "test = 'sent-weat6'"
     """
+    if variants:
+        with open_store(read_only=True) as store:
+            rows = store.wording_variants(where)
+        if rows.height == 0:
+            raise StimkitError("no wording audits" + (f" where {where}" if where else "") + " (run `stimkit audit perturb`)")
+        emit(rows, fmt, title="Wording audits: d and p under each rewording (the original first)", keep=("d", "p"))
+        return
     with open_store(read_only=True) as store:
         audits, movers_df = store.audits(where, top)
+        wording = rankings = None
+        if not movers:  # wording audits (`audit perturb`) too, where --where reads their table
+            try:
+                wording, rankings = store.wording_audits(where)
+            except StimkitError:
+                if not audits.height:
+                    raise
+    if wording is not None and wording.height:
+        tables = {"audits": audits.drop("audit_id"), "templates": movers_df} if audits.height else {}
+        tables.update(wording=wording, **({"rankings": rankings} if rankings.height else {}))
+        emit_tables(tables, fmt, titles={"audits": AUDITS_TITLE, "templates": TEMPLATES_TITLE,
+                                         "wording": WORDING_TITLE, "rankings": RANKINGS_TITLE},
+                    options={"templates": KEEP_TEMPLATES})
+        return
     if audits.height == 0:
-        raise StimkitError("no audits" + (f" where {where}" if where else "") + " (run `stimkit audit templates`)")
+        raise StimkitError("no audits" + (f" where {where}" if where else "") + " (run `stimkit audit templates` "
+                           "or `stimkit audit perturb`)")
     _show(audits, movers_df, fmt, movers)
 
 
+AUDITS_TITLE = "Template audits: the full test, the pooled d over its templates, flip rates"
 TEMPLATES_TITLE = "Templates that move each test most (alone, ranked by |d_alone - d|)"
 KEEP_TEMPLATES = {"keep": ("d_alone", "decision_flip")}  # what a narrow terminal never drops
 
@@ -124,5 +248,4 @@ def _show(audits, movers_df, fmt, movers_only: bool = False) -> None:
         emit(movers_df, fmt, title=TEMPLATES_TITLE, **KEEP_TEMPLATES)
     else:
         emit_tables({"audits": audits.drop("audit_id"), "templates": movers_df}, fmt,
-                    titles={"audits": "Template audits: the full test, the pooled d over its templates, flip rates",
-                            "templates": TEMPLATES_TITLE}, options={"templates": KEEP_TEMPLATES})
+                    titles={"audits": AUDITS_TITLE, "templates": TEMPLATES_TITLE}, options={"templates": KEEP_TEMPLATES})

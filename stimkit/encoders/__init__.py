@@ -10,6 +10,8 @@
 
 Options follow as `,key=value`: `minilm,pooling=cls`, `hf:gpt2,pooling=last`,
 `hf:bert-base-uncased,pooling=token,subtoken=mean,layer=sum`, `glove-6b-50d,pooling=token`.
+`debias=<method>[:<dimension>]` derives a debiased encoder from any of them
+(`glove-6b-50d,debias=hard`, `minilm,debias=sentencedebias:gender`: see encoders.debias).
 Transformers also take `device=auto|cpu|cuda|cuda:N|mps`, `dtype=auto|float32|bfloat16|float16`,
 `batch_tokens=N` (padded tokens per forward pass) or `batch_size=N`, and `max_length=N`.
 
@@ -127,7 +129,14 @@ EMBEDDED_LANGUAGES = {"glove-6b-50d": frozenset({"en"}), "minilm": frozenset({"e
 def _build(spec: str) -> Encoder:
     head, options = parse(spec)
     declared = options.pop("lang", None)
+    recipe = None
+    if any(k.startswith("debias") for k in options):  # a debiased encoder: its own options, the base's the rest
+        from .debias import parse_options
+        options, recipe = parse_options(spec, options)
     enc = _construct(spec, head, options)
+    if recipe is not None:
+        from .debias import derive
+        enc = derive(enc, recipe, spec)
     if declared is not None:
         enc.languages = declared_languages(declared, spec)
     elif head in EMBEDDED_LANGUAGES:

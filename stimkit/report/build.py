@@ -16,6 +16,7 @@ from ..analysis import paper_tables as paper
 from ..checks import REPORT_FORMATS as FORMATS
 from . import figures
 from .data import ReportData
+from .debias import before_after_figure
 
 FIGURE_FORMATS = ("svg", "png", "pdf")
 OWN = ("report.html", "figures", "tables")  # what --force replaces; nothing else in the folder is touched
@@ -212,6 +213,13 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
                                    f"pooled d from the crossed model (words and templates as random factors); "
                                    "share of the per-template spread due to templates I² = "
                                    + ("n/a" if a.get("i2") is None else f"{a['i2']:.0%}") + "."})
+    wording_svg = ""
+    if data.wording is not None:
+        n_rows = data.wording.select("test", "encoder").n_unique()
+        wording_svg = {"svg": emit_figure(figures.wording(data.wording), "wording"),
+                       "caption": f"Wording audits ({n_rows} test x encoder): d of each test under every meaning-preserving "
+                                  "rewording of its templates (stimkit audit perturb), filled where p <= the audit's alpha; "
+                                  "the bar is the original wording's d. Fragile: a rewording changes the conclusion."}
     baselines = []
     for b, draws in data.baselines:
         name = f"baseline-{figures.slug(b['test'])}-{figures.slug(b['encoder'])}"
@@ -227,6 +235,7 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
     diagnostic_rows = data.diagnostics.to_dicts() if data.diagnostics is not None else []
     cuts_svg = emit_figure(figures.cut_spread(data.cuts), "cut-spread") if data.cuts is not None and data.cuts.height else ""
     layers_svg = emit_figure(figures.layer_sweep(data.layers), "layer-sweep") if data.layers is not None else ""
+    debias_svg = emit_figure(before_after_figure(data.debias), "debias-before-after") if data.debias else ""
     metric_rows = data.metrics.to_dicts() if data.metrics is not None else []
     wefats = []
     for r, items in data.wefat:
@@ -240,7 +249,9 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
         sections = [("matrix", "Significance matrix"), ("table4", "Table 4")] + ([("left-out", "Left out")] if left_out.height else [])
         sections += [(k, t) for k, t, on in (("tests", "Per test", strips), ("stimuli", "Stimuli", diagnostic_rows),
                                              ("baselines", "Baselines", baselines), ("audits", "Template audits", forests),
+                                             ("wording", "Wording audits", wording_svg),
                                              ("cuts", "Cut spread", cuts_svg), ("layers", "By layer", layers_svg),
+                                             ("debias", "Before and after debiasing", debias_svg),
                                              ("metrics", "Metrics", metric_rows), ("wefat", "WEFAT", wefats)) if on]
         sections += [("consistency", "Consistency checks"), ("provenance", "Provenance")]
         html = ENV.get_template("report.html.j2").render(
@@ -249,9 +260,9 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
             flagged=[r for r in results.to_dicts() if r.get("flags")],
             sections=sections, matrix_svg=inline["significance-matrix"], t4_columns=t4_columns, t4_rows=t4_rows,
             ci_text=ci_text(data), left_out_columns=left_out.columns, left_out_rows=left_out.to_dicts(),
-            result_columns=results.columns, result_rows=results.to_dicts(), strips=strips, forests=forests,
+            result_columns=results.columns, result_rows=results.to_dicts(), strips=strips, forests=forests, wording=wording_svg,
             baselines=baselines, diagnostic_rows=diagnostic_rows,
-            cuts_svg=cuts_svg, layers_svg=layers_svg, metric_rows=metric_rows, wefats=wefats, consistency_columns=cons.columns, consistency_rows=cons.to_dicts(),
+            cuts_svg=cuts_svg, layers_svg=layers_svg, debias_svg=debias_svg, metric_rows=metric_rows, wefats=wefats, consistency_columns=cons.columns, consistency_rows=cons.to_dicts(),
             consistency_counts={v: (cons["verdict"] == v).sum() if cons.height else 0
                                 for v in ("violation", "note", "not comparable")},
             provenance=data.provenance)

@@ -30,10 +30,12 @@ class ReportData:
     encoders: list[str]
     strips: dict[str, pl.DataFrame] = field(default_factory=dict)      # test -> s(w) of X and Y per encoder
     audits: list[tuple[dict, pl.DataFrame]] = field(default_factory=list)  # audit row, its template rows
+    wording: pl.DataFrame | None = None                     # wording audits: d per rewording, per test x encoder
     cuts: pl.DataFrame | None = None
     wefat: list[tuple[dict, pl.DataFrame]] = field(default_factory=list)
     consistency: pl.DataFrame | None = None
     layers: pl.DataFrame | None = None                      # layer sweeps: d (and its CI) by layer
+    debias: list = field(default_factory=list)              # analysis.debias.BeforeAfter: debiased encoders and their bases
     metrics: pl.DataFrame | None = None                     # test x encoder x metric values, when several
     provenance: dict = field(default_factory=dict)
     family: str = ""                                        # the family's definition (analysis.Family)
@@ -71,6 +73,7 @@ def gather(con, where: str | None = None, correct: str | None = None, alpha: flo
         data.strips[t] = strip_items(con, latest["result_id"].to_list())
     if audits:
         data.audits = latest_audits(con, tests)
+        data.wording = latest_wording(con, tests)
     if has_rows(con, "result_cuts"):
         data.cuts = cut_spread(con, df["result_id"].to_list())
     if has_rows(con, "wefat_results"):
@@ -83,6 +86,9 @@ def gather(con, where: str | None = None, correct: str | None = None, alpha: flo
         data.diagnostics = diagnostics(con, df["result_id"].to_list())
     data.consistency = checks.consistency(con, alpha)
     data.layers = layer_sweeps(df)
+    from ..analysis.debias import stored_before_after
+
+    data.debias = stored_before_after(con, df)
     data.metrics = metric_matrix(con, names)
     data.provenance = provenance(con, df)
     return data
@@ -146,6 +152,20 @@ def latest_audits(con, tests: list[str] | None) -> list[tuple[dict, pl.DataFrame
             FROM audit_templates WHERE audit_id = ? AND effect_size IS NOT NULL ORDER BY frame, analysis""", [a["audit_id"]])
         found.append((a, templates))
     return found
+
+
+def latest_wording(con, tests: list[str] | None) -> pl.DataFrame | None:
+    """The latest wording audit per test and encoder, a row per variant (the original first)."""
+    if not has_rows(con, "wording_audits"):
+        return None
+    clause = "WHERE test IN (SELECT unnest(?))" if tests else ""
+    found = store.frame(con, f"""
+        WITH latest AS (SELECT * FROM wording_audits {clause}
+                        QUALIFY row_number() OVER (PARTITION BY test, encoder ORDER BY created_at DESC, audit_id DESC) = 1)
+        SELECT a.test, a.encoder, a.verdict, a.alpha, v.variant, v.rule, v.effect_size, v.p_value, v.rel_change
+        FROM wording_variants v JOIN latest a USING (audit_id)
+        ORDER BY a.test, a.encoder, v.rule NULLS FIRST""", [tests] if tests else None)
+    return found if found.height else None
 
 
 def cut_spread(con, result_ids: list[str]) -> pl.DataFrame:

@@ -198,6 +198,33 @@ def forest(a: dict, templates: pl.DataFrame) -> Figure:
         return fig
 
 
+def wording(variants: pl.DataFrame) -> Figure:
+    """Wording audits: per test and encoder, d under each rewording of the templates (filled: p <=
+    the audit's alpha), the original's d as a bar; the verdict in the row's label."""
+    keys = variants.select("test", "encoder", "verdict").unique(maintain_order=True).rows()
+    names = [wrap(f"{t} / {e} ({v})", 40) for t, e, v in keys]
+    chars, lines = _lines(names)
+    with rc_context(STYLE):
+        fig = new_figure(max(COLUMN_IN * 1.4, 2.6 + chars * CHAR_IN), 1.1 + max(0.22, lines * LINE_IN + 0.06) * len(keys))
+        ax = fig.add_subplot()
+        for i, (t, e, _) in enumerate(keys):
+            part = variants.filter((pl.col("test") == t) & (pl.col("encoder") == e))
+            reworded = part.filter(pl.col("rule").is_not_null())
+            d = reworded["effect_size"].to_numpy()
+            sig = (reworded["p_value"] <= reworded["alpha"]).to_numpy()
+            ax.plot(d[sig], np.full(sig.sum(), i), "o", ms=3, color=X_COLOUR, alpha=0.7)
+            ax.plot(d[~sig], np.full((~sig).sum(), i), "o", ms=3, mfc="none", color=Y_COLOUR, alpha=0.9)
+            original = part.filter(pl.col("rule").is_null())
+            if original.height:
+                ax.plot([original["effect_size"][0]], [i], "|", ms=9, color=GREY)
+        ax.axvline(0, color=GREY, lw=0.5, ls=":")
+        ax.set_yticks(range(len(keys)), names)
+        ax.invert_yaxis()
+        ax.set_xlabel(wrap("effect size d under each rewording (unitless); filled: p <= alpha, |: the original", 40))
+        ax.set_title("Wording audits", loc="left")
+        return fig
+
+
 def cut_spread(cuts: pl.DataFrame) -> Figure:
     """d across cuts per test and encoder, with the uncut test's d."""
     keys = cuts.select("test", "encoder").unique(maintain_order=True).rows()

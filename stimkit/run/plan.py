@@ -46,6 +46,25 @@ class PlannedTest:
         return versions(self.sets.values())
 
 
+def corpus_notes(test: TestDef, sets: dict[str, pl.DataFrame]) -> list[str]:
+    """How many contexts each word of a test's corpus sets has (catalog.corpus: a sentence a
+    context), fewest first: a word with few contexts weighs as much as one with many."""
+    from ..catalog.corpus import PREFIX
+
+    counts = {}
+    for role, f in sets.items():
+        if "template_id" not in f.columns or "word" not in f.columns:
+            continue
+        mine = f.filter(pl.col("template_id").str.starts_with(PREFIX))
+        for word, n in mine.group_by("word").len().iter_rows():
+            counts[(role.upper(), word)] = n
+    if not counts:
+        return []
+    order = sorted(counts.items(), key=lambda kv: (kv[1], kv[0]))
+    return [f"test {test.name!r} reads contexts from a corpus; contexts a word: "
+            + ", ".join(f"{w} ({r}) {n}" for (r, w), n in order)]
+
+
 @dataclass(frozen=True)
 class PlannedWefat:
     wefat: WefatDef
@@ -217,6 +236,7 @@ def make(con, tests: list[TestDef], encoder_specs: list[str], options: Options, 
             continue
         planned.append(PlannedTest(t, sets, opts, language))
         notes += grammatical_gender_notes(t, sets)
+        notes += corpus_notes(t, sets)
     plain = [p for p in planned if p.test.context != "c-word"]
     in_cword = [p for p in planned if p.test.context == "c-word"]
     pairs = [(p, enc) for enc in encs for p in plain]

@@ -27,7 +27,8 @@ SET_KEYS = {"description": "one line: what the set is, or what it changes agains
             "source": "where the set comes from (a citation)",
             "slots": "tables [slots.<name>] with `lists` and `optional`: a template with several slots (stimuli.slots)",
             "constraints": "[[constraints]] with `require` (a Jinja expression over the slots), `why`, `files`",
-            "phrases": "[phrases] name = a Jinja template rendered once per combination of the slots"}
+            "phrases": "[phrases] name = a Jinja template rendered once per combination of the slots",
+            "perturb": "[perturb] your rewording rules, hand-written paraphrases and the family's bound (stimuli.perturb)"}
 STRING_KEYS = ("description", "language", "grammar", "source")  # the rest: the slots' tables, read by stimuli.slots
 
 

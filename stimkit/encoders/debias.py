@@ -1,0 +1,577 @@
+"""Debiased encoders: a base encoder's vectors through a map derived from word lists.
+
+    glove-6b-50d,debias=hard                 Hard Debias (Bolukbasi et al. 2016), gender lists
+    glove-6b-50d,debias=inlp                 INLP (Ravfogel et al. 2020)
+    minilm,debias=sentencedebias:gender      SentenceDebias (Liang et al. 2020)
+    glove-6b-50d,debias=hsr                  Half-Sibling Regression (Yang & Feng 2020)
+    glove-6b-50d,debias=hard:wordlists/religion.toml   a dimension of one's own
+
+`debias=<method>[:<dimension>]`; the dimension is a TOML file in wordlists/debias/ (by name,
+default `gender`: Bolukbasi et al.'s published lists) or a path. It names its lists:
+`definitional` pairs (they define the direction), `equalize` pairs (Hard Debias),
+`specific` words (left out of neutralizing). Options (all change the vectors, so all enter
+the fingerprint with the lists' versions and the method's):
+
+    debias_iterations=N   INLP: at most N classifiers (default 35, Ravfogel et al.'s)
+    debias_tol=T          INLP: converged when held-out accuracy <= chance + T (default 0.05)
+    debias_words=N        INLP: words of each class (default 2500)
+    debias_vocab=N        INLP: the N most frequent words it draws them from (default 50000)
+    debias_alpha=A        Half-Sibling Regression: the ridge constant (default 60, WEFE's)
+    debias_components=K   SentenceDebias: the subspace's dimension (default 1, as Liang et al.)
+    debias_templates=SET  SentenceDebias: the template set of the counterfactual pairs (may2019_fixed)
+
+Hard Debias and INLP map a static vocabulary (every stored word vector of glove-6b-50d or a
+`vectors:` file) once, and the encoder then reads the mapped vocabulary exactly as the base
+does (CBoW for sentences). SentenceDebias projects whatever vectors the base gives, so it
+takes any encoder that can encode its counterfactual sentences. Hard Debias is a projection
+for every word but the equalized pairs (and renormalizes); INLP and SentenceDebias are one
+projection matrix.
+
+Everything a list can get wrong is refused when the encoder is built, in one line, before
+anything is written: a definitional word the vocabulary lacks, a dimension of one pair, an
+INLP that does not converge, a method the base cannot take.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .. import StimkitError
+from ..paths import data_dir
+from .base import Encoded, Encoder
+from .wordvectors import WordVectorEncoder, WordVectors
+
+METHODS = ("hard", "inlp", "hsr", "sentencedebias")
+STATIC_ONLY = ("hard", "inlp", "hsr")  # inlp: over a static vocabulary, else over counterfactual sentences
+OPTION_KEYS = ("debias", "debias_iterations", "debias_tol", "debias_words", "debias_vocab", "debias_components",
+               "debias_templates", "debias_alpha")
+VERSION = "stimkit-debias/1"  # bump when a method's arithmetic changes in a way its inputs do not show
+DEFAULTS = {"inlp": {"iterations": 35, "tol": 0.05, "words": 2500, "vocab": 50000},
+            "sentencedebias": {"components": 1, "templates": "may2019_fixed"}, "hard": {}, "hsr": {"alpha": 60.0}}
+
+Pair = tuple[str, str]
+_FITS: dict[str, dict] = {}  # what a map's fit found (direction, accuracies), by the encoder's fingerprint
+
+
+# ------------------------------------------------------------------ the lists
+
+@dataclass(frozen=True)
+class Dimension:
+    """A bias dimension: the word lists that define it, with where they came from."""
+    name: str
+    path: str
+    description: str
+    source: str
+    definitional: tuple[Pair, ...]
+    equalize: tuple[Pair, ...]
+    specific: tuple[str, ...]
+
+    def versions(self) -> dict[str, str]:
+        """Each list's version: a hash of its words as written (in order)."""
+        return {k: hashlib.sha256(json.dumps(getattr(self, k)).encode()).hexdigest()[:16]
+                for k in ("definitional", "equalize", "specific")}
+
+
+def dimension_dirs() -> list[Path]:
+    """Where a dimension named without a path is found: the word-list folder in use (a user's
+    STIMKIT_WORDLISTS_DIR), then stimkit's own, so `gender` is always there."""
+    from .. import paths
+
+    bundled = paths._PACKAGE / "_data" / "wordlists" / "debias"
+    own = bundled if bundled.is_dir() else paths._PACKAGE.parent / "wordlists" / "debias"
+    return list(dict.fromkeys([data_dir("wordlists") / "debias", own]))
+
+
+def dimension_path(name: str) -> Path:
+    if name.endswith(".toml") or "/" in name:
+        path = Path(name).expanduser()
+    else:
+        path = next((d / f"{name}.toml" for d in dimension_dirs() if (d / f"{name}.toml").is_file()),
+                    dimension_dirs()[0] / f"{name}.toml")
+    if not path.is_file():
+        known = sorted({p.stem for d in dimension_dirs() for p in d.glob("*.toml")})
+        raise StimkitError(f"debias dimension {name!r}: no file {path} (built in: {', '.join(known)}; "
+                           "or give a path to a TOML file with definitional, equalize and specific lists)")
+    return path
+
+
+def load_dimension(name: str = "gender") -> Dimension:
+    path = dimension_path(name)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise StimkitError(f"{path}: not valid TOML: {e}") from None
+    unknown = set(raw) - {"description", "source", "licence", "definitional", "equalize", "specific"}
+    if unknown:
+        raise StimkitError(f"{path}: unknown key {sorted(unknown)[0]!r} (allowed: description, source, licence, "
+                           "definitional, equalize, specific)")
+    if "definitional" not in raw:
+        raise StimkitError(f"{path}: no `definitional` pairs (they define the direction)")
+    definitional = _pairs(_list(raw["definitional"], path, "definitional"), path, "definitional")
+    if len(definitional) < 2:
+        raise StimkitError(f"{path}: `definitional` has {len(definitional)} pair; a direction needs at least 2 pairs "
+                           "(one pair's difference is the direction itself, with nothing to separate it from noise)")
+    equalize = _pairs(_list(raw["equalize"], path, "equalize"), path, "equalize") if "equalize" in raw else definitional
+    specific = _list(raw.get("specific", []), path, "specific")
+    if not all(isinstance(w, str) and w.strip() for w in specific):
+        raise StimkitError(f"{path}: `specific` must be a list of words")
+    return Dimension(path.stem, str(path), raw.get("description", ""), raw.get("source", ""), definitional, equalize,
+                     tuple(specific))
+
+
+def _list(value, path: Path, key: str) -> list:
+    """A list written in the TOML, or the name of a JSON file beside it that holds one."""
+    if isinstance(value, str):
+        file = (path.parent / value)
+        try:
+            value = json.loads(file.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise StimkitError(f"{path}: `{key}` = {file}: cannot read a JSON list ({type(e).__name__}: {e})") from None
+    if not isinstance(value, list):
+        raise StimkitError(f"{path}: `{key}` must be a list (or the name of a JSON file holding one)")
+    return value
+
+
+def _pairs(items: list, path: Path, key: str) -> tuple[Pair, ...]:
+    for i, p in enumerate(items, start=1):
+        if not (isinstance(p, list) and len(p) == 2 and all(isinstance(w, str) and w.strip() for w in p)):
+            raise StimkitError(f"{path}: `{key}` item {i} must be a pair of two words, not {p!r}")
+    return tuple((a, b) for a, b in items)
+
+
+# ------------------------------------------------------------------ words in a vocabulary
+
+def lookup(word: str, wv: WordVectors) -> int | None:
+    """The row of a list's word: as written, else lower-cased in a lower-case vocabulary (GloVe 6B)."""
+    row = wv.index.get(word)
+    if row is None and wv.lower:
+        row = wv.index.get(word.lower())
+    return row
+
+
+def definitional_rows(dim: Dimension, wv: WordVectors, where: str) -> np.ndarray:
+    """(pairs, 2) rows; a word the vocabulary lacks is an error naming it (the direction would
+    silently rest on fewer pairs than the list says)."""
+    rows = []
+    for i, pair in enumerate(dim.definitional, start=1):
+        found = [lookup(w, wv) for w in pair]
+        for w, r in zip(pair, found):
+            if r is None:
+                raise StimkitError(f"encoder {where!r}: {dim.path}: definitional pair {i} {list(pair)}: "
+                                   f"the vocabulary has no word {w!r}")
+        rows.append(found)
+    return np.array(rows, dtype=np.int64)
+
+
+def equalize_rows(dim: Dimension, wv: WordVectors) -> np.ndarray:
+    """Pairs to equalize, as Bolukbasi et al.'s code finds them: each pair in lower case, title
+    case and upper case, kept where the vocabulary has both words; duplicates once."""
+    seen, rows = set(), []
+    for a, b in dim.equalize:
+        for fa, fb in ((a.lower(), b.lower()), (a.title(), b.title()), (a.upper(), b.upper())):
+            ra, rb = wv.index.get(fa), wv.index.get(fb)
+            if ra is not None and rb is not None and (ra, rb) not in seen:
+                seen.add((ra, rb))
+                rows.append((ra, rb))
+    return np.array(rows, dtype=np.int64).reshape(-1, 2)
+
+
+def specific_rows(dim: Dimension, wv: WordVectors) -> np.ndarray:
+    return np.array(sorted({r for w in dim.specific if (r := lookup(w, wv)) is not None}), dtype=np.int64)
+
+
+# ------------------------------------------------------------------ the maps (pure)
+
+def normalize(m: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(m, axis=-1, keepdims=True)
+    return m / np.where(norms == 0, 1, norms)
+
+
+def pair_subspace(a: np.ndarray, b: np.ndarray, components: int = 1) -> np.ndarray:
+    """(components, dim): the principal directions of the normalised pair vectors minus their
+    pair's mean (Bolukbasi et al. 2016 for words; Liang et al. 2020 for sentences)."""
+    from sklearn.decomposition import PCA
+
+    a, b = normalize(np.asarray(a, dtype=np.float64)), normalize(np.asarray(b, dtype=np.float64))
+    mean = (a + b) / 2
+    return PCA(n_components=components).fit(np.concatenate([a - mean, b - mean])).components_
+
+
+def hard_debias(matrix: np.ndarray, definitional: np.ndarray, equalize: np.ndarray, specific: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Hard Debias (Bolukbasi et al. 2016) of a whole vocabulary: (the new unit vectors, the
+    direction). Every word but the specific ones loses its component along the direction
+    (neutralize); each equalize pair becomes two unit vectors symmetric about the direction,
+    their common part the pair's neutralized mean (equalize). Rows are normalised before,
+    between and after, as the published code does."""
+    x = normalize(np.asarray(matrix, dtype=np.float32))
+    g = pair_subspace(x[definitional[:, 0]], x[definitional[:, 1]])[0]
+    keep = np.zeros(len(x), dtype=bool)
+    keep[specific] = True
+    out = x.copy()
+    moved = ~keep
+    out[moved] -= np.outer(out[moved] @ g, g).astype(np.float32)
+    out = normalize(out)
+    for ia, ib in equalize:  # from the original normalised vectors, as the published code
+        ea, eb = x[ia].astype(np.float64), x[ib].astype(np.float64)
+        mu = (ea + eb) / 2
+        nu = mu - g * (mu @ g)
+        z = np.sqrt(max(1 - nu @ nu, 0.0))
+        z = -z if (ea - eb) @ g < 0 else z
+        out[ia], out[ib] = nu + z * g, nu - z * g
+    return normalize(out).astype(np.float32), g
+
+
+def half_sibling_regression(matrix: np.ndarray, specific: np.ndarray, alpha: float) -> np.ndarray:
+    """Half-Sibling Regression (Yang & Feng 2020): every word but the specific ones loses what
+    a ridge regression on the specific words' vectors predicts of it. With V the specific
+    words' vectors (rows), the prediction of x is V^T (V V^T + alpha I)^-1 V x, which is
+    G (G + alpha I)^-1 x for G = V^T V (the push-through identity): one d x d map,
+    x -> alpha (G + alpha I)^-1 x. Vectors are not normalised (as the published method)."""
+    x = np.asarray(matrix, dtype=np.float64)
+    v = x[specific]
+    keep = np.asarray(alpha * np.linalg.inv(v.T @ v + alpha * np.eye(x.shape[1])))
+    out = x @ keep.T
+    out[specific] = x[specific]
+    return out.astype(np.float32)
+
+
+def rowspace_projection(w: np.ndarray) -> np.ndarray:
+    """The orthogonal projection onto the row space of w."""
+    from scipy.linalg import orth
+
+    basis = np.zeros_like(w.T) if np.allclose(w, 0) else orth(w.T)
+    return basis @ basis.T
+
+
+def nullspace_projection(rowspaces: list[np.ndarray], dim: int) -> np.ndarray:
+    """The projection onto the intersection of the classifiers' null spaces: I minus the
+    projection onto the row space of their rowspace projections' sum (Ben-Israel 2013)."""
+    if not rowspaces:
+        return np.eye(dim)
+    return np.eye(dim) - rowspace_projection(np.sum(rowspaces, axis=0))
+
+
+@dataclass(frozen=True)
+class InlpFit:
+    projection: np.ndarray    # (dim, dim)
+    accuracies: list[float]   # held-out accuracy of each classifier, in order
+    removed: int              # classifiers whose row space was removed
+    converged: bool
+    chance: float             # the held-out share of the most common class
+
+
+def inlp(x_train, y_train, x_dev, y_dev, iterations: int, tol: float | None = None) -> InlpFit:
+    """INLP (Ravfogel et al. 2020): train a linear classifier of the protected class, project
+    every vector onto its null space, train again on the projected vectors, and so on; the
+    final map projects onto the intersection of the null spaces. Classifier: a linear SVM
+    without intercept (scikit-learn's LinearSVC, primal, random_state 0), as Ravfogel et al.'s
+    and Meade et al.'s (bias-bench) code. With `tol`, it stops at the first classifier whose
+    held-out accuracy is within tol of chance (that classifier found nothing to remove); without,
+    it removes `iterations` classifiers, as the published code does."""
+    from sklearn.svm import LinearSVC
+
+    x_train, x_dev = np.asarray(x_train, dtype=np.float64), np.asarray(x_dev, dtype=np.float64)
+    dim = x_train.shape[1]
+    _, counts = np.unique(y_dev, return_counts=True)
+    chance = float(counts.max() / counts.sum())
+    rowspaces, accuracies = [], []
+    p = np.eye(dim)
+    for _ in range(iterations):
+        clf = LinearSVC(fit_intercept=False, class_weight=None, dual=False, random_state=0)
+        clf.fit(x_train @ p.T, y_train)
+        acc = float(clf.score(x_dev @ p.T, y_dev))
+        accuracies.append(acc)
+        if tol is not None and acc <= chance + tol:
+            return InlpFit(p, accuracies, len(rowspaces), True, chance)
+        w = clf.coef_ if clf.coef_.ndim == 2 else clf.coef_[None, :]
+        rowspaces.append(rowspace_projection(w))
+        p = nullspace_projection(rowspaces, dim)
+    return InlpFit(p, accuracies, len(rowspaces), tol is None, chance)
+
+
+def split(x: np.ndarray, y: np.ndarray):
+    """Train, dev and test parts (0.49, 0.21, 0.3), as bias-bench splits INLP's data (sklearn's
+    train_test_split, random_state 0, twice)."""
+    from sklearn.model_selection import train_test_split
+
+    x_td, x_test, y_td, y_test = train_test_split(x, y, test_size=0.3, random_state=0)
+    x_train, x_dev, y_train, y_dev = train_test_split(x_td, y_td, test_size=0.3, random_state=0)
+    return x_train, x_dev, x_test, y_train, y_dev, y_test
+
+
+def candidate_rows(wv: WordVectors, dim: Dimension, vocab: int) -> np.ndarray:
+    """The words a method or a check draws from: the `vocab` most frequent (the file's order)
+    that are plain lower-case words, none of them in the dimension's lists."""
+    listed = {r for pair in dim.definitional + dim.equalize for w in pair if (r := lookup(w, wv)) is not None}
+    listed |= set(specific_rows(dim, wv).tolist())
+    return np.array([i for i, w in enumerate(wv.words[:vocab]) if w.isalpha() and w.islower() and i not in listed],
+                    dtype=np.int64)
+
+
+def oriented_direction(x: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The first direction of the definitional pairs, signed so that the pairs' first words
+    project above their second (for gender: woman, girl, she ... above man, boy, he)."""
+    g = pair_subspace(x[rows[:, 0]], x[rows[:, 1]])[0]
+    return g if ((x[rows[:, 0]] - x[rows[:, 1]]) @ g).mean() >= 0 else -g
+
+
+def pair_sides(a: np.ndarray, b: np.ndarray, word_pair: np.ndarray) -> np.ndarray:
+    """1 where a sentence pair's first sentence is on the positive side of the pairs' first
+    principal direction, by the mean over its word pair's sentences (a word pair's sentences
+    share one orientation; a sentence's own sign would label noise), else 0."""
+    v = pair_subspace(a, b)[0]
+    lean = (np.asarray(a, dtype=np.float64) - b) @ v
+    means = {w: lean[word_pair == w].mean() for w in np.unique(word_pair)}
+    return np.array([1 if means[w] >= 0 else 0 for w in word_pair])
+
+
+def inlp_classes(x: np.ndarray, candidates: np.ndarray, g: np.ndarray, words: int):
+    """Ravfogel et al.'s INLP data for word vectors: the `words` candidates most biased towards
+    the pairs' first words (label 1), towards their second (0), and the `words` least biased
+    (-1), by projection of the normalised vectors on the direction. Returns (rows, labels)."""
+    bias = normalize(x[candidates]) @ g
+    order = np.argsort(bias, kind="stable")
+    first, second = order[::-1][:words], order[:words]
+    neutral = np.argsort(np.abs(bias), kind="stable")[:words]
+    rows = np.concatenate([candidates[first], candidates[second], candidates[neutral]])
+    labels = np.concatenate([np.ones(words, int), np.zeros(words, int), -np.ones(words, int)])
+    return rows, labels
+
+
+# ------------------------------------------------------------------ the encoders
+
+@dataclass(frozen=True)
+class Recipe:
+    method: str
+    dimension: Dimension
+    params: dict
+
+    def describe(self) -> dict:
+        """What the fingerprint holds: method, parameters, the lists' versions."""
+        return {"method": self.method, "dimension": self.dimension.name, "params": self.params,
+                "lists": self.dimension.versions(), "version": VERSION}
+
+
+def parse_options(spec: str, options: dict) -> tuple[dict, Recipe | None]:
+    """Split a spec's options into the base encoder's and the debiaser's recipe (None: no debias=)."""
+    mine = {k: options.pop(k) for k in OPTION_KEYS if k in options}
+    if "debias" not in mine:
+        if mine:
+            raise StimkitError(f"encoder {spec!r}: {sorted(mine)[0]} needs debias=<method>")
+        return options, None
+    method, _, dim_name = mine.pop("debias").partition(":")
+    method = method.strip().lower()
+    if method not in METHODS:
+        raise StimkitError(f"encoder {spec!r}: unknown debias method {method!r} (known: {', '.join(METHODS)})")
+    params = dict(DEFAULTS[method])
+    for key, value in mine.items():
+        name = key.removeprefix("debias_")
+        if name not in params:
+            raise StimkitError(f"encoder {spec!r}: {key} is no option of debias={method} "
+                               f"(its options: {', '.join('debias_' + k for k in params) or 'none'})")
+        params[name] = _typed(value, params[name], key, spec)
+    return options, Recipe(method, load_dimension(dim_name.strip() or "gender"), params)
+
+
+def _typed(value: str, default, key: str, spec: str):
+    try:
+        typed = type(default)(value)
+    except ValueError:
+        raise StimkitError(f"encoder {spec!r}: {key} must be a {type(default).__name__}, not {value!r}") from None
+    if isinstance(typed, (int, float)) and not typed > 0:
+        raise StimkitError(f"encoder {spec!r}: {key} must be above 0, not {value!r}")
+    return typed
+
+
+def derive(base: Encoder, recipe: Recipe, spec: str) -> Encoder:
+    """The debiased encoder of `base`; the lists are checked against it now."""
+    if len(base.layer_encoders()) > 1:
+        raise StimkitError(f"encoder {spec!r}: debias takes one layer, not layer=all")
+    if recipe.method in STATIC_ONLY and not (recipe.method == "inlp" and not base.static):
+        if not isinstance(base, WordVectorEncoder):
+            raise StimkitError(f"encoder {spec!r}: debias={recipe.method} maps a vocabulary of stored word vectors, "
+                               f"and {base.spec!r} has none (glove-6b-50d or vectors:<file> have one; "
+                               "for a sentence encoder use debias=sentencedebias or debias=inlp)")
+        return DebiasedWordEncoder(base, recipe, spec)
+    from .imported import ImportedEncoder
+
+    if isinstance(base, ImportedEncoder):
+        raise StimkitError(f"encoder {spec!r}: imported vectors have no model to encode the counterfactual "
+                           "sentences that SentenceDebias needs")
+    return DebiasedEncoder(base, recipe, spec)
+
+
+def _options(base: Encoder, recipe: Recipe) -> dict:
+    """The spec's options: the base's, the method (with its dimension unless gender), the non-default parameters."""
+    dim = recipe.dimension
+    builtin = any(Path(dim.path) == d / f"{dim.name}.toml" for d in dimension_dirs())
+    value = recipe.method if dim.name == "gender" and builtin else f"{recipe.method}:{dim.name if builtin else dim.path}"
+    extra = {f"debias_{k}": v for k, v in recipe.params.items() if v != DEFAULTS[recipe.method][k]}
+    return {**base.options, "debias": value, **extra}
+
+
+class DebiasedWordEncoder(WordVectorEncoder):
+    """Hard Debias or INLP over a static vocabulary: the mapped vocabulary, read like the base's."""
+
+    def __init__(self, base: WordVectorEncoder, recipe: Recipe, spec: str):
+        self.base, self.recipe, self.where = base, recipe, spec
+        self.fit: dict = {}
+        identity = {"base": base.identity(), "base_fingerprint": base.fingerprint, "debias": recipe.describe()}
+        super().__init__(base.name, self._mapped, identity, base.options.get("pooling", "cbow"), base.dim)
+        self.options = _options(base, recipe)
+        self.languages = base.languages
+        self.vectors  # noqa: B018  (mapped now: a list or a fit that fails is refused before anything is written)
+        self.fit = _FITS.setdefault(self.fingerprint, self.fit)  # mapped once a process (wordvectors._LOADED)
+
+    def content(self) -> dict:
+        """The fingerprint's: the base's options and the recipe (the lists by content), not the spec's
+        spelling of them (a dimension of one's own is named there by its path)."""
+        return {**self.details(), "options": self.base.options}
+
+    def _mapped(self) -> WordVectors:
+        wv = self.base.vectors
+        dim = self.recipe.dimension
+        definitional = definitional_rows(dim, wv, self.where)
+        if self.recipe.method == "hard":
+            matrix, g = hard_debias(wv.matrix, definitional, equalize_rows(dim, wv), specific_rows(dim, wv))
+            self.fit = {"direction": g}
+        elif self.recipe.method == "hsr":
+            specific = specific_rows(dim, wv)
+            if len(specific) < 2:
+                raise StimkitError(f"encoder {self.where!r}: {dim.path}: Half-Sibling Regression regresses on the "
+                                   f"`specific` words, and the vocabulary has {len(specific)} of them")
+            matrix = half_sibling_regression(wv.matrix, specific, self.recipe.params["alpha"])
+        else:
+            matrix = self._inlp(wv, definitional)
+        return WordVectors(wv.words, matrix)
+
+    def _inlp(self, wv: WordVectors, definitional: np.ndarray) -> np.ndarray:
+        p = self.recipe.params
+        x = np.asarray(wv.matrix, dtype=np.float32)
+        g = oriented_direction(x, definitional)
+        candidates = candidate_rows(wv, self.recipe.dimension, p["vocab"])
+        if len(candidates) < 3 * p["words"]:
+            raise StimkitError(f"encoder {self.where!r}: INLP needs {3 * p['words']} candidate words "
+                               f"(debias_words={p['words']} of each class) among the {p['vocab']} most frequent, "
+                               f"and the vocabulary gives {len(candidates)}: lower debias_words")
+        rows, labels = inlp_classes(x, candidates, g, p["words"])
+        x_train, x_dev, _, y_train, y_dev, _ = split(x[rows], labels)
+        fit = inlp(x_train, y_train, x_dev, y_dev, p["iterations"], p["tol"])
+        if not fit.converged:
+            raise StimkitError(f"encoder {self.where!r}: INLP did not converge: held-out accuracy "
+                               f"{fit.accuracies[-1]:.3f} after {p['iterations']} classifiers (chance {fit.chance:.3f} "
+                               f"+ debias_tol {p['tol']}): raise debias_iterations or debias_tol")
+        self.fit = {"direction": g, "accuracies": fit.accuracies, "removed": fit.removed, "chance": fit.chance}
+        return (x @ fit.projection.T).astype(np.float32)
+
+
+class DebiasedEncoder(Encoder):
+    """SentenceDebias or INLP over any encoder that can encode sentences: one linear map of the
+    base's vectors, fitted on the base's vectors of the counterfactual sentence pairs. SentenceDebias
+    removes their principal subspace (found on first use); INLP trains its classifiers to tell a
+    pair's two sides apart (binary, as bias-bench's INLP for race and religion; fitted when the
+    encoder is built, so a fit that does not converge is refused before anything is written)."""
+
+    static = False
+
+    def __init__(self, base: Encoder, recipe: Recipe, spec: str):
+        from ..stimuli.counterfactual import DEFAULT_TEMPLATES, sentence_pairs
+
+        self.base, self.recipe, self.where = base, recipe, spec
+        self.name, self.uses_span, self.languages = base.name, base.uses_span, base.languages
+        self.options = _options(base, recipe)
+        words = [(a, b) for a, b in dict.fromkeys((a.lower(), b.lower())
+                                                   for a, b in recipe.dimension.definitional + recipe.dimension.equalize)]
+        templates = recipe.params.get("templates", DEFAULT_TEMPLATES)
+        self.pairs, self.templates_digest = sentence_pairs(words, templates)
+        if len(self.pairs) < 2:
+            raise StimkitError(f"encoder {spec!r}: the template set {templates!r} gives "
+                               f"{len(self.pairs)} counterfactual sentence pair from {recipe.dimension.path}")
+        k = recipe.params.get("components", 1)
+        if k > min(2 * len(self.pairs), base.dim):
+            raise StimkitError(f"encoder {spec!r}: debias_components={k} is more than the "
+                               f"{min(2 * len(self.pairs), base.dim)} directions {len(self.pairs)} sentence pairs of "
+                               f"{base.dim}-d vectors have")
+        self.fit: dict = {}
+        self._map: np.ndarray | None = None
+        if recipe.method == "inlp":
+            self.matrix  # noqa: B018
+
+    @property
+    def dim(self) -> int:
+        return self.base.dim
+
+    def _recipe(self) -> dict:
+        return {**self.recipe.describe(), "templates_digest": self.templates_digest}
+
+    def identity(self) -> dict:  # the base's fingerprint: what the report pairs a debiased result with
+        return {"base": self.base.identity(), "base_fingerprint": self.base.fingerprint, "debias": self._recipe()}
+
+    def content(self) -> dict:
+        return {"base": self.base.content(), "debias": self._recipe()}
+
+    def subword_counts(self, words):
+        return self.base.subword_counts(words)
+
+    def pair_vectors(self) -> tuple[np.ndarray, np.ndarray]:
+        """The base's vectors of the counterfactual pairs' two sides."""
+        texts = [p[0] for p in self.pairs] + [p[1] for p in self.pairs]
+        v = self.base.encode(texts, [None] * len(texts)).vectors
+        return v[: len(self.pairs)], v[len(self.pairs):]
+
+    @property
+    def word_pairs(self) -> np.ndarray:
+        """The word pair each sentence pair renders."""
+        return np.array([p[2] for p in self.pairs])
+
+    def fit_map(self, a: np.ndarray, b: np.ndarray, word_pair: np.ndarray) -> np.ndarray:
+        """The (dim, dim) map fitted on these pairs (all of them for the encoder; part for a
+        cross-fitted check)."""
+        if self.recipe.method == "sentencedebias":
+            subspace = pair_subspace(a, b, self.recipe.params["components"])
+            self.fit.setdefault("subspace", subspace)
+            return np.eye(a.shape[1]) - subspace.T @ subspace
+        p = self.recipe.params
+        side = pair_sides(a, b, word_pair)
+        x = np.concatenate([a, b])
+        x_train, x_dev, _, y_train, y_dev, _ = split(x, np.concatenate([side, 1 - side]))
+        fit = inlp(x_train, y_train, x_dev, y_dev, p["iterations"], p["tol"])
+        if not fit.converged:
+            raise StimkitError(f"encoder {self.where!r}: INLP did not converge: held-out accuracy "
+                               f"{fit.accuracies[-1]:.3f} after {p['iterations']} classifiers (chance {fit.chance:.3f} "
+                               f"+ debias_tol {p['tol']}): raise debias_iterations or debias_tol")
+        self.fit.setdefault("accuracies", fit.accuracies)
+        self.fit.setdefault("removed", fit.removed)
+        self.fit.setdefault("chance", fit.chance)
+        return fit.projection
+
+    @property
+    def matrix(self) -> np.ndarray:
+        if self._map is None:
+            a, b = self.pair_vectors()
+            self._map = self.fit_map(a, b, self.word_pairs)
+        return self._map
+
+    @property
+    def subspace(self) -> np.ndarray:
+        """SentenceDebias's subspace (components, dim)."""
+        self.matrix  # noqa: B018
+        return self.fit["subspace"]
+
+    def project(self, vectors: np.ndarray) -> np.ndarray:
+        return (np.asarray(vectors, dtype=np.float64) @ self.matrix.T).astype(np.float32)
+
+    def encode(self, texts, spans) -> Encoded:
+        out = self.base.encode(texts, spans)
+        return Encoded(self.project(out.vectors), out.oov, out.notes)
+
+    def encode_stream(self, texts, spans):
+        for rows, out in self.base.encode_stream(texts, spans):
+            yield rows, Encoded(self.project(out.vectors), out.oov, out.notes)

@@ -1,0 +1,164 @@
+"""The checks of a debiased encoder: is the bias recoverable (Gonen & Goldberg 2019), and what
+did debiasing cost (word similarity, neighbours)? Each figure on the base encoder and on the
+debiased one, with its interval and chance level (stats.recover).
+
+Word vectors (Hard Debias, INLP): the words come from the `vocab` most frequent plain
+lower-case words of the vocabulary that are in none of the dimension's lists; a word's
+original bias is the projection of its normalised base vector on the dimension's direction
+(the definitional pairs' first principal direction, signed towards the pairs' first words).
+
+    clustering   k-means of the N most biased words of each side (Gonen & Goldberg: N = 500)
+    classifier   a linear SVM trained on 1000 of the M most biased words of each side (M = 2500),
+                 tested on the others (Gonen & Goldberg used an RBF SVM; the issue asks a linear one)
+    neighbours   r(original bias, mean original bias of the 100 nearest neighbours), for the 2N words
+    wordsim353, simlex999   Spearman rho of human ratings and cosines (the pairs gensim ships)
+
+Sentence encoders (SentenceDebias, INLP over sentences): the classifier over the counterfactual sentences (labelled
+by the word of the pair, each word pair oriented by the base's direction over its sentences;
+split by word pair, the map refitted on the training half), the word
+similarity of the words encoded alone, and the neighbour overlap of template sentences
+(the share of each sentence's 10 nearest neighbours kept).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .. import StimkitError
+from ..errors import UsageError
+from ..encoders import debias
+from ..stats import recover
+
+SIMILARITY_SETS = {"wordsim353": "wordsim353.tsv", "simlex999": "simlex999.txt"}
+
+
+@dataclass(frozen=True)
+class CheckRow:
+    encoder: str          # the debiased encoder's spec
+    check: str
+    items: str            # what was checked, in words
+    before: float         # on the base encoder
+    before_low: float
+    before_high: float
+    after: float          # on the debiased encoder
+    after_low: float
+    after_high: float
+    chance: float
+    n: int
+    interval: str         # how the intervals were made
+
+
+def _row(enc, check: str, items: str, before: recover.Figure, after: recover.Figure) -> CheckRow:
+    return CheckRow(enc.spec, check, items, before.value, before.low, before.high, after.value, after.low, after.high,
+                    after.chance, after.n, after.method)
+
+
+def similarity_pairs(name: str) -> list[tuple[str, str, float]]:
+    """The word pairs and human ratings gensim ships (gensim/test/test_data), '#' lines skipped."""
+    from gensim.test.utils import datapath
+
+    path = Path(datapath(SIMILARITY_SETS[name]))
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        a, b, score = line.split("\t")[:3]
+        out.append((a, b, float(score)))
+    return out
+
+
+def similarity(enc, base, name: str) -> CheckRow:
+    """Spearman rho on the pairs both encoders can encode (a static vocabulary may lack a word)."""
+    pairs = similarity_pairs(name)
+    words = sorted({w for a, b, _ in pairs for w in (a, b)})
+    found = [e.encode(words, [None] * len(words)).vectors for e in (base, enc)]
+    ok = np.isfinite(found[0]).all(axis=1) & np.isfinite(found[1]).all(axis=1)
+    at = {w: i for i, w in enumerate(words) if ok[i]}
+    kept = [(at[a], at[b], s) for a, b, s in pairs if a in at and b in at]
+    ia, ib, ratings = (np.array(c) for c in zip(*kept))
+    figures = [recover.spearman(ratings, np.sum(recover.unit(v[ia]) * recover.unit(v[ib]), axis=1)) for v in found]
+    return _row(enc, name, f"{len(kept)} of {len(pairs)} pairs (gensim's {SIMILARITY_SETS[name]})", *figures)
+
+
+def checks(enc, n: int = 500, seed: int = 0, resamples: int = 200, vocab: int = 50000) -> list[CheckRow]:
+    """Every check of a debiased encoder (`encoders.resolve("...,debias=...")`)."""
+    if isinstance(enc, debias.DebiasedWordEncoder):
+        rows = word_checks(enc, n, seed, resamples, vocab)
+    elif isinstance(enc, debias.DebiasedEncoder):
+        rows = sentence_checks(enc, seed)
+    else:
+        raise UsageError(f"encoder {enc.spec!r} is not debiased: name one with debias=<method> "
+                           "(e.g. glove-6b-50d,debias=hard)")
+    return rows + [similarity(enc, enc.base, name) for name in SIMILARITY_SETS]
+
+
+def word_bias(enc) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(base matrix, debiased matrix, candidate rows, original bias of every row (0 off the candidates))."""
+    base_wv, wv = enc.base.vectors, enc.vectors
+    x0 = np.asarray(base_wv.matrix, dtype=np.float32)
+    rows = debias.definitional_rows(enc.recipe.dimension, base_wv, enc.where)
+    g = debias.oriented_direction(x0, rows)
+    return x0, np.asarray(wv.matrix), rows, g
+
+
+def word_checks(enc, n: int, seed: int, resamples: int, vocab: int) -> list[CheckRow]:
+    x0, x1, _, g = word_bias(enc)
+    candidates = debias.candidate_rows(enc.base.vectors, enc.recipe.dimension, vocab)
+    if len(candidates) < 40:
+        raise StimkitError(f"encoder {enc.spec!r}: the checks need at least 40 plain lower-case words outside the "
+                           f"dimension's lists among the {vocab} most frequent; the vocabulary has {len(candidates)}")
+    bias = np.zeros(len(x0))
+    bias[candidates] = recover.unit(x0[candidates]) @ g
+    order = candidates[np.argsort(bias[candidates], kind="stable")]
+
+    def extremes(m):
+        m = min(m, len(order) // 2)
+        items = np.concatenate([order[::-1][:m], order[:m]])
+        return items, np.concatenate([np.ones(m, int), np.zeros(m, int)]), m
+
+    items, labels, m = extremes(n)
+    out = [_row(enc, "clustering", f"{m} most biased words of each side",
+                *(recover.cluster_accuracy(x[items], labels, seed, resamples) for x in (x0, x1)))]
+    wide, wide_labels, mw = extremes(2500)
+    train = min(1000, mw)
+    out.append(_row(enc, "classifier", f"{mw} most biased words of each side, {train} trained on",
+                    *(recover.classifier_accuracy(x[wide], wide_labels, train, seed) for x in (x0, x1))))
+    k = min(100, len(candidates) - 1)
+    out.append(_row(enc, "neighbours", f"{m} most biased words of each side, {k} neighbours among {len(candidates)}",
+                    *(recover.neighbour_correlation(x, bias, items, candidates, k) for x in (x0, x1))))
+    return out
+
+
+def sentence_checks(enc, seed: int) -> list[CheckRow]:
+    from ..stimuli import counterfactual, wordlists
+
+    a, b = enc.pair_vectors()
+    word_pair = enc.word_pairs
+    held = np.isin(word_pair, np.random.default_rng(seed).permutation(np.unique(word_pair))[::2])
+    side = debias.pair_sides(a, b, word_pair)
+    # Cross-fitted: the map the held-out sentences go through is fitted on the other word pairs
+    # only, as a word check's words are none of the lists' (fitted on every pair, SentenceDebias
+    # empties the held-out pairs' mean difference and the classifier scores below chance).
+    fitted = enc.fit_map(a[~held], b[~held], word_pair[~held])
+
+    def part(x, rows):
+        return np.concatenate([x[0][rows], x[1][rows]]), np.concatenate([side[rows], 1 - side[rows]])
+
+    after = [v @ fitted.T for v in (a, b)]
+    figures = [recover.split_classifier_accuracy(*part(x, ~held), *part(x, held), seed) for x in ((a, b), after)]
+    out = [_row(enc, "classifier", f"{len(enc.pairs)} counterfactual sentence pairs, split by word pair, "
+                "the map fitted on the training half", *figures)]
+    lists = wordlists.load_all()
+    words = [w.text for name in sorted(lists) if lists[name].path.endswith("caliskan2017.toml")
+             for w in lists[name].words]
+    texts = counterfactual.sentences(words, enc.recipe.params.get("templates", counterfactual.DEFAULT_TEMPLATES))
+    texts = [texts[i] for i in sorted(np.random.default_rng(seed).permutation(len(texts))[:1000])]
+    base = enc.base.encode(texts, [None] * len(texts)).vectors
+    overlap = recover.neighbour_overlap(base, enc.project(base), 10)
+    same = recover.Figure(1.0, 1.0, 1.0, overlap.chance, overlap.n, "the base against itself")
+    out.append(_row(enc, "neighbour overlap", f"{len(texts)} sentences of Caliskan et al.'s words, 10 neighbours",
+                    same, overlap))
+    return out
