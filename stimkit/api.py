@@ -110,8 +110,7 @@ class StudyRun:
     family: analysis.Family | None = None
     results: pl.DataFrame | None = None    # the study's correction over its run
     checks: pl.DataFrame | None = None
-    columns: list[str] = field(default_factory=list)     # the study's table (its layout)
-    table: list[dict] = field(default_factory=list)
+    tests: list[str] = field(default_factory=list)       # the study's tests, in its order (its table's rows)
     seconds: float = 0.0
 
 
@@ -137,7 +136,6 @@ class Store:
         self._on_wait, self._allow_files = on_wait, allow_files
         self._con = None
         self.con  # open now: a missing store (read-only) or a newer schema is refused here
-        self.family: analysis.Family | None = None  # the family of the last results()/check()
 
     @property
     def con(self):
@@ -221,11 +219,12 @@ class Store:
                                      f"FROM {view} {where} ORDER BY name, created_at", [f"%{like}%"] if like else None)
 
     def diagnose_sets(self, like: str | None = None, encoders: list[str] | None = None,
-                      language: str = "en") -> tuple[pl.DataFrame, pl.DataFrame, list[str]]:
+                      language: str | None = None) -> tuple[pl.DataFrame, pl.DataFrame, list[str]]:
         """What the current sets are made of (`sets --diagnose`): per set, its words' Zipf
         frequency (mean, SD), each static encoder's OOV share and each tokenizer's mean subword
-        count (the `encoders` named, else those stored); per target set of the latest results,
-        split-half reliability. Returns (sets, reliability, notes on what was skipped)."""
+        count (the `encoders` named, else those stored), in each set's own language unless
+        `language` says otherwise; per target set of the latest results, split-half
+        reliability. Returns (sets, reliability, notes on what was skipped)."""
         from .run.diagnose import sets_report
 
         return sets_report(self.con, like, encoders, language)
@@ -364,7 +363,7 @@ class Store:
              b: str | None = None, name: str = "adhoc", context: str | None = None, command: str = "library",
              options: Options | None = None, on_result=None, on_failure=None, progress=None, save: str | Path | None = None,
              cross_lingual: bool = False, rerun: bool = False, baseline: BaselineOptions | int | None = None,
-             **option_values) -> RunReport:
+             per_test=None, **option_values) -> RunReport:
         """Run tests (names or shell patterns over catalog and imported tests, or `everything`,
         or one ad-hoc test from four set names or SELECTs) on each encoder, in one run.
         `context="c-word"` runs sentence tests on each encoder's inserted-word vectors
@@ -381,7 +380,8 @@ class Store:
         recipe for one result): the ad-hoc test may carry an existing test's name, since its seed
         streams and cut derive from the name, and is not stored, so it never stands in for that test.
         `baseline`: K (or run.baseline.BaselineOptions) matched random pairs per result, stored and
-        reused (see `Store.baseline`)."""
+        reused (see `Store.baseline`). `per_test(test)`: option values for one test alone (a
+        study's [options."<pattern>"]: its units and alternative)."""
         from .catalog import tests as catalog
         from .run import cword, plan as run_plan
         from .run.options import Options
@@ -408,7 +408,8 @@ class Store:
             if len(chosen) != 1:
                 raise UsageError(f"--save writes one test's definition; {len(chosen)} tests were chosen")
             Path(save).write_text(catalog.to_toml(chosen[0]), encoding="utf-8")
-        plan = run_plan.make(self.con, chosen, list(encoders), opts, generate_missing=self._generate_missing)
+        plan = run_plan.make(self.con, chosen, list(encoders), opts, generate_missing=self._generate_missing,
+                             per_test=per_test)
         plan = self._with_baselines(plan, baseline, opts.seed)
         report = self._execute(plan, command, progress, on_result, on_failure)
         if report.run_id and any((x, y, a, b)) and not rerun:  # as defined; a re-run by name (in a context) keeps it so
@@ -454,7 +455,6 @@ class Store:
         import time
         from fnmatch import fnmatchcase
 
-        from .analysis import paper_tables, tables
         from .catalog import tests as catalog
         from .catalog import wefat as wefat_defs
         from .run import cword, plan as run_plan
@@ -483,19 +483,14 @@ class Store:
         # correction: the defaults of reading its results), so `report --study` finds its runs
         report = self._execute(plan, f"run {study.name}" + (f" ({command})" if command else ""), progress, on_result,
                                on_failure, {"study": study.name, "alpha": opts.alpha, "correction": study.correction})
-        job = StudyRun(study, report, [n for n in plan.notes if n.startswith("generated")])
-        if report.run_id and report.results:
-            job.results = self.results(run=report.run_id, correct=study.correction, alpha=opts.alpha)
-            job.family = self.family
+        job = StudyRun(study, report, [n for n in plan.notes if n.startswith("generated")],
+                       tests=[t.name for t in chosen])
+        if report.run_id and report.results:  # the data of its table; the views layer renders it
+            job.results = self.results(run=report.run_id, correct=study.correction, alpha=opts.alpha,
+                                       baseline=study.baseline_key)
+            job.family = job.results.family
             if study.checks:
                 job.checks = self.check(run=report.run_id, alpha=opts.alpha)
-            order = list(dict.fromkeys(r.encoder for r in report.results))
-            if study.layout == "tan-celis":
-                frame = tables.tan_celis(job.results, catalog.load(self.con, self.catalog_dir), list(study.rows), order)
-                job.columns, job.table = frame.columns, frame.to_dicts()
-            else:  # Table 4: a row per hypothesis, a column per encoder under its display name
-                t4 = paper_tables.table4(job.results, opts.alpha, [t.name for t in chosen], order)
-                job.columns, job.table = t4.grid(paper_tables.display_names(job.results))
         job.seconds = time.perf_counter() - started
         return job
 
@@ -553,40 +548,43 @@ class Store:
     # ------------------------------------------------------------------ results
 
     def results(self, where: str | None = None, run: str | None = None, correct: str | None = None,
-                alpha: float | None = None, include_stale: bool = False, kind: str = "test") -> pl.DataFrame:
-        """The family's results with adjusted p (`correct`: holm | bonferroni | bh | by | none);
-        the family (its definition, m, and how many stale results it left out) is in
-        `self.family`. `kind`: audit or compare results instead of the tests you ran.
-        `correct`, `alpha` not given: the study's whose runs make the family (all agreeing),
-        else holm at 0.01; `self.family.settings` says which."""
-        self.family = analysis.define_family(self.con, where, alpha, run, include_stale=include_stale, kind=kind,
-                                             correct=correct)
-        return analysis.corrected(self.con, self.family.correction)
+                alpha: float | None = None, include_stale: bool = False, kind: str = "test",
+                baseline: tuple[int, int] | None = None) -> analysis.FamilyFrame:
+        """The family's results with adjusted p (`correct`: holm | bonferroni | bh | by | none),
+        carrying their family (`.family`: its definition, m, alpha, correction, and how many
+        stale results it left out). `kind`: audit or compare results instead of the tests you
+        ran. `correct`, `alpha` not given: the study's whose runs make the family (all
+        agreeing), else holm at 0.01; `.family.settings` says which. `baseline`: (K, seed) of
+        the study's matched baselines, read first."""
+        family = analysis.define_family(self.con, where, alpha, run, include_stale=include_stale, kind=kind,
+                                        correct=correct, baseline=baseline)
+        return analysis.FamilyFrame.of(analysis.corrected(self.con, family.correction), family)
 
     def check(self, where: str | None = None, run: str | None = None, alpha: float | None = None,
-              include_stale: bool = False) -> pl.DataFrame:
+              include_stale: bool = False) -> analysis.FamilyFrame:
         """Every consistency comparison the family allows, with its verdict (at `alpha`; not
-        given: as `results`)."""
+        given: as `results`), carrying the family (`.family`)."""
         from .analysis import checks
 
-        self.family = analysis.define_family(self.con, where, alpha, run, allow_empty=True, include_stale=include_stale)
-        return checks.consistency(self.con, self.family.alpha)
+        family = analysis.define_family(self.con, where, alpha, run, allow_empty=True, include_stale=include_stale)
+        return analysis.FamilyFrame.of(checks.consistency(self.con, family.alpha), family)
 
     def check_metrics(self, where: str | None = None, run: str | None = None, alpha: float | None = None,
-                      include_stale: bool = False) -> tuple[pl.DataFrame, pl.DataFrame]:
+                      include_stale: bool = False) -> tuple[analysis.FamilyFrame, analysis.FamilyFrame]:
         """How far the association metrics agree over the family: per test and encoder, whether
         they agree in sign and decision; over the family, Kendall's tau of each pair of metrics
-        (their bias strength over the tests and encoders both measured)."""
+        (their bias strength over the tests and encoders both measured). Both carry the family (`.family`)."""
         from .stats import metrics
 
-        self.family = analysis.define_family(self.con, where, alpha, run, allow_empty=True,
-                                             include_stale=include_stale, values=True)
+        family = analysis.define_family(self.con, where, alpha, run, allow_empty=True,
+                                        include_stale=include_stale, values=True)
         df = store.frame(self.con, "SELECT test, encoder, coalesce(metric, 'weat') AS metric, "
                                    "CASE WHEN coalesce(metric, 'weat') = 'weat' THEN effect_size ELSE statistic END AS value, "
                                    "p_value AS p FROM family ORDER BY test, encoder, metric")
         if df.height == 0:
-            return df, df
-        return metrics.sign_agreement(df, self.family.alpha), metrics.kendall_tau_matrix(df, by_strength=True)
+            return analysis.FamilyFrame.of(df, family), analysis.FamilyFrame.of(df, family)
+        return (analysis.FamilyFrame.of(metrics.sign_agreement(df, family.alpha), family),
+                analysis.FamilyFrame.of(metrics.kendall_tau_matrix(df, by_strength=True), family))
 
     def retire(self, where: str, reason: str) -> int:
         """Take the results matching `where` (an SQL condition on `results`) out of every
@@ -620,13 +618,22 @@ class Store:
             raise InputError(f"--where {where!r}: {usersql.first_line(e)}") from None
 
     def query(self, sql: str, params: dict | None = None, where: str | None = None, run: str | None = None,
-              alpha: float | None = None) -> pl.DataFrame:
+              alpha: float | None = None) -> analysis.FamilyFrame:
         """A named query (queries/NAME.sql) or one reading statement with named parameters
-        ($name); the temp view `family` (see `results`) is defined first. Host files are
-        reachable only from a store opened with allow_files=True."""
-        self.family = analysis.define_family(self.con, where, alpha, run, allow_empty=True)
+        ($name); the temp view `family` (see `results`) is defined first, and the answer
+        carries it (`.family`). Host files are reachable only from a store opened with
+        allow_files=True."""
+        family = analysis.define_family(self.con, where, alpha, run, allow_empty=True)
         sql = usersql.check_reading(analysis.named_query(sql) or sql)
-        return usersql.read(self.con, sql, params)
+        return analysis.FamilyFrame.of(usersql.read(self.con, sql, params), family)
+
+    def has_study_run(self, study: str | Path | Study) -> bool:
+        """Whether the store holds a run of this study (`Store.run` records its name)."""
+        try:
+            self.study_run(study)
+        except UsageError:
+            return False
+        return True
 
     def study_run(self, study: str | Path | Study) -> str:
         """The id of a study's latest run (`Store.run` records the study's name)."""
@@ -641,11 +648,14 @@ class Store:
 
     def report(self, out_dir: str | Path = "report", where: str | None = None, correct: str | None = None,
                alpha: float | None = None, formats: list[str] | None = None, tests: list[str] | None = None,
-               audits: bool = False, force: bool = False, study: str | Path | Study | None = None):
+               audits: bool = False, force: bool = False, study: str | Path | Study | None = None,
+               display: dict[str, str] | None = None, heads: str | None = None,
+               baseline: tuple[int, int] | None = None):
         """Write out_dir/report.html (figures inline), figures/ and tables/ from the store
         (reads only). Returns report.Written; its `notes` say what was asked for but absent.
         `study`: the study's latest run. `correct`, `alpha` not given: the study's (that of the
-        family's runs, as `results`), else holm at 0.01."""
+        family's runs, as `results`), else holm at 0.01. `display` (encoder -> name) and `heads`
+        ("category": Table 4's rows under the tests' categories): default the study's."""
         from .analysis import paper_tables
         from .catalog import tests as catalog
 
@@ -654,16 +664,26 @@ class Store:
 
             study = study if isinstance(study, studies.Study) else studies.load(study)
             run_id = self.study_run(study)
-            where = f"run_id = '{run_id}'" + (f" AND ({where})" if where else "")
+            # the family of the run: the latest result of each hypothesis within it (a later `test`
+            # of one of its hypotheses does not take that result out of the study's report)
+            scope = f"run_id = '{run_id}'" + (f" AND ({where})" if where else "")
             correct = correct if correct is not None else study.correction
             alpha = alpha if alpha is not None else study.alpha
+            baseline = baseline if baseline is not None else study.baseline_key
         try:  # matplotlib is an extra: the rest of the library works without it
             from . import report
         except ImportError as e:
             raise StimkitError(f"the report needs {e.name}: pip install 'stimkit[report]'") from None
-        data = report.gather(self.con, where, correct, alpha, tests, audits)
+        data = report.gather(self.con, where, correct, alpha, tests, audits, baseline,
+                             run=run_id if study is not None else None)
         data.source = paper_tables.source(study, data.results, catalog.load_toml())  # the caption names it
-        data.left_out = analysis.left_out(self.con, where, run_id if study is not None else None)
+        display = display if display is not None else (study.display if study is not None else None)
+        heads = heads or (study.heads if study is not None else "test")
+        data.names = {**paper_tables.display_names(data.results), **(display or {})}
+        if heads == "category":
+            data.categories = analysis.categories(self.con)
+        data.left_out = analysis.left_out(self.con, scope if study is not None else where,
+                                          run_id if study is not None else None)
         self._release()  # drawing takes seconds: let writers in
         written = report.write_report(data, Path(out_dir), formats, force)
         if audits and not data.audits and data.wording is None:
@@ -729,11 +749,13 @@ class Store:
         run_id, rows = audit.run_compare(self.con, plan, alpha, command)
         return run_id, pl.DataFrame(rows)
 
-    def audits(self, where: str | None = None, top: int = 3) -> tuple[pl.DataFrame, pl.DataFrame]:
-        """Stored audits (pooled d, tau2, I2, flip rates) and the `top` templates that move each most."""
+    def audits(self, where: str | None = None, top: int = 3,
+               alpha: float | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """Stored audits (pooled d, tau2, I2, flip rates at `alpha`, None: each audit's own) and
+        the `top` templates of each: those that flip the decision first, then by shift."""
         from .analysis.stored import audit_summary
 
-        return audit_summary(self.con, where, top)
+        return audit_summary(self.con, where, top, alpha)
 
     def perturbation_families(self, tests: list[str], rules: list[str] | None = None,
                               max_variants: int | None = None) -> dict:

@@ -49,7 +49,12 @@ def suggest(name: str, known, n: int = 3) -> str:
     """' (did you mean a, b?)' for the known names closest to a mistyped one, else ''."""
     import difflib
 
-    close = difflib.get_close_matches(name, list(known), n=n, cutoff=0.6)
+    known = list(known)
+    by_case = {}  # names that differ only in case are close: `-e MiniLM` means minilm
+    for k in known:
+        by_case.setdefault(k.casefold(), k)
+    close = difflib.get_close_matches(name, known, n=n, cutoff=0.6) or \
+        [by_case[c] for c in difflib.get_close_matches(name.casefold(), list(by_case), n=n, cutoff=0.6)]
     return f" (did you mean {', '.join(close)}?)" if close else ""
 
 

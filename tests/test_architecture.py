@@ -124,3 +124,17 @@ def test_every_module_imports_on_its_own(chunk):
     with ThreadPoolExecutor(2) as pool:
         failed = [(n, err) for n, code, err in pool.map(_import_alone, names) if code]
     assert not failed, failed
+
+
+def test_the_views_layer_renders_for_the_cli_and_the_report_and_nothing_below():
+    """One rendering path (stimkit/views/): the CLI and the report import it; the run layer,
+    the library face and everything below them never do (they return data)."""
+    importers = {n for n, deps in GRAPH.items() if not n.startswith("stimkit.views")
+                 and any(d.startswith("stimkit.views") for d in deps)}
+    assert any(n.startswith("stimkit.cli") for n in importers), importers
+    assert any(n.startswith("stimkit.report") for n in importers), importers
+    assert all(n.startswith(("stimkit.cli", "stimkit.report")) for n in importers), importers
+    for name, deps in GRAPH.items():
+        if name.startswith("stimkit.views"):
+            assert not {d for d in deps if d.startswith(("stimkit.cli", "stimkit.report", "stimkit.api", "stimkit.run"))}, \
+                (name, deps)

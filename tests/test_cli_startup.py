@@ -170,6 +170,12 @@ ENUMERATED = {
     ("baseline", "--method"): (["baseline", "weat1"], lambda: checks.P_METHODS),
     ("baseline", "--alternative"): (["baseline", "weat1"], lambda: checks.ALTERNATIVES),
     ("baseline", "--balance"): (["baseline", "weat1"], lambda: checks.BALANCE_POLICIES),
+    ("baseline", "--units"): (["baseline", "weat1"], lambda: checks.UNITS),
+    # the procedure's options, declared once (cli/procedure.py): audit takes them as test does
+    **{(f"audit {sub}", option): (["audit", sub, "-t", "sent-weat6", "-s", "may2019", "-s", "past_tense"], values)
+       for sub in ("templates", "compare")
+       for option, values in (("--method", lambda: checks.P_METHODS), ("--alternative", lambda: checks.ALTERNATIVES),
+                              ("--balance", lambda: checks.BALANCE_POLICIES), ("--units", lambda: checks.UNITS))},
     ("results", "--correct"): (["results"], lambda: checks.CORRECTIONS),
     ("results", "--kind"): (["results"], lambda: checks.RESULT_KINDS),
     ("results", "--layout"): (["results"], lambda: checks.LAYOUTS),

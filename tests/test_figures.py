@@ -104,6 +104,12 @@ def test_strip_names_rows_by_category_and_fits():
     # without categories the roles' letters
     fig, _ = figures.strip(pl.DataFrame(rows).drop("category"), "weat6")
     assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["Y", "X"]
+    assert "to A (A) minus" in " ".join(fig.axes[-1].get_xlabel().split())
+    # the axis names A and B by their categories (issue 38)
+    named = pl.DataFrame(rows).with_columns(pl.lit("Pleasant").alias("a_category"), pl.lit("Unpleasant").alias("b_category"))
+    fig, _ = figures.strip(named, "weat6")
+    assert "to A (Pleasant) minus mean cosine to B (Unpleasant)" in " ".join(fig.axes[-1].get_xlabel().split())
+    assert labels_inside(fig)[0] == []
 
 
 def test_cut_spread_forest_and_wefat_fit_long_names():

@@ -21,8 +21,7 @@ def test_minilm_and_its_folder_are_one_encoder_and_one_hypothesis(store):
     (b,) = store.test(["weat6"], encoders=[f"hf:{minilm_path()}"], budget=500).results
     assert b.fingerprint == a.fingerprint and b.effect_size == a.effect_size
     assert store.query("SELECT count(*) AS n FROM embeddings_384")["n"][0] == n_vectors  # nothing encoded again
-    store.results()
-    assert store.family.m == 1  # the second run is a replicate of the same hypothesis
+    assert store.results().family.m == 1  # the second run is a replicate of the same hypothesis
 
 
 def test_a_display_name_heads_tables_and_never_changes_the_fingerprint(store):
@@ -33,7 +32,9 @@ def test_a_display_name_heads_tables_and_never_changes_the_fingerprint(store):
 
     job = store.run(studies.parse({"name": "s", "tests": ["weat6"], "encoders": ["GloVe 50d=glove-6b-50d"],
                                                "options": {"budget": 500}}))
-    assert job.columns == ["test", "GloVe 50d"]
+    from stimkit.views import table4
+
+    assert table4.table4(job.results, job.family.alpha, job.tests).columns == ["test", "GloVe 50d"]
 
 
 def _report_counts(store, tmp_path) -> tuple[int, int]:

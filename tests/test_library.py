@@ -87,8 +87,9 @@ def test_cli_and_library_give_identical_rows(catalog_db, tmp_path):
         report = s.test(["weat6", "sent-weat9"], encoders=["glove-6b-50d"], seed=3, budget=5000)
         assert not report.failures and len(report.results) == 2
     with stimkit.open(via_cli, read_only=True) as a, stimkit.open(via_lib, read_only=True) as b:
-        assert comparable(a.results()) == comparable(b.results())
-        assert a.family.m == b.family.m == 2
+        ra, rb = a.results(), b.results()
+        assert comparable(ra) == comparable(rb)
+        assert ra.family.m == rb.family.m == 2
 
 
 def cli_json(db, *args):

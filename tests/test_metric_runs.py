@@ -46,10 +46,9 @@ def test_the_metric_is_part_of_the_hypothesis(store):
     store.test(["weat1", "weat6"], encoders=["glove-6b-50d"], budget=1000, metrics=("weat", "semaxis", "same"))
     df = store.results()
     # two tests x (weat, semaxis); `same` has no p-value: a value, not a hypothesis to correct
-    assert store.family.m == 4 and sorted(df["metric"].unique().to_list()) == ["semaxis", "weat"]
+    assert df.family.m == 4 and sorted(df["metric"].unique().to_list()) == ["semaxis", "weat"]
     store.test(["weat1"], encoders=["glove-6b-50d"], budget=1000, metrics=("semaxis",))  # a replicate
-    store.results()
-    assert store.family.m == 4
+    assert store.results().family.m == 4
 
 
 def test_check_metrics_reports_sign_agreement_and_kendall_tau(store):
@@ -104,8 +103,7 @@ def test_centring_is_applied_before_cosines_and_is_part_of_the_hypothesis(store)
     X, Y, A, B = (C[roles == r] for r in "XYAB")
     s = association(np.concatenate([X, Y]), A, B)
     assert centred.effect_size == pytest.approx(effect_size(s[:len(X)], s[len(X):]), abs=1e-6)
-    store.results()
-    assert store.family.m == 2  # centred and raw are two hypotheses
+    assert store.results().family.m == 2  # centred and raw are two hypotheses
 
 
 def test_a_test_definition_names_its_metrics_and_a_run_may_override_them(store, tmp_path):

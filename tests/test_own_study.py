@@ -73,7 +73,7 @@ def test_save_writes_a_definition_that_loads_back(example, tmp_path):
 def test_the_audit_of_a_user_test_under_a_user_template_set(example, tmp_path):
     with stimkit.open(tmp_path / "s.duckdb", **inputs(example)) as s:
         s.test(["care-tech-gender-sent"], encoders=["glove-6b-50d"], budget=2000)
-        m_before = (s.results(), s.family.m)[1]
+        m_before = s.results().family.m
         run_id, audits = s.audit(["care-tech-gender-sent"], ["glove-6b-50d"], ["workplace", "may2019"], budget=2000)
         assert [a.template_set for a in audits] == ["workplace", "may2019"]
         work = audits[0]
@@ -83,8 +83,7 @@ def test_the_audit_of_a_user_test_under_a_user_template_set(example, tmp_path):
         assert work.pooled_d is not None and work.tau2 is not None and work.tau2 >= 0
         stored = s.query("SELECT count(*) AS n FROM audit_templates WHERE audit_id = $a", {"a": work.audit_id})
         assert stored["n"][0] == 10
-        s.results()
-        assert s.family.m == m_before == 1  # audits add nothing to the family
+        assert s.results().family.m == m_before == 1  # audits add nothing to the family
         assert s.results(kind="audit").height == 2
 
 
@@ -99,8 +98,7 @@ def test_the_example_study_runs_on_a_fresh_store(example, tmp_path):
     assert "over all 4 rows" in r.stderr  # m = the study's hypotheses: 4 tests x 1 encoder
     with stimkit.open(tmp_path / "s.duckdb") as s:
         run_id = s.study_run(example / "study.toml")
-        s.results(run=run_id)
-        assert s.family.m == 4
+        assert s.results(run=run_id).family.m == 4
 
 
 def test_run_may_2019_gives_the_published_numbers_of_stimkit_test(catalog_db, tmp_path, v030_glove):
@@ -163,7 +161,8 @@ def test_a_regenerated_set_makes_older_results_stale(example, tmp_path):
         s.generate(["care_occupations"], ["workplace"], example / "wordlists", example / "templates")
         new = s.test(["care-tech-gender-sent"], encoders=["glove-6b-50d"], budget=1000).results[0]
         fresh = s.results()
-        assert s.family.m == 1 and s.family.stale == 1 and "1 result on superseded set versions" in s.family.stale_note
+        family = fresh.family
+        assert family.m == 1 and family.stale == 1 and "1 result on superseded set versions" in family.stale_note
         assert fresh["result_id"].to_list() == [new.result_id] != old["result_id"].to_list()
         both = s.results(include_stale=True)
         assert sorted(both["result_id"].to_list()) == sorted([new.result_id, old["result_id"][0]])
@@ -325,14 +324,14 @@ def test_check_tests_differences_instead_of_comparing_decisions(catalog_db, tmp_
 def test_a_family_that_mixes_set_versions_says_so(example, tmp_path):
     with stimkit.open(tmp_path / "s.duckdb", **inputs(example)) as s:
         s.test(["care-tech-gender"], encoders=["glove-6b-50d"], budget=500)
-        s.results()
-        assert s.family.mixed == () and s.family.mixed_note is None
+        family = s.results().family
+        assert family.mixed == () and family.mixed_note is None
         lists = example / "wordlists" / "people.toml"
         lists.write_text(lists.read_text().replace('"wife"]', '"wife", "lady"]'))
         s.generate(["women"], ["word"], example / "wordlists")
         s.test(["care-tech-gender"], encoders=["glove-6b-50d,pooling=token"], budget=500)
-        s.results(include_stale=True)
-        assert s.family.mixed == ("care-tech-gender",) and "different set versions" in s.family.mixed_note
+        family = s.results(include_stale=True).family
+        assert family.mixed == ("care-tech-gender",) and "different set versions" in family.mixed_note
 
 
 def test_a_multi_word_item_of_unknown_kind_is_an_error_naming_it(tmp_path):

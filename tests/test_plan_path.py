@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import stimkit
+from stimkit.views import table4
 from stimkit import errors
 from stimkit.catalog import tests as catalog
 from stimkit.run import plan as run_plan
@@ -132,8 +133,8 @@ def test_the_papers_are_study_files():
 @pytest.mark.parametrize("body, message", [
     ({"name": "s", "tests": ["weat1"], "colour": "red"}, "unknown key 'colour'"),
     ({"name": "s"}, "say which tests"),
-    ({"name": "s", "tests": ["weat1"], "contexts": ["token"]}, "contexts are own and c-word"),
-    ({"name": "s", "tests": ["weat1"], "table": {"layout": "wide"}}, "unknown table layout"),
+    ({"name": "s", "tests": ["weat1"], "contexts": ["token"]}, "`contexts` must be own, c-word or a list of them"),
+    ({"name": "s", "tests": ["weat1"], "table": {"layout": "wide"}}, "`table.layout`: input should be 'table4' or 'tan-celis'"),
     ({"name": "s", "tests": ["weat1"], "table": {"layout": "tan-celis"}}, "needs `rows`"),
 ])
 def test_a_bad_study_is_one_usage_error(body, message):
@@ -148,8 +149,9 @@ def test_run_executes_a_study_through_the_plan_path(store_path):
     with stimkit.open(store_path) as s:
         job = s.run(study)
         lib = s.test(["weat1", "weat2"], encoders=["glove-6b-50d"], budget=2000, alpha=0.05)
-    assert job.family.m == 2 and job.columns == ["test", "glove-6b-50d"]
-    assert [row["test"] for row in job.table] == ["weat1", "weat2"]
+    view = table4.table4(job.results, job.family.alpha, job.tests)  # the views layer renders the run's table
+    assert job.family.m == 2 and view.columns == ["test", "glove-6b-50d"]
+    assert [row["test"] for row in view.rows] == ["weat1", "weat2"]
     assert [(r.test, r.effect_size, r.p_value) for r in job.run.results] == \
         [(r.test, r.effect_size, r.p_value) for r in lib.results]
     # Bonferroni: adjusted p = min(1, m p)

@@ -329,7 +329,8 @@ def test_a_killed_generate_leaves_no_store_and_a_rerun_completes(tmp_path):
     staged = wait_for_staged(tmp_path, proc)  # the store is being built: it renders ~200 sets, then writes
     proc.kill()
     proc.communicate(timeout=60)
-    assert proc.returncode == -9 and staged and all(n.startswith(f".gen.duckdb.{proc.pid}.new") for n in staged)
+    assert proc.returncode == -9 and staged and all(n.startswith(f".gen.duckdb.{proc.pid}.new") or n == ".gen.duckdb.lock"
+                                                    for n in staged)  # the store, and its creation lock (store.staging)
     assert files_left(tmp_path) == []
     r = subprocess.run([sys.executable, "-m", "stimkit", "--db", str(path), "generate", "-q"], env=ENV,
                        capture_output=True, text=True)

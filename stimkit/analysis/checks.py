@@ -18,6 +18,7 @@ import polars as pl
 
 from .. import store
 from ..stats import InvalidInput
+from ..stats.decision import significant
 from ..stats.difference import classify, difference_test
 from ..stimuli.language import gender_composition
 from .families import named_query, run_sql
@@ -102,8 +103,8 @@ def _verdict(con, row: dict, results: dict, items: dict, alpha: float):
         return v.verdict, v.reason or None, diff.test if diff else None, diff
     if row["check_name"] == "across encoders":
         group = [results[i] for i in row["result_ids"]]
-        up = sorted(r["encoder"] for r in group if r["p_value"] <= alpha and r["effect_size"] > 0)
-        down = sorted(r["encoder"] for r in group if r["p_value"] <= alpha and r["effect_size"] < 0)
+        up = sorted(r["encoder"] for r in group if significant(r["p_value"], alpha) and r["effect_size"] > 0)
+        down = sorted(r["encoder"] for r in group if significant(r["p_value"], alpha) and r["effect_size"] < 0)
         if up and down:
             return ("violation", f"significant with opposite signs: d > 0 on {', '.join(up)}, d < 0 on {', '.join(down)}",
                     "each result's permutation test", None)

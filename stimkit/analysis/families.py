@@ -76,6 +76,20 @@ class Family:
                 if n else None)
 
 
+class FamilyFrame(pl.DataFrame):
+    """A frame read over a family (results, checks, a query): the rows, and the family they were
+    read over (`.family`: its m, alpha, correction, what was tested) with them, so no reader
+    depends on what was read last. Operations on it give plain DataFrames."""
+
+    family: Family | None = None
+
+    @classmethod
+    def of(cls, df: pl.DataFrame, family: Family) -> FamilyFrame:
+        framed = cls._from_pydf(df._df)
+        framed.family = family
+        return framed
+
+
 def latest_run(con) -> str | None:
     row = store.one(con, "SELECT run_id FROM runs ORDER BY started_at DESC, run_id DESC LIMIT 1")
     return row[0] if row else None
@@ -97,7 +111,8 @@ UMARK = ("CREATE OR REPLACE TEMP MACRO umark(p, pw, units) AS CASE WHEN units = 
 
 def define_family(con, where: str | None = None, alpha: float | None = None, run: str | None = None,
                   allow_empty: bool = False, include_stale: bool = False, kind: str = "test",
-                  values: bool = False, correct: str | None = None) -> Family:
+                  values: bool = False, correct: str | None = None,
+                  baseline: tuple[int, int] | None = None) -> Family:
     """(Re)define the temp view `family` that the analysis queries read.
 
     Default: the latest result of each hypothesis the user tested (kind 'test': not the
@@ -107,6 +122,8 @@ def define_family(con, where: str | None = None, alpha: float | None = None, run
     superseded set versions too. `kind`: audit or compare results instead (or all).
     `values`: also metric results without a p-value (for comparing metrics; never corrected).
     `where`: an SQL condition that filters the family (checked to be part of a single SELECT).
+    `baseline`: (K, seed) of the study's matched baselines, read first where a result has one
+    of them (db/019); None: the largest K, then the latest.
     `alpha`, `correct`: None takes the family's study's (every result from runs of studies
     agreeing on them), else DEFAULT_ALPHA and DEFAULT_CORRECTION; Family.settings says which.
 
@@ -137,6 +154,16 @@ def define_family(con, where: str | None = None, alpha: float | None = None, run
     # d read against its matched random baseline, where one was computed (db/015: result_baselines)
     base = (f"SELECT h.*, rb.baseline_percentile, rb.baseline_fpr FROM ({base}) h "
             "LEFT JOIN result_baselines rb USING (result_id)")
+    # the share of cuts that reject, at the reading's alpha (from the cuts' stored p), not the run's
+    base = (f"SELECT b.* REPLACE (coalesce(c.share, b.cut_reject_share) AS cut_reject_share, "
+            "CASE WHEN c.share IS NULL THEN b.cut_alpha ELSE getvariable('alpha') END AS cut_alpha) "
+            f"FROM ({base}) b LEFT JOIN (SELECT result_id, avg(CASE WHEN p_value <= getvariable('alpha') THEN 1.0 "
+            "ELSE 0.0 END) AS share FROM result_cuts WHERE p_value IS NOT NULL GROUP BY result_id) c USING (result_id)")
+    # the units a side: distinct target words (a sentence test's unit when words are its units)
+    base = (f"SELECT b.*, w.words_x, w.words_y FROM ({base}) b LEFT JOIN (SELECT result_id, "
+            "count(DISTINCT word) FILTER (WHERE role = 'X') AS words_x, count(DISTINCT word) FILTER (WHERE role = 'Y') "
+            "AS words_y FROM result_items WHERE role IN ('X', 'Y') AND dropped IS NULL GROUP BY result_id) w "
+            "USING (result_id)")
     what = {"test": "", "audit": "audit ", "compare": "comparison ", "all": ""}[kind]
     definition = (f"the latest {what}result per hypothesis ({HYPOTHESIS}) {scope}"
                   + (", stale ones included" if include_stale else ""))
@@ -153,6 +180,12 @@ def define_family(con, where: str | None = None, alpha: float | None = None, run
         con.execute(UMARK)
         alpha, correct, settings = study_settings(con, alpha, correct)
         con.execute(f"SET VARIABLE alpha = {alpha!r}")
+        if baseline is not None:
+            con.execute(f"SET VARIABLE baseline_k = {int(baseline[0])}")
+            con.execute(f"SET VARIABLE baseline_seed = {int(baseline[1])}")
+        else:
+            con.execute("RESET VARIABLE baseline_k")
+            con.execute("RESET VARIABLE baseline_seed")
         m = store.one(con, "SELECT count(*) FROM family")[0]
         stale = 0 if include_stale else store.one(con, f"""
             SELECT count(DISTINCT hypothesis) FROM result_hypotheses WHERE {" AND ".join(conditions)} AND stale
@@ -276,3 +309,18 @@ def corrected(con, method: str) -> pl.DataFrame:
         out = out.with_columns(sentences_only=pl.col("rejected") & ~pl.col("rejected_words").fill_null(True)
                                & (pl.col("units") == "sentences").fill_null(False))
     return out
+
+
+def categories(con) -> dict[str, str]:
+    """test -> "X vs Y / A vs B": the categories of each family test's four sets (from the
+    stimulus sets its results used), for a table that heads its rows by them. Define the
+    family first."""
+    rows = store.rows(con, """
+        SELECT f.test, i.role, any_value(s.category) AS category
+        FROM family f JOIN (SELECT DISTINCT result_id, role, set_version FROM result_items) i USING (result_id)
+        JOIN stimulus_sets s ON s.version = i.set_version
+        GROUP BY f.test, i.role ORDER BY 1, 2""")
+    found: dict[str, dict[str, str]] = {}
+    for test, role, category in rows:
+        found.setdefault(test, {})[role] = category
+    return {t: f"{c['X']} vs {c['Y']} / {c['A']} vs {c['B']}" for t, c in found.items() if all(c.get(k) for k in "XYAB")}

@@ -26,6 +26,7 @@ import polars as pl
 from ..errors import UsageError
 from ..output import interval_text, latex_escape, markdown_escape, with_interval
 from ..paths import data_dir
+from ..stats.decision import significant
 
 # results: what a terminal shows (in reading order), never drops, and drops first to fit
 READ_COLUMNS = ("test", "encoder", "context", "language", "d", "ci", "p_value", "p_adjusted", "rejected", "n", "flags")
@@ -43,10 +44,10 @@ SENTENCES_ONLY_NOTE = ("^ after a p: significant at {alpha} only with sentences 
 OPPOSITE_D = 0.8
 PAPER_COLUMNS = ("test", "encoder", "context", "d", "p_value", "p_adjusted", "n")
 HEADERS = {"test": "Test", "encoder": "Encoder", "context": "Context", "language": "Language", "d": "d", "ci": "95% CI",
-           "p_value": "p", "p_adjusted": "p (adj.)", "rejected": "Rejected", "n": "n (X/Y/A/B)",
+           "p_value": "p", "p_adjusted": "p (adj.)", "rejected": "Rejected", "n": "n (X/Y/A/B, in units)",
            "encoding": "Encoding", "section": "Section", "baseline_percentile": "Baseline percentile",
            "baseline_fpr": "Baseline FPR"}
-LATEX_HEADERS = {"d": "$d$", "p_value": "$p$", "p_adjusted": "$p_{\\mathrm{adj}}$", "n": "$n$ (X/Y/A/B)"}
+LATEX_HEADERS = {"d": "$d$", "p_value": "$p$", "p_adjusted": "$p_{\\mathrm{adj}}$", "n": "$n$ (X/Y/A/B, in units)"}
 # what can make two results of one test and encoder different hypotheses (analysis.families.HYPOTHESIS)
 CORRECTION_NAMES = {"holm": "Holm", "bh": "Benjamini-Hochberg", "by": "Benjamini-Yekutieli", "none": "no"}
 VARIANT_COLUMNS = ("context", "alternative", "balance", "units", "p_method", "centering")
@@ -56,15 +57,32 @@ def has_sentence_units(family) -> bool:
     return any(units == "sentences" for _, units, _ in family.units)
 
 
-def mark_note(correct: str, alpha: float, family) -> str:
-    """The marks, said once: * ** † and, where sentence units are in the family, ^."""
+def marks_in(cells) -> set[str]:
+    """The marks that appear in a table's cells: '*' (a lone star), '**', '^', '†'."""
+    import re
+
+    text = " ".join(str(c) for c in cells if c is not None)
+    found = {m for m in ("**", SENTENCES_ONLY, "†") if m in text}
+    if re.search(r"(?<!\*)\*(?!\*)", text):
+        found.add("*")
+    return found
+
+
+def mark_note(correct: str, alpha: float, family, cells=None) -> str:
+    """The marks, said once: * ** † and, where sentence units are in the family, ^. `cells`:
+    the table's cells, so that only the marks that appear in them are explained (None: all)."""
+    shown = marks_in(cells) if cells is not None else {"*", "**", SENTENCES_ONLY, "†"}
     name = CORRECTION_NAMES.get(correct, correct)
-    marks = (f"* p <= {alpha}; ** also significant after {name} correction" if correct != "none"
-             else f"* p <= {alpha}, no correction")
-    if has_sentence_units(family):
-        marks += (f"; {SENTENCES_ONLY} significant only with sentences as units (with whole words as units, "
-                  f"{'the same correction' if correct != 'none' else f'p > {alpha}'} does not reject)")
-    return f"{marks}; † cannot reach p <= {alpha}"
+    parts = []
+    if "*" in shown or "**" in shown:
+        parts.append(f"* p <= {alpha}; ** also significant after {name} correction" if correct != "none"
+                     else f"* p <= {alpha}, no correction")
+    if SENTENCES_ONLY in shown and has_sentence_units(family):
+        parts.append(f"{SENTENCES_ONLY} significant only with sentences as units (with whole words as units, "
+                     f"{'the same correction' if correct != 'none' else f'p > {alpha}'} does not reject)")
+    if "†" in shown:
+        parts.append(f"† cannot reach p <= {alpha}")
+    return "; ".join(parts) or f"no result significant at p <= {alpha}"
 
 
 # The table of each published paper that its built-in study reproduces.
@@ -92,20 +110,20 @@ def sourced(what: str, where: str) -> str:
     return f"{what} ({where})" if where else what
 
 
-def caption(family, correct: str, alpha: float, what: str = "Results") -> str:
-    """A paper table's caption: what it shows, the marks, what was tested (alternative and
-    units), the correction and the family with its m."""
+def caption(family, correct: str, alpha: float, what: str = "Results", cells=None) -> str:
+    """A paper table's caption: what it shows, the marks (those in `cells`; None: all), what was
+    tested (alternative and units), the correction and the family with its m."""
     scope = f"run {family.run}" if family.run else "the latest result per hypothesis"
     if family.where:
         scope += f", where {family.where}"
-    return (f"{what}; {mark_note(correct, alpha, family)}. Tested: {family.tested}. "
+    return (f"{what}; {mark_note(correct, alpha, family, cells)}. Tested: {family.tested}. "
             f"Family: m = {family.m} hypotheses ({scope}).")
 
 
-def legend(family) -> str:
-    """A terminal table's legend: the marks, what was tested, and where alpha and the
-    correction came from."""
-    return f"{mark_note(family.correction, family.alpha, family)}; tested: {family.tested} ({family.settings})"
+def legend(family, cells=None) -> str:
+    """A terminal table's legend: the marks that appear in `cells` (None: all), what was tested,
+    and where alpha and the correction came from."""
+    return f"{mark_note(family.correction, family.alpha, family, cells)}; tested: {family.tested} ({family.settings})"
 
 
 def flags(row: dict) -> str:
@@ -155,8 +173,8 @@ def results_view(df: pl.DataFrame) -> pl.DataFrame:
     if has_ci(df) and "ci" not in df.columns:
         extra.append(pl.Series("ci", [interval_text(lo, hi) or None for lo, hi in zip(df["ci_low"], df["ci_high"])],
                                dtype=pl.String))
-    if {"n_x", "n_y", "n_a", "n_b"} <= set(df.columns) and "n" not in df.columns:
-        extra.append(pl.format("{}/{}/{}/{}", "n_x", "n_y", "n_a", "n_b").alias("n"))
+    if {"n_x", "n_y", "n_a", "n_b"} <= set(df.columns) and "n" not in df.columns and df.height:
+        extra.append(pl.Series("n", [n_text(r) for r in df.iter_rows(named=True)], dtype=pl.String))
     if "flags" not in df.columns and df.height:
         extra.append(pl.Series("flags", [flags(r) or None for r in df.iter_rows(named=True)], dtype=pl.String))
     if "crossed_d" in df.columns and "crossed" not in df.columns and df["crossed_d"].is_not_null().any():
@@ -165,6 +183,18 @@ def results_view(df: pl.DataFrame) -> pl.DataFrame:
                                            in zip(df["crossed_d"], df["crossed_ci_low"], df["crossed_ci_high"])],
                                dtype=pl.String))
     return df.with_columns(extra) if extra else df
+
+
+def n_text(row: dict) -> str:
+    """A result's n in its units: a word test's words (X/Y/A/B); a sentence test with words as
+    units, its target words a side with the sentences beside (`10/10 words; 40/40/40/40
+    sentences`); with sentences as units, the sentences."""
+    counts = f"{row['n_x']}/{row['n_y']}/{row['n_a']}/{row['n_b']}"
+    if row.get("context") == "word":
+        return f"{counts} words"
+    if row.get("units") == "words" and row.get("words_x") is not None:
+        return f"{row['words_x']}/{row['words_y']} words; {counts} sentences"
+    return f"{counts} sentences"
 
 
 def read_columns(df: pl.DataFrame) -> list[str]:
@@ -200,7 +230,7 @@ def display_names(df: pl.DataFrame) -> dict[str, str]:
 def marks(row: dict, alpha: float) -> str:
     """May et al.'s marks for one result: ** rejected after correction, * p <= alpha, † cannot
     reject; and ^: significant only with sentences as units."""
-    mark = "**" if row.get("rejected") else ("*" if row.get("p_value") is not None and row["p_value"] <= alpha else "")
+    mark = "**" if row.get("rejected") else ("*" if significant(row.get("p_value"), alpha) else "")
     return mark + (SENTENCES_ONLY if row.get("sentences_only") else "") + ("†" if row.get("can_reject") is False else "")
 
 
@@ -357,9 +387,11 @@ def table4_paper(df: pl.DataFrame, alpha: float, fmt: str, caption: str, display
     return render_table4(table4(df, alpha, order, encoders), fmt, caption, names)
 
 
-def render_table4(t: Table4, fmt: str, caption: str, names: dict[str, str]) -> str:
-    """Table 4's cells as LaTeX or Markdown, the encoders under their display `names`."""
-    rows = [[label] + [t.cell(label, e) or "" for e in t.encoders] for label in t.rows]
+def render_table4(t: Table4, fmt: str, caption: str, names: dict[str, str], heads: dict[str, str] | None = None) -> str:
+    """Table 4's cells as LaTeX or Markdown, the encoders under their display `names`, each row
+    under its head (`heads`: row label -> the test's categories) or its label."""
+    heads = heads or {}
+    rows = [[heads.get(label, label)] + [t.cell(label, e) or "" for e in t.encoders] for label in t.rows]
     caption = caption + (f" ({t.note}.)" if t.note else "") + (" Brackets: the 95% interval of d." if t.ci else "")
     return render_table(["test", *t.encoders], rows, [False] + [True] * len(t.encoders), fmt, caption,
                         headers={e: names.get(e, e) for e in t.encoders})

@@ -24,23 +24,54 @@ def wefat_results(con, where: str | None = None, words: bool = False) -> pl.Data
         raise InputError(f"query failed: {usersql.first_line(e)} -- in: {sql}") from None
 
 
-def audit_summary(con, where: str | None = None, top: int = 3) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Per audit: pooled d, tau2, I2 and flip rates; and the `top` templates that move each test most."""
+# The audits as seen at an alpha ($alpha; NULL: each audit's own): each template's decision
+# flip and the audit's share of flips recomputed from the stored p's (p <= alpha, stats.decision),
+# so a view shows the flips of its own alpha, never those of the alpha an audit was run at.
+AUDITS_AT = """
+    SELECT a.* REPLACE (coalesce($alpha, a.alpha) AS alpha,
+           (SELECT avg(CASE WHEN (t.p_value <= coalesce($alpha, a.alpha)) <> (a.full_p <= coalesce($alpha, a.alpha))
+                            THEN 1.0 ELSE 0.0 END)
+            FROM audit_templates t WHERE t.audit_id = a.audit_id AND t.analysis = 'alone'
+              AND t.effect_size IS NOT NULL AND t.p_value IS NOT NULL) AS decision_flip_share)
+    FROM audits a"""
+TEMPLATES_AT = """
+    SELECT t.* REPLACE (CASE WHEN t.p_value IS NULL THEN NULL
+                        ELSE (t.p_value <= a.alpha) <> (a.full_p <= a.alpha) END AS decision_flip)
+    FROM audit_templates t JOIN audits_at a USING (audit_id)"""
+
+
+def audits_at(con, alpha: float | None) -> None:
+    """Temp views `audits_at` and `audit_templates_at`: the stored audits with their decision
+    flips at `alpha` (None: each audit's own alpha)."""
+    con.execute(f"CREATE OR REPLACE TEMP VIEW audits_at AS {AUDITS_AT.replace('$alpha', _sql_number(alpha))}")
+    con.execute(f"CREATE OR REPLACE TEMP VIEW audit_templates_at AS {TEMPLATES_AT}")
+
+
+def _sql_number(alpha: float | None) -> str:
+    return "NULL::DOUBLE" if alpha is None else repr(float(alpha))
+
+
+def audit_summary(con, where: str | None = None, top: int = 3,
+                  alpha: float | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Per audit: pooled d, tau2, I2 and flip rates at `alpha` (None: the audit's own); and the
+    `top` templates of each: those that flip the decision first, then those that shift d most."""
     if where:
         usersql.check_select(f"SELECT * FROM audits WHERE ({where})", f"--where {where!r}")
     clause = f"WHERE {where}" if where else ""
+    audits_at(con, alpha)
     try:
         audits = store.frame(con, f"""
             SELECT audit_id, test, template_set, encoder, full_d, full_p, n_templates, pooled_d, ci_low, ci_high,
-                   pi_low, pi_high, tau2, i2, decision_flip_share, sign_flip_share
-            FROM audits {clause} ORDER BY test, encoder, template_set""")
+                   pi_low, pi_high, tau2, i2, decision_flip_share, sign_flip_share, alpha
+            FROM audits_at {clause} ORDER BY test, encoder, template_set""")
         movers = store.frame(con, f"""
             SELECT a.test, a.template_set, a.encoder, t.frame, t.effect_size AS d_alone, t.shift,
                    t.p_value AS p_alone, t.decision_flip, t.sign_flip
-            FROM audit_templates t JOIN audits a USING (audit_id)
+            FROM audit_templates_at t JOIN audits_at a USING (audit_id)
             WHERE t.analysis = 'alone' AND t.shift IS NOT NULL {('AND ' + where) if where else ''}
-            QUALIFY row_number() OVER (PARTITION BY t.audit_id ORDER BY abs(t.shift) DESC) <= {int(top)}
-            ORDER BY a.test, a.encoder, a.template_set, abs(t.shift) DESC""")
+            QUALIFY row_number() OVER (PARTITION BY t.audit_id
+                                       ORDER BY coalesce(t.decision_flip, false) DESC, abs(t.shift) DESC) <= {int(top)}
+            ORDER BY a.test, a.encoder, a.template_set, coalesce(t.decision_flip, false) DESC, abs(t.shift) DESC""")
     except duckdb.Error as e:
         raise InputError(f"--where {where!r}: {usersql.first_line(e)}") from None
     return audits, movers

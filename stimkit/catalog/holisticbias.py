@@ -72,7 +72,70 @@ def _load(src: Path) -> dict:
             data[name] = json.loads(read_text(path))
         except json.JSONDecodeError as e:
             raise InputError(f"{path}:{e.lineno}: not valid JSON: {e.msg}") from None
+        _check_schema(name, data[name], path)
     return data
+
+
+# What each file holds (HolisticBias v1.1), as types: a file of another shape is refused with
+# its path and the item, before anything is converted ("Deaf" as a bucket is not four descriptors).
+def _schemas() -> dict:
+    from typing import Optional, Union
+
+    from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr, TypeAdapter
+
+    class Entry(BaseModel):
+        model_config = ConfigDict(extra="forbid", strict=True)
+
+    class Descriptor(Entry):
+        descriptor: StrictStr
+        gender: Optional[StrictStr] = None
+        preference: Optional[StrictStr] = None
+        article: Optional[StrictStr] = None
+
+    class Phrase(Entry):
+        noun_phrase: StrictStr
+        plural_noun_phrase: Optional[StrictStr] = None
+        preference: Optional[StrictStr] = None
+
+    class Flags(Entry):
+        must_be_noun: StrictBool = False
+        first_turn_only: StrictBool = False
+
+    return {
+        "descriptors.json": (TypeAdapter(dict[str, dict[str, list[Union[StrictStr, Descriptor]]]]),
+                             '{axis: {bucket: [descriptor, or {"descriptor", "gender", "preference", "article"}]}}'),
+        "standalone_noun_phrases.json": (TypeAdapter(dict[str, list[Union[StrictStr, Phrase]]]),
+                                         '{axis: [phrase, or {"noun_phrase", "plural_noun_phrase", "preference"}]}'),
+        "nouns.json": (TypeAdapter(dict[str, list[tuple[StrictStr, StrictStr]]]), "{group: [[singular, plural]]}"),
+        "sentence_templates.json": (TypeAdapter(dict[str, Flags]),
+                                    '{template: {"must_be_noun": true/false, "first_turn_only": true/false}}'),
+    }
+
+
+_SCHEMAS: dict = {}
+
+
+def _check_schema(name: str, value, path: Path) -> None:
+    """`value` (the JSON of file `name`) has the file's shape, or one line naming the file, the
+    item (as a JSON path) and what was expected there."""
+    from pydantic import ValidationError
+
+    if not _SCHEMAS:
+        _SCHEMAS.update(_schemas())
+    adapter, shape = _SCHEMAS[name]
+    try:
+        adapter.validate_python(value)
+    except ValidationError as e:
+        errors = e.errors()
+        # a union (a string or an object) fails on each member: report the deepest, member names left out
+        first = max(errors, key=lambda err: len(err["loc"]))
+        members = ("str", "Descriptor", "Phrase")  # the member of a list item's union pydantic tried
+        loc = [p for i, p in enumerate(first["loc"]) if not (p in members and i and isinstance(first["loc"][i - 1], int))]
+        item = "".join(f"[{p}]" if isinstance(p, int) else f"[{json.dumps(p, ensure_ascii=False)}]" for p in loc)
+        got = json.dumps(first["input"], ensure_ascii=False) if not isinstance(first["input"], (dict, list)) \
+            else type(first["input"]).__name__.replace("dict", "an object").replace("list", "a list")
+        raise InputError(f"{path}: {'item ' + item if item else 'the file'}: {first['msg'].lower()} (found "
+                         f"{got[:60]}); expected {shape}") from None
 
 
 def _q(value) -> str:
@@ -229,6 +292,12 @@ def write(folder: Path, converted: Converted, force: bool = False) -> list[Path]
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise UsageError(f"{folder}: not a folder")
+    root = folder.resolve()
+    for rel in converted.files:  # where each file really goes, links followed: nowhere outside unless forced
+        real = (folder / rel).parent.resolve() / Path(rel).name
+        if not real.is_relative_to(root) and not force:
+            raise UsageError(f"{folder / rel}: leads outside {folder} (to {real}); remove the link, or pass --force "
+                             "to write there")
     if folder.is_dir() and not force:
         present = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
         differing = [p for p in present if p not in converted.files or (folder / p).read_bytes() !=

@@ -80,6 +80,12 @@ def replace_file(path: Path, text: str) -> None:
         raise
 
 
+def _sentence_chars() -> int:
+    from ..stimuli.templates import current_limits
+
+    return current_limits().sentence_chars
+
+
 def read(path: Path, repeats: list[str] | None = None) -> dict:
     """A published-format file, checked. An example that repeats one before it is refused,
     unless `repeats` is a list: then it is left out and named there ("targ1 'idiot'")."""
@@ -97,7 +103,11 @@ def read(path: Path, repeats: list[str] | None = None) -> dict:
             raise StimkitError(f"{path}: {key!r} has a category that is not a string")
         # as word lists are: NFC, no invisible or control character, no stimulus twice
         cleaned, seen = [], {}
+        cap = _sentence_chars()
         for i, text in enumerate(entry["examples"]):
+            if len(text) > cap:  # the cap of a generated sentence holds for an imported one
+                raise StimkitError(f"{path}: {key!r} example {i + 1} is {len(text):,} characters, over {cap:,} "
+                                   "(raise it with STIMKIT_MAX_SENTENCE_CHARS)")
             text = clean_text(text, f"{path}: {key!r} example {i + 1}", "example")
             if text in seen and repeats is not None:
                 repeats.append(f"{key} {text!r}")

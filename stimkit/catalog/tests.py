@@ -256,10 +256,34 @@ def select(con, patterns: list[str] | None, everything: bool = False, source: st
     for pattern in patterns or []:
         found = [t for t in known if fnmatchcase(t.name, pattern)]
         if not found:
+            elsewhere = defined_elsewhere(con, pattern)
+            if elsewhere:
+                raise UsageError(f"no test matches {pattern!r} in the folders in force, but the store holds results of "
+                                 f"{elsewhere}: name its folder (--catalog-dir, or the study's `catalog`), or run from "
+                                 "the study's folder")
             close = suggest(pattern, [t.name for t in known]) or " (see `stimkit catalog`)"
             raise UsageError(f"no test matches {pattern!r}" + (f" among {source} tests" if source else "") + close)
         chosen.update((t.name, t) for t in found)
     return list(chosen.values())
+
+
+def defined_elsewhere(con, pattern: str) -> str | None:
+    """Where the store's results say a test of this name (or pattern) came from, when no folder
+    in force defines it: 'religion-peace from user:religion/tests/religion.toml'; else None."""
+    if con is None:
+        return None
+    try:
+        found = store.rows(con, "SELECT DISTINCT test, test_source FROM results WHERE test LIKE ? ESCAPE '\\' "
+                                "AND starts_with(test_source, 'user:') ORDER BY 1, 2 LIMIT 3", [_like(pattern)])
+    except duckdb.Error:  # a store from before test_source: nothing to say
+        return None
+    return "; ".join(f"{test} from {source}" for test, source in found) or None
+
+
+def _like(pattern: str) -> str:
+    """A shell pattern as a LIKE pattern (escape character backslash)."""
+    out = pattern.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return out.replace("*", "%").replace("?", "_")
 
 
 def select_stimuli(con, sets: list[str] | None = None, tests: list[str] | None = None, everything: bool = False) -> pl.DataFrame:

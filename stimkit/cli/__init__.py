@@ -16,11 +16,11 @@ COMMAND_MODULES = {
     "generate": "stimuli", "sets": "stimuli", "catalog": "stimuli", "export": "stimuli", "import": "stimuli",
     "templates": "stimuli",
     "encode": "encode", "encoders": "encode",
-    "test": "tests", "baseline": "tests", "results": "tests", "check": "tests", "query": "tests", "run": "tests",
+    "test": "tests", "init": "tests", "baseline": "tests", "results": "tests", "check": "tests", "query": "tests", "run": "tests",
     "audit": "audit", "wefat": "wefat", "wefat-results": "wefat", "report": "report",
     "debias": "debias",
 }
-_GLOBAL_WITH_VALUE = {"--db", "--catalog-dir"}
+_GLOBAL_WITH_VALUE = {"--db", "--catalog-dir", "--study"}
 
 
 def register(modules=MODULES):

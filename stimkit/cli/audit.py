@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import sys
 from typing import Annotated, Optional
 
 import typer
@@ -11,47 +10,51 @@ import typer
 from .. import DEFAULT_BUDGET, StimkitError
 from ..errors import UsageError
 from ..output import with_interval
-from .common import (OverrideOption, TemplateDirOption, WordlistDirOption, app, emit, emit_tables, err, format_option,
+from . import procedure
+from .common import (OverrideOption, TemplateDirOption, WordlistDirOption, app, emit, emit_tables, err, format_option, invocation, current_study, study_value,
                      handles_errors, open_store, result_lines)
 
 audit_app = typer.Typer(help="Template audits: how template choice moves d and p.", no_args_is_help=True)
 app.add_typer(audit_app, name="audit")
 
 
+@procedure.takes_procedure
 def _audit(
     compare: bool,
     test: Annotated[Optional[list[str]], typer.Option("--test", "-t", help="A test whose sets come from templates: catalog, yours or ad hoc (repeatable; templates: default the sent- Caliskan tests).")] = None,
     template_set: Annotated[Optional[list[str]], typer.Option("--template-set", "-s", help="Template set, built-in or in --template-dir (repeatable; templates: default the test's own; compare: two or more).")] = None,
-    encoder: Annotated[Optional[list[str]], typer.Option("--encoder", "-e", help="Encoder (repeatable; default: minilm).")] = None,
-    alpha: Annotated[Optional[float], typer.Option("--alpha", help="Significance level for decision flips, in (0, 1) (default: that of the study that ran the tests, else 0.01).")] = None,
-    budget: Annotated[int, typer.Option("--budget", help="Permutation sample budget.")] = DEFAULT_BUDGET,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the permutation samples.")] = 0,
     wordlist_dir: WordlistDirOption = None,
     template_dir: TemplateDirOption = None,
     override: OverrideOption = False,
     fmt: Annotated[Optional[str], format_option()] = None,
+    proc: dict = None,
 ):
     """Both audit commands, one set of options: `compare` runs each test under each template
     set as plain results; `templates` audits each template of each test."""
     from .encode import progress_for
 
-    command = " ".join(sys.argv[1:])
+    command = invocation()
+    study = current_study()
+    # the procedure as `test` takes it; alpha: typed, else the study's, else the tests' study's (Store.audit)
+    encoders = procedure.encoders(study, proc.pop("encoder"), ("minilm",))
+    values = procedure.options(study, **proc)
+    values = {k: v for k, v in values.items() if k in procedure.KEYS + ("clustered",)}
+    alpha = values.pop("alpha", None)
     with open_store(wordlist_dir=wordlist_dir, template_dir=template_dir, override=override) as store:
         if not compare:
-            run_id, _ = store.audit(test, encoder or ["minilm"], template_set, alpha, command, _audit_line, progress_for,
-                                    budget=budget, seed=seed)
+            run_id, _ = store.audit(test, encoders, template_set, alpha, command, _audit_line, progress_for, **values)
             if fmt is not None:  # the audits just stored, as `audit show` prints them
-                _show(*store.audits(f"run_id = '{run_id}'"), fmt)
+                _show(*store.audits(f"run_id = '{run_id}'", alpha=alpha), fmt)
             err.print(result_lines(f"run {run_id}:", f"see `stimkit audit show --where \"run_id = '{run_id}'\"`"),
                       highlight=False)
             return
         if not test:
             raise UsageError("compare needs the tests to compare: --test/-t (repeatable)")
         alpha = alpha if alpha is not None else store.study_alpha(test)
-        run_id, rows = store.audit_compare(test, list(template_set or []), encoder or ["minilm"], alpha, command,
-                                           progress_for, budget=budget, seed=seed)
+        run_id, rows = store.audit_compare(test, list(template_set or []), encoders, alpha, command,
+                                           progress_for, **values)
     emit(rows, fmt, title=f"d and p by template set (shift and flips against {template_set[0]}; alpha {alpha})",
-         keep=("d", "p", "significant"))
+         keep=("d", "ci_low", "ci_high", "p", "significant"))
     err.print(f"run {run_id}", highlight=False)
 
 
@@ -62,7 +65,7 @@ def _audit_line(a) -> None:
     err.print(result_lines(f"{a.test}  {a.template_set}  {a.encoder}",
                            f"full test d={with_interval(f'{a.full_d:+.2f}', *a.full_ci)} p={a.full_p:.2g} "
                            f"templates={a.n_templates}",
-                           f"pooled d={pooled} decision flips={flips}"), highlight=False)
+                           f"pooled d={pooled} decision flips at alpha {a.alpha:g}={flips}"), highlight=False)
 
 
 def _register(name: str, compare: bool, doc: str) -> None:
@@ -94,7 +97,6 @@ _register("compare", True, """Run the same test under each template set and show
 def audit_perturb_cmd(
     test: Annotated[Optional[list[str]], typer.Option("--test", "-t", help="A test whose sets come from one template set (repeatable).")] = None,
     encoder: Annotated[Optional[list[str]], typer.Option("--encoder", "-e", help="Encoder (repeatable; default: the study's, else minilm).")] = None,
-    study: Annotated[Optional[str], typer.Option("--study", help="A study file (or built-in study): its sentence tests, encoders and alpha.")] = None,
     rule: Annotated[Optional[list[str]], typer.Option("--rule", help="Only these rewording rules or paraphrases (repeatable; default: all).")] = None,
     max_variants: Annotated[Optional[int], typer.Option("--max-variants", help="The bound on a family's size (default: the set's perturb.max_variants, else 40).", min=1)] = None,
     alpha: Annotated[Optional[float], typer.Option("--alpha", help="Significance level of the decision flips, p <= alpha (default: the study's, else 0.01).")] = None,
@@ -119,7 +121,15 @@ def audit_perturb_cmd(
     """
     from .encode import progress_for
 
-    command = " ".join(sys.argv[1:])
+    command = invocation()
+    # the study in force (--study, $STIMKIT_STUDY, study.toml here or above): without --test its
+    # sentence tests; with --test, its encoders and alpha
+    found, study = current_study(), None
+    if found is not None and not test:
+        study = found.path or found.name
+    elif found is not None:
+        encoder = encoder or list(found.encoders)
+        alpha = alpha if alpha is not None else found.alpha
     if dry_run:
         if not test:
             raise UsageError("--dry-run needs the tests: --test/-t")
@@ -195,6 +205,7 @@ def audit_show_cmd(
     top: Annotated[int, typer.Option("--top", help="Templates listed per audit.")] = 3,
     movers: Annotated[bool, typer.Option("--templates", help="Only the templates that move each test most.")] = False,
     variants: Annotated[bool, typer.Option("--variants", help="Only the wording audits' variants: d, p, relative change, flips.")] = False,
+    alpha: Annotated[Optional[float], typer.Option("--alpha", help="Decision flips at this alpha, recomputed from the stored p (default: the study's, else each audit's own).")] = None,
     fmt: Annotated[Optional[str], format_option()] = None,
 ):
     """A summary of audits: pooled d, tau2, I2, flip rates, and the templates that move each test most.
@@ -208,6 +219,7 @@ def audit_show_cmd(
       stimkit audit show --templates --format csv
       stimkit audit show --variants --where "test = 'sent-weat6'"
     """
+    alpha = alpha if alpha is not None else study_value("alpha")
     if variants:
         with open_store(read_only=True) as store:
             rows = store.wording_variants(where)
@@ -216,7 +228,7 @@ def audit_show_cmd(
         emit(rows, fmt, title="Wording audits: d and p under each rewording (the original first)", keep=("d", "p"))
         return
     with open_store(read_only=True) as store:
-        audits, movers_df = store.audits(where, top)
+        audits, movers_df = store.audits(where, top, alpha)
         wording = rankings = None
         if not movers:  # wording audits (`audit perturb`) too, where --where reads their table
             try:
@@ -227,7 +239,7 @@ def audit_show_cmd(
     if wording is not None and wording.height:
         tables = {"audits": audits.drop("audit_id"), "templates": movers_df} if audits.height else {}
         tables.update(wording=wording, **({"rankings": rankings} if rankings.height else {}))
-        emit_tables(tables, fmt, titles={"audits": AUDITS_TITLE, "templates": TEMPLATES_TITLE,
+        emit_tables(tables, fmt, titles={"audits": audits_title(audits), "templates": TEMPLATES_TITLE,
                                          "wording": WORDING_TITLE, "rankings": RANKINGS_TITLE},
                     options={"templates": KEEP_TEMPLATES})
         return
@@ -237,8 +249,15 @@ def audit_show_cmd(
     _show(audits, movers_df, fmt, movers)
 
 
-AUDITS_TITLE = "Template audits: the full test, the pooled d over its templates, flip rates"
-TEMPLATES_TITLE = "Templates that move each test most (alone, ranked by |d_alone - d|)"
+TEMPLATES_TITLE = "Templates that move each test most (alone: those that flip the decision first, then by |d_alone - d|)"
+
+
+def audits_title(audits) -> str:
+    """The audits table's title, with the alpha its flip rates are at."""
+    at = ", ".join(sorted({f"{a:g}" for a in audits["alpha"]})) if "alpha" in audits.columns and audits.height else ""
+    return "Template audits: the full test, the pooled d over its templates, flip rates" + (f" at alpha {at}" if at else "")
+
+
 KEEP_TEMPLATES = {"keep": ("d_alone", "decision_flip")}  # what a narrow terminal never drops
 
 
@@ -248,4 +267,4 @@ def _show(audits, movers_df, fmt, movers_only: bool = False) -> None:
         emit(movers_df, fmt, title=TEMPLATES_TITLE, **KEEP_TEMPLATES)
     else:
         emit_tables({"audits": audits.drop("audit_id"), "templates": movers_df}, fmt,
-                    titles={"audits": AUDITS_TITLE, "templates": TEMPLATES_TITLE}, options={"templates": KEEP_TEMPLATES})
+                    titles={"audits": audits_title(audits), "templates": TEMPLATES_TITLE}, options={"templates": KEEP_TEMPLATES})

@@ -124,13 +124,19 @@ def open_store(read_only: bool = False, allow_files: bool = False, **inputs):
     from ..store.staging import Staging
 
     path = db_path()
-    staging = next((s for _, s in _opened if s is not None and s.path == path), None)
+    found = current_study()
+    if found is not None:  # the study's folders, where the command's own flags do not name others
+        for key, value in (("wordlist_dir", found.wordlist_dir), ("template_dir", found.template_dir)):
+            if inputs.get(key) is None and value is not None:
+                inputs[key] = value
+    staging = next((s for _, s in _opened if s is not None and s.path in (path, path.resolve())), None)
     if staging is None and not read_only and not path.exists():
-        staging = Staging.start(path)  # built beside the path, moved there when the command ends
+        staging = Staging.start(path, lambda message: err.print(message, highlight=False))  # built beside
+        # the path, moved there when the command ends; None: another command made it meanwhile
     try:
         opened = Store(staging.staged if staging else path, read_only, allow_files=allow_files,
                        on_wait=lambda message: err.print(message, highlight=False),
-                       catalog_dir=state.get("catalog_dir"), **inputs)
+                       catalog_dir=catalog_dir(), **inputs)
     except BaseException as e:
         if staging is not None and not any(s is staging for _, s in _opened):
             staging.finish(keep=False)
@@ -148,6 +154,13 @@ def open_store(read_only: bool = False, allow_files: bool = False, **inputs):
 _opened: list = []
 
 
+def _not_an_option(ctx, param, value):
+    """`--db --catalog-dir x`: a value that is another option is a forgotten value (exit 2)."""
+    if isinstance(value, (str, Path)) and str(value).startswith("--"):
+        raise typer.BadParameter(f"{param.opts[0]} needs a value, not the option {str(value)!r}", ctx, param)
+    return value
+
+
 def _print_version(value: bool):
     if value:
         out.print(f"stimkit {__version__}", highlight=False)
@@ -160,6 +173,9 @@ def _print_version(value: bool):
 GLOBAL_OPTIONS = {
     "db": ("--db", "STIMKIT_DB", "The DuckDB store (default ./stimkit.duckdb)."),
     "catalog_dir": ("--catalog-dir", "STIMKIT_CATALOG_DIR", "Folder of your own test definitions (TOML, the catalog's format)."),
+    "study": ("--study", "STIMKIT_STUDY", "The study file (or a built-in study) that gives commands their folders, "
+                                          "tests, encoders, alpha and baseline (default: study.toml here or in "
+                                          "the nearest folder above)."),
     "debug": ("--debug", None, "Show the traceback of an unexpected error (a flag: no value)."),
 }
 GLOBAL_PANEL = "Global options (before or after the command)"
@@ -168,9 +184,11 @@ GLOBAL_PANEL = "Global options (before or after the command)"
 @app.callback()
 def main_options(
     db: Annotated[Optional[Path], typer.Option(GLOBAL_OPTIONS["db"][0], envvar=GLOBAL_OPTIONS["db"][1],
-                                               help=GLOBAL_OPTIONS["db"][2])] = None,
+                                               help=GLOBAL_OPTIONS["db"][2], callback=_not_an_option)] = None,
     catalog_dir: Annotated[Optional[Path], typer.Option(GLOBAL_OPTIONS["catalog_dir"][0], envvar=GLOBAL_OPTIONS["catalog_dir"][1],
-                                                        help=GLOBAL_OPTIONS["catalog_dir"][2])] = None,
+                                                        help=GLOBAL_OPTIONS["catalog_dir"][2], callback=_not_an_option)] = None,
+    study: Annotated[Optional[str], typer.Option(GLOBAL_OPTIONS["study"][0], envvar=GLOBAL_OPTIONS["study"][1],
+                                                 help=GLOBAL_OPTIONS["study"][2], callback=_not_an_option)] = None,
     debug: Annotated[bool, typer.Option(GLOBAL_OPTIONS["debug"][0], help=GLOBAL_OPTIONS["debug"][2])] = False,
     version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
                                           help="Print the version and exit.")] = False,
@@ -178,6 +196,8 @@ def main_options(
     state["db"] = db
     state["debug"] = debug
     state["catalog_dir"] = catalog_dir
+    state["study"] = study
+    state.pop("study_in_force", None)  # found again for this command (CliRunner runs many in one process)
 
 
 def _global_after(
@@ -185,6 +205,8 @@ def _global_after(
                                                rich_help_panel=GLOBAL_PANEL)] = None,
     catalog_dir: Annotated[Optional[Path], typer.Option(GLOBAL_OPTIONS["catalog_dir"][0], help=GLOBAL_OPTIONS["catalog_dir"][2],
                                                         rich_help_panel=GLOBAL_PANEL)] = None,
+    study: Annotated[Optional[str], typer.Option(GLOBAL_OPTIONS["study"][0], help=GLOBAL_OPTIONS["study"][2],
+                                                 rich_help_panel=GLOBAL_PANEL)] = None,
     debug: Annotated[bool, typer.Option(GLOBAL_OPTIONS["debug"][0], help=GLOBAL_OPTIONS["debug"][2],
                                         rich_help_panel=GLOBAL_PANEL)] = False,
 ):
@@ -200,8 +222,11 @@ def global_params_after() -> tuple:
     params = typer.main.get_command(probe).params
 
     def setter(ctx, param, value):
+        _not_an_option(ctx, param, value)
         if value is not None and value is not False:
             state[param.name] = value
+            if param.name == "study":
+                state.pop("study_in_force", None)
         return value
 
     for param in params:
@@ -216,6 +241,10 @@ class GlobalAfterCommand(typer.core.TyperCommand):
         super().__init__(*args, **kwargs)
         self.params.extend(global_params_after())
 
+    def parse_args(self, ctx, args):
+        ctx.meta[_ARGS] = list(args)  # the command's own words, as typed: `invocation` records them
+        return super().parse_args(ctx, args)
+
 
 class GlobalAfterGroup(typer.core.TyperGroup):
     """A command group (`results`, `audit`, ...) that also takes the global options after its name."""
@@ -223,6 +252,41 @@ class GlobalAfterGroup(typer.core.TyperGroup):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.params.extend(global_params_after())
+
+    def parse_args(self, ctx, args):
+        ctx.meta[_ARGS] = list(args)
+        return super().parse_args(ctx, args)
+
+
+_ARGS = "stimkit.args"
+_GLOBAL_VALUED = ("--db", "--catalog-dir", "--study")
+
+
+def invocation() -> str:
+    """The command as parsed, for the store's record: the command's path (`audit templates`)
+    and its own arguments, the global options left out wherever they were typed
+    (`stimkit --db s.duckdb baseline weat6` records `baseline weat6`)."""
+    import shlex
+
+    from typer._click.globals import get_current_context
+
+    ctx = get_current_context()
+    path = []
+    node = ctx
+    while node.parent is not None:
+        path.append(node.info_name)
+        node = node.parent
+    words, args, skip = list(reversed(path)), [], False
+    for arg in ctx.meta.get(_ARGS, []):
+        if skip:
+            skip = False
+        elif arg in _GLOBAL_VALUED:
+            skip = True
+        elif arg == "--debug" or arg.split("=", 1)[0] in _GLOBAL_VALUED:
+            continue
+        else:
+            args.append(arg)
+    return shlex.join(words + args)
 
 
 WordlistDirOption = Annotated[Optional[Path], typer.Option(
@@ -234,7 +298,57 @@ OverrideOption = Annotated[bool, typer.Option(
 
 
 def db_path() -> Path:
-    return state["db"] or default_db()
+    """--db, else $STIMKIT_DB, else the store beside the study file in force (stimkit.duckdb in
+    its folder, so a command finds it from any folder below), else ./stimkit.duckdb."""
+    import os
+
+    if state.get("db") or os.environ.get("STIMKIT_DB"):
+        return state.get("db") or default_db()
+    try:
+        found = current_study()
+    except StimkitError:  # a broken study file is said by the command that reads it
+        found = None
+    if found is not None and found.path is not None and not _builtin(found):
+        return found.path.parent / default_db().name
+    return default_db()
+
+
+def _builtin(found) -> bool:
+    from ..paths import data_dir
+
+    return found.path.parent.resolve() == (data_dir("queries") / "studies").resolve()
+
+
+def catalog_dir():
+    """--catalog-dir, else the study's `catalog` folder, else None (the store then reads
+    $STIMKIT_CATALOG_DIR)."""
+    if state.get("catalog_dir") is not None:
+        return state["catalog_dir"]
+    found = current_study()
+    return found.catalog_dir if found is not None else None
+
+
+def current_study():
+    """The study in force for this command (--study, $STIMKIT_STUDY, or study.toml found from
+    the working directory up), loaded once; None without one."""
+    if "study_in_force" not in state:
+        from ..study import study as studies
+
+        try:
+            state["study_in_force"] = studies.in_force(state.get("study"))
+        except StimkitError as e:  # said by every later call too: a broken study file never falls back to none
+            state["study_in_force"] = e
+    if isinstance(state["study_in_force"], StimkitError):
+        raise state["study_in_force"]
+    return state["study_in_force"]
+
+
+def study_value(key: str, default=None):
+    """A key of the study in force (alpha, correction, encoders, ...), else `default`: a flag the
+    user typed is passed instead, so it overrides the key."""
+    found = current_study()
+    value = getattr(found, key, None) if found is not None else None
+    return default if value is None or value == () else value
 
 
 # Lines a person reads as a command runs (a result each) fit an 80-column terminal.

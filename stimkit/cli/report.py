@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..checks import CORRECTIONS, REPORT_FORMATS, check_choice, choices
-from .common import app, check_alpha, check_correction, count, err, handles_errors, open_store, out
+from .common import app, check_alpha, check_correction, count, current_study, err, handles_errors, open_store, out
 
 
 @app.command("report")
@@ -22,17 +22,25 @@ def report_cmd(
     test: Annotated[Optional[list[str]], typer.Option("--test", "-t", help="Add a strip plot of s(w) for this test (repeatable).")] = None,
     audit: Annotated[bool, typer.Option("--audit", help="Add template-audit forest plots (of the --test tests, or all).")] = False,
     force: Annotated[bool, typer.Option("--force", help="Replace the report in a non-empty output folder.")] = False,
-    study: Annotated[Optional[str], typer.Option("--study", help="Report a study's latest run (a built-in study or a study file), with its correction and alpha.")] = None,
 ):
-    """Write DIR/report.html (figures inline, no network), DIR/figures/* and DIR/tables/* (Table 4 as markdown, LaTeX, CSV)."""
+    """Write DIR/report.html (figures inline, no network), DIR/figures/* and DIR/tables/* (Table 4 as markdown, LaTeX, CSV).
+
+    With a study in force (--study, $STIMKIT_STUDY, or study.toml found from here up): its
+    latest run where the store has one, else the whole family, at its alpha and correction."""
     if correct is not None:
         check_correction(correct)
     if alpha is not None:
         check_alpha(alpha)
     for f in fmt or ():
         check_choice(f, REPORT_FORMATS, "--format", "format")
+    study = in_force = current_study()
     with open_store(read_only=True) as store:
-        written = store.report(out_dir, where, correct, alpha, fmt, test, audit, force, study)
+        if study is not None and not store.has_study_run(study):  # tests run one by one in the study's folder
+            correct, alpha = correct or study.correction, alpha if alpha is not None else study.alpha
+            study = None
+        written = store.report(out_dir, where, correct, alpha, fmt, test, audit, force, study,
+                               display=getattr(in_force, "display", None), heads=getattr(in_force, "heads", None),
+                               baseline=getattr(in_force, "baseline_key", None))
     for note in written.notes:
         err.print(note, highlight=False, markup=False)
     err.print(f"{count(len(written.figures), 'figure file')}, {count(len(written.tables), 'table')} in {out_dir}", highlight=False)

@@ -9,7 +9,7 @@ import typer
 
 from ..checks import BALANCE_POLICIES, UNITS, check_choice, choices
 from ..errors import UsageError
-from .common import app, count, db_path, emit, emit_tables, err, format_option, handles_errors, open_store, out, state
+from .common import app, catalog_dir, count, db_path, emit, emit_tables, err, format_option, handles_errors, open_store, out, state
 
 catalog_app = typer.Typer(help="The test catalog: list tests, show their set queries.", invoke_without_command=True)
 export_app = typer.Typer(help="Export stimulus sets in other tools' formats.")
@@ -40,6 +40,7 @@ def generate_cmd(
     max_per_template: Annotated[Optional[int], typer.Option("--max-per-template", help="Most sentences one template file may yield in a set (default 100000; env STIMKIT_MAX_PER_TEMPLATE).")] = None,
     max_per_set: Annotated[Optional[int], typer.Option("--max-per-set", help="Most sentences in one set (default 1000000; env STIMKIT_MAX_PER_SET).")] = None,
     max_render_seconds: Annotated[Optional[float], typer.Option("--max-render-seconds", help="Longest time to render one sentence (default 5; env STIMKIT_MAX_RENDER_SECONDS).")] = None,
+    max_combinations: Annotated[Optional[int], typer.Option("--max-combinations", help="Most combinations of slot words in a multi-slot set, before its constraints (default 10000000; env STIMKIT_MAX_COMBINATIONS).")] = None,
 ):
     """Render word lists through template sets into versioned stimulus sets (a no-op when nothing changed).
 
@@ -54,7 +55,7 @@ def generate_cmd(
     from ..stimuli.templates import Limits, current_limits, use_limits
 
     asked = {"sentence_chars": max_sentence_chars, "per_template": max_per_template, "per_set": max_per_set,
-             "render_seconds": max_render_seconds}
+             "render_seconds": max_render_seconds, "combinations": max_combinations}
     for key, value in asked.items():
         if value is not None and not value > 0:
             raise UsageError(f"{Limits.OPTIONS[key][0]} must be > 0, not {value}")
@@ -97,10 +98,10 @@ def templates_cmd(
 @handles_errors
 def sets_cmd(
     all_versions: Annotated[bool, typer.Option("--all", help="Every version, not only the current ones.")] = False,
-    like: Annotated[Optional[str], typer.Argument(help="Only sets whose name contains this.")] = None,
+    like: Annotated[Optional[list[str]], typer.Argument(help="Only sets whose name contains one of these.")] = None,
     diagnose: Annotated[bool, typer.Option("--diagnose", help="What the sets' words are made of: Zipf frequency (mean, SD), OOV share per static encoder, subword counts per tokenizer, split-half reliability where a result exists.")] = False,
     encoder: Annotated[Optional[list[str]], typer.Option("--encoder", "-e", help="With --diagnose: encoders whose vocabulary or tokenizer to use (default: those with vectors in the store).")] = None,
-    language: Annotated[str, typer.Option("--language", help="With --diagnose: the words' language (wordfreq's code).")] = "en",
+    language: Annotated[Optional[str], typer.Option("--language", help="With --diagnose: the words' language (wordfreq's code; default: each set's own).")] = None,
     fmt: Annotated[Optional[str], format_option()] = None,
 ):
     """List stimulus sets with their versions and counts, or (--diagnose) what their words are made of.
@@ -118,19 +119,31 @@ def sets_cmd(
       stimkit sets names --diagnose -e glove-6b-50d -e minilm
     """
     if not diagnose:
-        if encoder or language != "en":
+        if encoder or language is not None:
             raise UsageError("--encoder and --language go with --diagnose")
         with open_store(read_only=True) as store:
-            emit(store.sets(like, all_versions), fmt)
+            emit(_each(like, lambda one: store.sets(one, all_versions)), fmt)
         return
     if all_versions:
         raise UsageError("--diagnose describes the current sets: leave out --all")
     with open_store(read_only=True) as store:
-        profiles, reliability, notes = store.diagnose_sets(like, encoder, language)
+        found = [store.diagnose_sets(one, encoder, language) for one in like or [None]]
+    profiles, reliability = (_each(like, lambda one, i=i: found[(like or [None]).index(one)][i]) for i in (0, 1))
+    notes = list(dict.fromkeys(n for f in found for n in f[2]))
     for note in notes:
         err.print(note, highlight=False)
     emit_tables({"sets": profiles, "reliability": reliability}, fmt, options={"sets": {"keep": ("set", "zipf_mean")}},
                 titles={"reliability": "split-half reliability (Spearman-Brown) of target sets in the latest results"})
+
+
+def _each(names, frame_of):
+    """One frame over several name fragments (`sets a b`): each one's rows, a set once."""
+    import polars as pl
+
+    frames = [frame_of(one) for one in (names or [None])]
+    whole = pl.concat([f for f in frames if f.height], how="diagonal_relaxed") if any(f.height for f in frames) \
+        else frames[0]
+    return whole.unique(maintain_order=True) if whole.height else whole
 
 
 @catalog_app.callback()
@@ -150,7 +163,7 @@ def catalog_list(
         return
     from ..catalog import tests as catalog
 
-    df = catalog.table(catalog_con(), paper, state.get("catalog_dir"))
+    df = catalog.table(catalog_con(), paper, catalog_dir())
     # the four sets are what a test compares: a narrow terminal folds them, never drops them
     emit(df, fmt, ["test", "context", "family", "X", "Y", "A", "B"] if fmt in (None, "table") else None,
          keep=("X", "Y", "A", "B"))
@@ -166,7 +179,7 @@ def catalog_show(name: str):
     from ..catalog import tests as catalog
 
     con = catalog_con()
-    test = catalog.get(con, name, state.get("catalog_dir"))
+    test = catalog.get(con, name, catalog_dir())
     out.print(f"{test.name}  context={test.context} family={test.family} balance={test.balance} source={test.source}",
               highlight=False)
     for r in catalog.sizes(con, test).iter_rows(named=True):
@@ -301,6 +314,8 @@ def import_holisticbias(
 
     from ..stimuli.templates import current_limits, use_limits
 
+    if max_per_set is not None and not max_per_set > 0:
+        raise UsageError(f"--max-per-set must be > 0, not {max_per_set}")
     limits = dataclasses.replace(current_limits(), **({"per_set": max_per_set} if max_per_set else {}))
     if no_generate:  # no store opened: only the files
         from ..catalog import holisticbias

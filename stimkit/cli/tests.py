@@ -13,7 +13,9 @@ from ..checks import (ALTERNATIVES, BALANCE_POLICIES, CENTERINGS, CONTEXTS, CORR
                       RESULT_KINDS, SOURCES, UNITS, choices)
 from .common import (OverrideOption, TemplateDirOption, WordlistDirOption, app, check_alpha, check_correction,
                      count as _count, db_path, emit, emit_document, emit_tables, err, family_line, format_option,
-                     handles_errors, open_store, print_rows, result_lines)
+                     handles_errors, invocation, open_store, out, print_rows, result_lines, current_study, study_value)
+from . import procedure
+from .procedure import OUTPUT, PROCEDURE, WHAT
 
 AlphaOption = Annotated[float, typer.Option("--alpha", help="Significance level, in (0, 1).")]
 ReadAlphaOption = Annotated[Optional[float], typer.Option(
@@ -105,14 +107,29 @@ def baseline_line(b, reused: bool = False) -> str:
                         f"random words {b.d_y:+.2f}")
 
 
-def finish(report) -> None:
-    """The run's notes, warnings and summary line; exit 1 when any test or encoder failed."""
+SUMMARY_LINES = 3  # `stimkit run`: more warnings or baselines than this are a count with the command that lists them
+
+
+def finish(report, summary: bool = False) -> None:
+    """The run's notes, warnings and summary line; exit 1 when any test or encoder failed.
+    `summary` (`stimkit run`): many warnings or baselines become a line each saying how many."""
     for note in report.notes:
         err.print(result_lines(note), highlight=False)
-    for warning in report.warnings:  # stimulus diagnostics: X and Y differ in frequency or length
-        err.print(result_lines(f"warning: {warning}"), highlight=False)
-    for b in report.baselines:
-        err.print(baseline_line(b, b.baseline_id in report.reused), highlight=False)
+    if summary and len(report.warnings) > SUMMARY_LINES:
+        tests = sorted({w.split(":")[0].removeprefix("test ") for w in report.warnings})
+        err.print(result_lines(f"warning: {_count(len(report.warnings), 'stimulus warning')} (X and Y differ in word "
+                               f"frequency or length) in {_count(len(tests), 'test')}: `stimkit sets --diagnose` shows "
+                               "the sets' frequencies, `stimkit test NAME` says each"), highlight=False)
+    else:
+        for warning in report.warnings:  # stimulus diagnostics: X and Y differ in frequency or length
+            err.print(result_lines(f"warning: {warning}"), highlight=False)
+    if summary and len(report.baselines) > SUMMARY_LINES:
+        err.print(result_lines(f"{_count(len(report.baselines), 'matched baseline')}: `stimkit results --run "
+                               f"{report.run_id} --columns test,encoder,d,baseline_percentile,baseline_fpr` lists them"),
+                  highlight=False)
+    else:
+        for b in report.baselines:
+            err.print(baseline_line(b, b.baseline_id in report.reused), highlight=False)
     if report.run_id:
         err.print(result_lines(f"run {report.run_id}: {_count(len(report.results), 'result')} from "
                                f"{_count(report.n_tests, 'test')} x {_count(report.n_encoders, 'encoder')}, "
@@ -126,40 +143,32 @@ def finish(report) -> None:
 
 @app.command("test")
 @handles_errors
+@procedure.takes_procedure
 def test_cmd(
     patterns: Annotated[Optional[list[str]], typer.Argument(
         help="Tests by name or shell-style pattern over catalog and imported tests ('sent-weat*', '*angry*').")] = None,
-    everything: Annotated[bool, typer.Option("--all", help="Every test: the catalog and imported ones.")] = False,
-    source: Annotated[Optional[str], typer.Option("--source", help=f"Only the tests of one source: {choices(SOURCES)}.")] = None,
-    encoder: Annotated[Optional[list[str]], typer.Option("--encoder", "-e", help="Encoder spec (repeatable).")] = None,
-    x: Annotated[Optional[str], typer.Option("--x", help="Ad-hoc test: SQL or set name for the target set X.")] = None,
-    y: Annotated[Optional[str], typer.Option("--y", help="Ad-hoc test: SQL or set name for the target set Y.")] = None,
-    a: Annotated[Optional[str], typer.Option("--a", help="Ad-hoc test: SQL or set name for the attribute set A.")] = None,
-    b: Annotated[Optional[str], typer.Option("--b", help="Ad-hoc test: SQL or set name for the attribute set B.")] = None,
-    name: Annotated[str, typer.Option("--name", help="Name of the ad-hoc test (stored: `stimkit test NAME` runs it again).")] = "adhoc",
-    save: Annotated[Optional[Path], typer.Option("--save", help="Write the test's definition as TOML (for a --catalog-dir folder).")] = None,
-    cross_lingual: Annotated[bool, typer.Option("--cross-lingual", help="Ad-hoc test: targets in one language, attributes in another, on purpose (else refused).")] = False,
-    context: Annotated[Optional[str], typer.Option("--context", help=f"{choices(CONTEXTS)} (a sentence test's inserted word; c-word:<slot>: that slot's word of a multi-slot set; default: the test's own; an ad-hoc test of four list@word sets is word).")] = None,
-    budget: Annotated[int, typer.Option("--budget", help="Permutation sample budget.")] = DEFAULT_BUDGET,
-    method: Annotated[str, typer.Option("--method", help=f"{choices(P_METHODS)}.")] = "auto",
-    alternative: Annotated[Optional[str], typer.Option("--alternative", help=f"{choices(ALTERNATIVES)} (default: the test's own, else greater).")] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the permutation samples and bootstrap draws (never of the cut).")] = 0,
-    units: Annotated[Optional[str], typer.Option("--units", help=f"{choices(UNITS)}: what a sentence test's permutation moves (default: the test's own, else words: whole words with their sentences; the published tests: sentences). A word test's unit is the word.")] = None,
-    clustered: Annotated[bool, typer.Option("--clustered", help="The same as --units words (kept for old scripts).")] = False,
-    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates for a CI of d (0: none).")] = 0,
-    balance: Annotated[Optional[str], typer.Option("--balance", help=f"{choices(BALANCE_POLICIES)} (default: the test's).")] = None,
-    cut_seed: Annotated[int, typer.Option("--cut-seed", help="Which items balance=cut drops (default 0: fixed per test).")] = 0,
-    cuts: Annotated[int, typer.Option("--cuts", help="Also run K independent cuts and store the spread of d and p.")] = 1,
-    alpha: AlphaOption = 0.01,
-    center: Annotated[Optional[str], typer.Option("--center", help=f"Centre the vectors before cosines: {choices(CENTERINGS)} (abtt:K also removes the reference's top K directions).")] = None,
-    center_ref: Annotated[str, typer.Option("--center-ref", help="The centring reference: test (the test's own four sets) or a set name or SELECT.")] = "test",
-    metric: Annotated[Optional[str], typer.Option("--metric", help=f"Association metrics, comma-separated: {', '.join(METRIC_NAMES)} (one result each; default: the test's own, else weat).")] = None,
-    baseline: Annotated[int, typer.Option("--baseline", help="Also a matched random baseline of K pairs per result (stored, reused; see `stimkit baseline`); 0: none.")] = 0,
+    everything: Annotated[bool, typer.Option("--all", help="Every test: the catalog and imported ones.", rich_help_panel=WHAT)] = False,
+    source: Annotated[Optional[str], typer.Option("--source", help=f"Only the tests of one source: {choices(SOURCES)}.", rich_help_panel=WHAT)] = None,
+    x: Annotated[Optional[str], typer.Option("--x", help="Ad-hoc test: SQL or set name for the target set X.", rich_help_panel=WHAT)] = None,
+    y: Annotated[Optional[str], typer.Option("--y", help="Ad-hoc test: SQL or set name for the target set Y.", rich_help_panel=WHAT)] = None,
+    a: Annotated[Optional[str], typer.Option("--a", help="Ad-hoc test: SQL or set name for the attribute set A.", rich_help_panel=WHAT)] = None,
+    b: Annotated[Optional[str], typer.Option("--b", help="Ad-hoc test: SQL or set name for the attribute set B.", rich_help_panel=WHAT)] = None,
+    name: Annotated[str, typer.Option("--name", help="Name of the ad-hoc test (stored: `stimkit test NAME` runs it again).", rich_help_panel=WHAT)] = "adhoc",
+    save: Annotated[Optional[Path], typer.Option("--save", help="Write the test's definition as TOML (for a --catalog-dir folder).", rich_help_panel=OUTPUT)] = None,
+    cross_lingual: Annotated[bool, typer.Option("--cross-lingual", help="Ad-hoc test: targets in one language, attributes in another, on purpose (else refused).", rich_help_panel=WHAT)] = False,
+    context: Annotated[Optional[str], typer.Option("--context", help=f"{choices(CONTEXTS)} (a sentence test's inserted word; c-word:<slot>: that slot's word of a multi-slot set; default: the test's own; an ad-hoc test of four list@word sets is word).", rich_help_panel=WHAT)] = None,
+    bootstrap: Annotated[Optional[int], typer.Option("--bootstrap", help="Bootstrap replicates for a CI of d (0: none).", rich_help_panel=PROCEDURE)] = None,
+    cuts: Annotated[Optional[int], typer.Option("--cuts", help="Also run K independent cuts and store the spread of d and p.", rich_help_panel=PROCEDURE)] = None,
+    center: Annotated[Optional[str], typer.Option("--center", help=f"Centre the vectors before cosines: {choices(CENTERINGS)} (abtt:K also removes the reference's top K directions).", rich_help_panel=PROCEDURE)] = None,
+    center_ref: Annotated[Optional[str], typer.Option("--center-ref", help="The centring reference: test (the test's own four sets) or a set name or SELECT.", rich_help_panel=PROCEDURE)] = None,
+    metric: Annotated[Optional[str], typer.Option("--metric", help=f"Association metrics, comma-separated: {', '.join(METRIC_NAMES)} (one result each; default: the test's own, else weat).", rich_help_panel=WHAT)] = None,
+    baseline: Annotated[Optional[int], typer.Option("--baseline", help="Also a matched random baseline of K pairs per result (stored, reused; see `stimkit baseline`); 0: none (default: the study's [baseline] sets).", rich_help_panel=PROCEDURE)] = None,
     wordlist_dir: WordlistDirOption = None,
     template_dir: TemplateDirOption = None,
     override: OverrideOption = False,
-    rerun: Annotated[bool, typer.Option("--rerun", help="Re-run one result (the report's recipe): the ad-hoc test may carry a test's name (its seed streams and cut derive from it) and is not stored, so it never stands in for that test.")] = False,
-    verbose: Annotated[bool, typer.Option("--verbose/--quiet", "-v/-q", help="A line per result.")] = True,
+    rerun: Annotated[bool, typer.Option("--rerun", help="Re-run one result (the report's recipe): the ad-hoc test may carry a test's name (its seed streams and cut derive from it) and is not stored, so it never stands in for that test.", rich_help_panel=OUTPUT)] = False,
+    verbose: Annotated[bool, typer.Option("--verbose/--quiet", "-v/-q", help="A line per result.", rich_help_panel=OUTPUT)] = True,
+    proc: dict = None,
 ):
     """Run association tests (catalog, imported or ad-hoc) for one or more encoders; results go to the store.
 
@@ -172,41 +181,42 @@ def test_cmd(
 
     from ..stats.metrics import parse_metrics
 
-    opts = Options(budget=budget, method=method, alternative=alternative, seed=seed, clustered=clustered, units=units,
-                   bootstrap=bootstrap, balance=balance, cut_seed=cut_seed, cuts=cuts, alpha=alpha,
-                   metrics=tuple(parse_metrics(metric)) if metric else None, center=center, center_ref=center_ref)
+    study = current_study()
+    encoder = proc.pop("encoder")
+    typed = {k for k, v in proc.items() if v is not None and v is not False} | ({"units"} if proc["clustered"] else set())
+    # the study's [options."<pattern>"]: a test's own units and alternative, where no flag says otherwise
+    per_test = None if study is None or not study.per_test else \
+        (lambda t: {k: v for k, v in study.options_for(t.name).items() if k not in typed})
+    opts = Options(**procedure.options(study, **proc, bootstrap=bootstrap, cuts=cuts,
+                                       metrics=tuple(parse_metrics(metric)) if metric else None, center=center,
+                                       center_ref=center_ref))
+    if baseline is None and study is not None:
+        baseline = study.baseline
     with open_store(wordlist_dir=wordlist_dir, template_dir=template_dir, override=override) as store:
         bar, callbacks = progress_callbacks(verbose)
         with bar:
-            report = store.test(patterns, encoders=encoder or ["glove-6b-50d"], everything=everything, source=source,
-                                x=x, y=y, a=a, b=b, name=name, context=context, command=" ".join(sys.argv[1:]),
+            report = store.test(patterns, encoders=procedure.encoders(study, encoder), everything=everything,
+                                source=source, x=x, y=y, a=a, b=b, name=name, context=context, command=invocation(),
                                 options=opts, save=save, cross_lingual=cross_lingual, rerun=rerun,
-                                baseline=baseline or None, **callbacks)
-    warn_cannot_reject(report, alpha)
+                                baseline=baseline or None, per_test=per_test, **callbacks)
+    warn_cannot_reject(report, opts.alpha)
     finish(report)
 
 
 @app.command("baseline")
 @handles_errors
+@procedure.takes_procedure
 def baseline_cmd(
     patterns: Annotated[list[str], typer.Argument(help="Tests by name or shell-style pattern.")],
-    encoder: Annotated[Optional[list[str]], typer.Option("--encoder", "-e", help="Encoder spec (repeatable).")] = None,
-    sets: Annotated[int, typer.Option("--sets", "-k", help="K: random pairs of target sets to draw.")] = 1000,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the draws and of the random pairs' permutations.")] = 0,
-    tolerance: Annotated[float, typer.Option("--tolerance", help="Zipf distance allowed between a drawn word and the target word it stands for.")] = 0.25,
-    vocabulary: Annotated[Optional[Path], typer.Option("--vocabulary", help="Draw from the words of this file (one a line) instead of wordfreq's list.")] = None,
-    language: Annotated[str, typer.Option("--language", help="The words' language (wordfreq's code): frequencies and the default vocabulary.")] = "en",
-    budget: Annotated[int, typer.Option("--budget", help="Permutation sample budget, as the test's.")] = DEFAULT_BUDGET,
-    method: Annotated[str, typer.Option("--method", help=f"{choices(P_METHODS)}, as the test's.")] = "auto",
-    alternative: Annotated[Optional[str], typer.Option("--alternative", help=f"{choices(ALTERNATIVES)} (default: the test's own, else greater).")] = None,
-    clustered: Annotated[bool, typer.Option("--clustered", help="Permute whole words with all their sentences, as the test's.")] = False,
-    balance: Annotated[Optional[str], typer.Option("--balance", help=f"{choices(BALANCE_POLICIES)} (default: the test's).")] = None,
-    cut_seed: Annotated[int, typer.Option("--cut-seed", help="The test's cut seed.")] = 0,
-    alpha: AlphaOption = 0.01,
+    sets: Annotated[Optional[int], typer.Option("--sets", "-k", help="K: random pairs of target sets to draw (default: the study's baseline sets, else 1,000).", rich_help_panel=WHAT)] = None,
+    vocabulary: Annotated[Optional[Path], typer.Option("--vocabulary", help="Draw from the words of this file (one a line) instead of wordfreq's list (a list of given names: the bundled names vocabulary).", rich_help_panel=WHAT)] = None,
+    tolerance: Annotated[Optional[float], typer.Option("--tolerance", help="Zipf distance allowed between a drawn word and the target word it stands for (default 0.25).", rich_help_panel=WHAT)] = None,
+    language: Annotated[Optional[str], typer.Option("--language", help="The words' language (wordfreq's code): frequencies and the default vocabulary (default: each test's targets' own).", rich_help_panel=WHAT)] = None,
     wordlist_dir: WordlistDirOption = None,
     template_dir: TemplateDirOption = None,
     override: OverrideOption = False,
     fmt: Annotated[Optional[str], format_option()] = None,
+    proc: dict = None,
 ):
     """What a d means on this encoder: the test's d against K matched random pairs of target sets.
 
@@ -221,21 +231,25 @@ def baseline_cmd(
 
     Examples:
       stimkit baseline weat6 -e glove-6b-50d --sets 1000
-      stimkit baseline sent-weat6 -e minilm --sets 200 --clustered --seed 3
+      stimkit baseline sent-weat6 -e minilm --sets 200 --units words --seed 3
     """
     import polars as pl
 
     from ..run.options import Options
-
-    opts = Options(budget=budget, method=method, alternative=alternative, clustered=clustered, balance=balance,
-                   cut_seed=cut_seed, alpha=alpha)
     from .encode import progress_for
 
+    study = current_study()
+    encoder = proc.pop("encoder")
+    opts = Options(**procedure.options(study, **proc))
+    drawn = {k: v for k, v in ((study.baseline or {}) if study is not None else {}).items()}
+    drawn.update({k: v for k, v in {"sets": sets, "seed": proc["seed"], "tolerance": tolerance, "vocabulary": vocabulary,
+                                    "language": language}.items() if v is not None})
+    drawn.setdefault("seed", opts.seed)  # as `test --baseline` and `run` draw: the procedure's seed
     with open_store(wordlist_dir=wordlist_dir, template_dir=template_dir, override=override) as store:
-        report = store.baseline(patterns, encoders=encoder or ["glove-6b-50d"], sets=sets, seed=seed,
-                                tolerance=tolerance, vocabulary=vocabulary, language=language,
-                                command="baseline " + " ".join(sys.argv[2:]), options=opts, progress=progress_for,
-                                on_failure=lambda f: err.print(f"failed: {f}", style="red", highlight=False))
+        report = store.baseline(patterns, encoders=procedure.encoders(study, encoder), command=invocation(),
+                                options=opts, progress=progress_for,
+                                on_failure=lambda f: err.print(f"failed: {f}", style="red", highlight=False), **drawn)
+    sets = report.baselines[0].k if report.baselines else drawn.get("sets", 1000)
     rows = [{"test": b.test, "encoder": b.encoder, "d": b.observed_d, "percentile": b.percentile, "fpr": b.fpr,
              "random_d": b.d_median, "random_low": b.d_low, "random_high": b.d_high, "d_x": b.d_x, "d_y": b.d_y,
              "k": b.k, "stored": "reused" if b.baseline_id in report.reused else "new", "baseline_id": b.baseline_id}
@@ -243,10 +257,11 @@ def baseline_cmd(
     schema = {"test": pl.String, "encoder": pl.String, "d": pl.Float64, "percentile": pl.Float64, "fpr": pl.Float64,
               "random_d": pl.Float64, "random_low": pl.Float64, "random_high": pl.Float64, "d_x": pl.Float64,
               "d_y": pl.Float64, "k": pl.Int64, "stored": pl.String, "baseline_id": pl.String}
-    err.print(f"percentile: d among {sets:,} matched random pairs; fpr: their share with p <= {alpha}; random_d: "
-              "their median d (random_low, random_high: 2.5%, 97.5%); d_x, d_y: X, Y against their own random words",
-              highlight=False)
-    emit(pl.DataFrame(rows, schema=schema), fmt, keep=("test", "encoder", "d", "percentile", "fpr"))
+    if rows:  # nothing drawn (every pair failed, each said in its line): no empty table either
+        err.print(f"percentile: d among {sets:,} matched random pairs; fpr: their share with p <= {opts.alpha:g}; "
+                  "random_d: their median d (random_low, random_high: 2.5%, 97.5%); d_x, d_y: X, Y against their own "
+                  "random words", highlight=False)
+        emit(pl.DataFrame(rows, schema=schema), fmt, keep=("test", "encoder", "d", "percentile", "fpr", "d_x", "d_y"))
     if report.failures:  # each said in its line already (on_failure)
         raise typer.Exit(1)
 
@@ -312,11 +327,11 @@ def results_cmd(
     if layout is not None and layout not in LAYOUTS:
         raise UsageError(f"unknown layout {layout!r} (known: {', '.join(LAYOUTS)})")
     fmt = fmt or default_format()
+    correct, alpha = correct or study_value("correction"), alpha if alpha is not None else study_value("alpha")
     with open_store(read_only=True) as store:
-        df = store.results(where, run, correct, alpha, include_stale, kind)
-        family = store.family
+        df = store.results(where, run, correct, alpha, include_stale, kind, baseline=study_value("baseline_key"))
+        family = df.family
         correct, alpha = family.correction, family.alpha
-        tests_order = None
         if layout:
             from ..catalog import tests as catalog
             from ..study import study
@@ -325,12 +340,11 @@ def results_cmd(
         elif table:
             from ..catalog import tests as catalog
             catalog_tests = catalog.load_toml()
-            tests_order = list(catalog_tests)
+            view4 = table4_view(store, df, family.alpha, list(catalog.load(store.con, store.catalog_dir)))
     err.print(family_line(family, correct, alpha, verbose), highlight=False)
     for note in (family.stale_note, family.mixed_note):
         if note:
             err.print(note, highlight=False)
-    marks = paper.legend(family)
     if layout:
         frame = tables.tan_celis(df, tests_def, rows)
         if fmt in ("latex", "markdown"):
@@ -346,20 +360,8 @@ def results_cmd(
                       f"({family.settings})", highlight=False)
             emit(frame, fmt)
     elif table:
-        if fmt in ("latex", "markdown"):
-            what = paper.sourced("Effect size d by test and encoder", paper.source(results=df, tests=catalog_tests))
-            sys.stdout.write(paper.table4_paper(df, alpha, fmt, paper.caption(family, correct, alpha, what),
-                                                paper.display_names(df), tests_order))
-        else:
-            t4 = paper.table4(df, alpha, tests_order)
-            import polars as pl
-            columns, rows = t4.grid()
-            grid = pl.DataFrame(rows, schema={c: pl.String for c in columns})
-            err.print(f"d by test and encoder; {marks}" + ("; [95% interval of d]" if t4.ci else "")
-                      + (f"; {t4.note}" if t4.note else ""), highlight=False)
-            for line in paper.fragile_lines(df):
-                err.print(line, highlight=False)
-            emit(grid, fmt, keep=tuple(grid.columns))  # every encoder's column: names fold, none is dropped
+        print_table4(view4, df, family, fmt, paper.sourced("Effect size d by test and encoder",
+                                                           paper.source(current_study(), df, catalog_tests)))
     elif fmt == "sentbias":
         sys.stdout.write(tables.sentbias_rows(df).write_csv(separator="\t", quote_style="never"))
     else:
@@ -372,8 +374,9 @@ def results_cmd(
         elif fmt == "json":
             emit_document({"family": family.as_dict(), "correction": {"method": correct, "alpha": alpha}}, view, fmt, chosen)
         else:
-            if fmt == "table":
-                err.print(marks, highlight=False)
+            if fmt == "table":  # d carries no marks here: the decision is its own column
+                err.print(f"rejected: adjusted p <= {alpha} ({correct}); tested: {family.tested} ({family.settings})",
+                          highlight=False)
             emit(view, fmt, chosen, keep=paper.KEEP_COLUMNS, drop_first=paper.DROP_FIRST, stack=paper.STACK)
 
 
@@ -437,10 +440,11 @@ def check_cmd(
     """
     if alpha is not None:
         check_alpha(alpha)
+    alpha = alpha if alpha is not None else study_value("alpha")
     if metrics:
         with open_store(read_only=True) as store:
             agreement, tau = store.check_metrics(where, run, alpha, include_stale)
-            family = store.family
+            family = agreement.family
             alpha = family.alpha
         emit_tables({"agreement": agreement, "kendall_tau": tau}, fmt, meta={"family": family.as_dict(), "alpha": alpha},
                     titles={"agreement": "Sign and decision of each metric, per test and encoder",
@@ -450,7 +454,7 @@ def check_cmd(
         return
     with open_store(read_only=True) as store:
         df = store.check(where, run, alpha, include_stale)
-        family = store.family
+        family = df.family
         alpha = family.alpha
     from ..analysis.paper_tables import SENTENCES_ONLY_NOTE, choose_columns
     from ..output import MACHINE_FORMATS, default_format
@@ -469,7 +473,9 @@ def check_cmd(
         emit_document({"family": family.as_dict(), "alpha": alpha, "comparisons": df.height,
                        "violations": n.get("violation", 0), "notes": n.get("note", 0)}, df, fmt, chosen)
     elif df.height:
-        emit(df, fmt, chosen, keep=("check_name", "verdict"))
+        # at 80 columns a verdict keeps what it is about and why; the procedure's columns go first
+        emit(df, fmt, chosen, keep=("check_name", "encoder", "tests", "verdict", "reason"),
+             drop_first=("heuristic", "test_used", "diff_p", "detail"))
     err.print(summary, highlight=False)
 
 
@@ -481,7 +487,7 @@ def query_cmd(
     limit: Annotated[Optional[int], typer.Option("--limit", min=0, help="Rows to print (default: 100 for tables, all otherwise).")] = None,
     where: WhereOption = None,
     run: RunOption = None,
-    alpha: AlphaOption = 0.01,
+    alpha: ReadAlphaOption = None,
     allow_files: Annotated[bool, typer.Option("--allow-files", help="Let the query read files on this machine (read_csv, read_parquet).")] = False,
     fmt: Annotated[Optional[str], format_option()] = None,
 ):
@@ -503,11 +509,75 @@ def query_cmd(
         if not sep or not key:
             raise UsageError(f"--param {p!r}: expected NAME=VALUE")
         params[key] = value
+    alpha = alpha if alpha is not None else study_value("alpha")
     with open_store(read_only=True, allow_files=allow_files) as store:
         df = store.query(sql, params, where, run, alpha)
     fmt = fmt or default_format()
     limit = limit if limit is not None else (100 if fmt == "table" else None)
     emit(df, fmt, limit=limit)
+
+
+def table4_view(store, results, alpha: float, order: list[str], encoders: list[str] | None = None, study=None):
+    """Table 4 of these results as the views layer renders it: encoders under the study's display
+    names, rows headed by the tests' categories where it says `[table] heads = "category"`
+    (`study`: the one run; default: the study in force)."""
+    from ..analysis import paper_tables as paper
+    from ..analysis.families import categories
+    from ..views import table4
+
+    study = study if study is not None else current_study()
+    heads = getattr(study, "heads", "test")
+    found = categories(store.con) if heads == "category" else None
+    names = {**paper.display_names(results), **dict(getattr(study, "display", None) or {})}
+    return table4.table4(results, alpha, order, encoders, names=names, categories=found)
+
+
+def print_table4(view, results, family, fmt, what: str, summary: str | None = None) -> None:
+    """Table 4 (views.table4) on the terminal (a legend of the marks it shows, then the grid) or as
+    a paper's LaTeX/Markdown table with its caption. `summary` (a run's id): the fragile results
+    as a count with the command that lists them (run), else a line each (results --table)."""
+    from ..analysis import paper_tables as paper
+
+    if fmt in ("latex", "markdown"):
+        cells = [v for r in view.rows for k, v in r.items() if k != view.columns[0]]
+        sys.stdout.write(paper.render_table4(view.t4, fmt, paper.caption(family, family.correction, family.alpha, what,
+                                                                         cells), view.names, view.heads))
+        return
+    legend = view.legend(family.correction, family.alpha, family)
+    err.print(f"Effect size d by test and encoder; {legend}; {family.correction} over all {family.m} rows at alpha "
+              f"{family.alpha}; tested: {family.tested}", highlight=False)
+    fragile = paper.fragile_lines(results)
+    if summary:
+        if fragile:
+            err.print(f"{_count(len(fragile), 'result')} fragile (the decision flips without one word): "
+                      f"`stimkit results --run {summary} --columns test,encoder,d,p_value,flags` lists them",
+                      highlight=False)
+    else:
+        for line in fragile:
+            err.print(line, highlight=False)
+    grid = view.frame()
+    emit(grid, fmt, keep=tuple(grid.columns))  # every encoder's column: names fold, none is dropped
+
+
+@app.command("init")
+@handles_errors
+def init_cmd(
+    folder: Annotated[Path, typer.Argument(help="The new study's folder (made if missing; must not hold a study).")],
+    name: Annotated[Optional[str], typer.Option("--name", help="The study's name (default: the folder's).")] = None,
+):
+    """Start a study of your own: word lists, a template set, a word and a sentence test, and a
+    study file with every key commented. `cd FOLDER && stimkit run` then runs it as it is.
+
+    Example:
+      stimkit init religion && cd religion && stimkit run
+    """
+    from ..study.scaffold import init
+
+    written = init(folder, name)
+    for path in written:
+        out.print(str(path), highlight=False, markup=False)
+    err.print(f"a study in {folder}: `cd {folder} && stimkit run` runs it; edit {folder}/study.toml to make it yours",
+              highlight=False)
 
 
 @app.command("run")
@@ -540,51 +610,64 @@ def run_cmd(
     with open_store() as store:
         bar, callbacks = progress_callbacks(verbose)
         with bar:
-            job = store.run(study or paper or DEFAULT_PAPER, encoder,
-                            command=" ".join(["run", *sys.argv[2:]]), **overrides, **callbacks)
-    s, alpha = job.study, overrides.get("alpha", job.study.alpha)
+            job = store.run(study or paper or current_study() or DEFAULT_PAPER, encoder,
+                            command=invocation(), **overrides, **callbacks)
+        if job.results is not None:
+            view = run_view(store, job)
+    s, alpha = job.study, job.family.alpha if job.family is not None else overrides.get("alpha", job.study.alpha)
     if job.results is None:
         finish(job.run)
         return
     warn_cannot_reject(job.run, alpha)
     from ..analysis import paper_tables as paper
 
-    tested = f"tested: {job.family.tested}"
     if s.layout == "tan-celis":
         what = (f"{s.name}: d by test, encoding and encoder; * significant after {s.correction} at {alpha}"
                 + ("; ^ only with sentences as units" if paper.has_sentence_units(job.family) else "")
                 + "; c-word vs sent: ✓ c-word only, ✗ sent only, ▲ both; [95% interval of d]")
         if fmt in ("latex", "markdown"):  # a paper's table: booktabs or pipes, with its caption
-            import polars as pl
-            frame = pl.DataFrame(job.table, schema={c: pl.String for c in job.columns})
-            sys.stdout.write(paper.tancelis_table(frame, fmt, paper.caption(job.family, s.correction, alpha, what),
+            sys.stdout.write(paper.tancelis_table(view, fmt, paper.caption(job.family, s.correction, alpha, what),
                                                   paper.display_names(job.results)))
         else:
-            emit_rows(job.table, job.columns, f"{what}; {tested}", fmt)
+            emit_rows(view.to_dicts(), view.columns, f"{what}; tested: {job.family.tested}", fmt)
     else:
-        title = (f"Effect size d [95% interval]; {paper.mark_note(s.correction, alpha, job.family)}; "
-                 f"{s.correction} over all {job.family.m} rows; {tested}")
-        if fmt in ("latex", "markdown"):
-            order = [row["test"] for row in job.table]
-            what = paper.sourced("Effect size d by test and encoder", paper.source(s))
-            sys.stdout.write(paper.table4_paper(job.results, alpha, fmt, paper.caption(job.family, s.correction, alpha, what),
-                                                paper.display_names(job.results), order))
-        else:
-            emit_rows(job.table, job.columns, title, fmt)
-            for line in paper.fragile_lines(job.results):
-                err.print(line, highlight=False)
+        print_table4(view, job.results, job.family, fmt, paper.sourced("Effect size d by test and encoder",
+                                                                        paper.source(s)), summary=job.run.run_id)
+    run_summary(job, alpha)
+    finish(job.run, summary=True)
+
+
+def run_view(store, job):
+    """The run's table, rendered by the views layer: Table 4, or Tan and Celis's Tables 7-8."""
+    if job.study.layout == "tan-celis":
+        from ..analysis import tables
+        from ..catalog import tests as catalog
+
+        order = list(dict.fromkeys(r.encoder for r in job.run.results))
+        return tables.tan_celis(job.results, catalog.load(store.con, store.catalog_dir), list(job.study.rows), order)
+    order = list(dict.fromkeys(r.encoder for r in job.run.results))
+    return table4_view(store, job.results, job.family.alpha, job.tests, order, study=job.study)
+
+
+def run_summary(job, alpha: float) -> None:
+    """Beside the run's table, counts only (the details stay in `check`, `results`, the report),
+    each with the command that lists them: sentence-only results, inconsistencies, WEFATs."""
+    from ..analysis import paper_tables as paper
+
+    r = job.results
+    if "sentences_only" in r.columns and r["sentences_only"].fill_null(False).any():
+        n = int(r["sentences_only"].fill_null(False).sum())
+        err.print(f"{_count(n, 'result')} significant only with sentences as units ({paper.SENTENCES_ONLY}): "
+                  f"`stimkit results --run {job.run.run_id} --columns test,encoder,d,p_value,flags` lists them",
+                  highlight=False)
     if job.checks is not None:
-        violations = job.checks.filter(job.checks["verdict"] == "violation") if job.checks.height else job.checks
+        violations = int((job.checks["verdict"] == "violation").sum()) if job.checks.height else 0
         notes = int((job.checks["verdict"] == "note").sum()) if job.checks.height else 0
-        err.print(f"\n{violations.height} tested consistency violations, {notes} notes in {job.checks.height} "
-                  "comparisons (stimkit check):", highlight=False)
-        if violations.height:
-            emit(violations.drop("verdict", "result_ids"), "table", stream=sys.stderr)
+        err.print(f"{_count(violations, 'tested consistency violation')}, {_count(notes, 'note')} in "
+                  f"{_count(job.checks.height, 'comparison')}: `stimkit check --run {job.run.run_id}` lists them",
+                  highlight=False)
     if job.run.wefats:
-        from .wefat import summary_line
-        err.print("\nWEFAT (queries/wefat.toml):", highlight=False)
-        for row in job.run.wefats:
-            err.print(summary_line(row), highlight=False)
-    err.print(f"\nrun {job.run.run_id} in {job.seconds:.1f}s; {job.results['rejected'].sum()} of {job.family.m} "
-              f"significant after {s.correction} at {alpha}. Store: {db_path()}", highlight=False)
-    finish(job.run)
+        err.print(f"{_count(len(job.run.wefats), 'WEFAT')} (queries/wefat.toml): `stimkit wefat-results` lists them",
+                  highlight=False)
+    err.print(f"run {job.run.run_id} in {job.seconds:.1f}s; {job.results['rejected'].sum()} of {job.family.m} "
+              f"significant after {job.study.correction} at {alpha}. Store: {db_path()}", highlight=False)

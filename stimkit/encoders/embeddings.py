@@ -248,8 +248,8 @@ class Writer:
             append(self.cursor, self.enc.dim, rows, self.sweep)
         else:
             con = store.connect(self.path, threads=1)
-            try:
-                append(con, self.enc.dim, rows, self.sweep)
+            try:  # between its appends the file is free: another command may have stored these texts
+                append(con, self.enc.dim, rows, True)  # meanwhile (the same model: the same vectors)
             finally:
                 con.close()
         self._written(sum(keys.height for keys, _ in batch))

@@ -13,6 +13,7 @@ import polars as pl
 
 from .. import StimkitError, UsageError
 from ..analysis import paper_tables as paper
+from ..views import table4
 from ..checks import REPORT_FORMATS as FORMATS
 from . import figures
 from .data import ReportData
@@ -150,20 +151,19 @@ def caption(data: ReportData) -> str:
             f"Tested: {data.tested}. Family: m = {data.results.height} hypotheses ({data.family}).")
 
 
-def write_tables(data: ReportData, t4: paper.Table4, names: dict[str, str], folder: Path,
+def write_tables(data: ReportData, grid: table4.Table4View, folder: Path,
                  written: Written) -> tuple[list[str], list[dict], pl.DataFrame]:
     """Table 4 as markdown and LaTeX (booktabs) under the encoders' display names, every result's
     exact numbers as CSV."""
     folder.mkdir()
     for name, fmt in (("table4.md", "markdown"), ("table4.tex", "latex")):
-        (folder / name).write_text(paper.render_table4(t4, fmt, caption(data), names))
+        (folder / name).write_text(paper.render_table4(grid.t4, fmt, caption(data), grid.names, grid.heads))
         written.tables.append(folder / name)
     view = paper.results_view(data.results)
     results = view.select([c for c in RESULT_COLUMNS if c in view.columns])
     results.write_csv(folder / "results.csv")
     written.tables.append(folder / "results.csv")
-    columns, rows = t4.grid(names)
-    return columns, rows, results
+    return grid.columns, grid.rows, results
 
 
 def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = None, force: bool = False) -> Written:
@@ -188,8 +188,10 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
     left_out = data.left_out if data.left_out is not None else pl.DataFrame()
     if left_out.height:
         written.notes.append(left_out_line(left_out, m))
-    t4 = paper.table4(data.results, data.alpha, data.tests, data.encoders)  # the matrix, the page's and the files' Table 4
-    names = paper.display_names(data.results)
+    # the matrix, the page's and the files' Table 4: the views layer's, as `run` and `results --table` print it
+    view = table4.table4(data.results, data.alpha, data.tests, data.encoders, names=data.names or None,
+                         categories=data.categories or None)
+    t4, names = view.t4, view.names
     d, labels, cell_tips = matrix(t4, names)
     fig, tips = figures.significance_matrix(d, labels, t4.rows, [names.get(e, e) for e in t4.encoders],
                                             "d by test and encoder" + (" [95% interval]" if paper.has_ci(data.results) else "")
@@ -243,7 +245,7 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
         wefats.append({"svg": emit_figure(figures.wefat_scatter(r, items), name),
                        "caption": f"WEFAT {r['name']} on {r['encoder']}: s(w) against the property, least-squares line."})
 
-    t4_columns, t4_rows, results = write_tables(data, t4, names, out_dir / "tables", written)
+    t4_columns, t4_rows, results = write_tables(data, view, out_dir / "tables", written)
     if "html" in formats:
         cons = data.consistency if data.consistency is not None else pl.DataFrame()
         sections = [("matrix", "Significance matrix"), ("table4", "Table 4")] + ([("left-out", "Left out")] if left_out.height else [])

@@ -43,6 +43,8 @@ class ReportData:
     left_out: pl.DataFrame | None = None                    # results of the scope not shown, and why (families.left_out)
     baselines: list[tuple[dict, pl.DataFrame]] = field(default_factory=list)  # matched baseline, its random d
     diagnostics: pl.DataFrame | None = None                 # X's and Y's words per result: Zipf, pieces, reliability
+    names: dict[str, str] = field(default_factory=dict)     # encoder -> display name (the study's, else stored)
+    categories: dict[str, str] = field(default_factory=dict)  # test -> "X vs Y / A vs B" where rows are headed so
     tested: str = ""                                        # the alternative and the units (Family.tested)
     settings: str = ""                                      # where alpha and the correction came from
 
@@ -55,11 +57,12 @@ def has_rows(con, table: str) -> bool:
 
 
 def gather(con, where: str | None = None, correct: str | None = None, alpha: float | None = None,
-           tests: list[str] | None = None, audits: bool = False) -> ReportData:
+           tests: list[str] | None = None, audits: bool = False, baseline: tuple[int, int] | None = None,
+           run: str | None = None) -> ReportData:
     """What the report shows. `correct`, `alpha` not given: the family's study's, else holm at 0.01."""
     if not has_rows(con, "results"):
         raise NothingToReport("nothing to report: run `stimkit test` first")
-    family = analysis.define_family(con, where, alpha, correct=correct)
+    family = analysis.define_family(con, where, alpha, run, correct=correct, baseline=baseline)
     correct, alpha = family.correction, family.alpha
     df = analysis.corrected(con, correct)
     order = list(catalog.load_toml())
@@ -72,7 +75,7 @@ def gather(con, where: str | None = None, correct: str | None = None, alpha: flo
         latest = df.filter(pl.col("test") == t).sort("created_at").unique("encoder", keep="last")  # one per encoder
         data.strips[t] = strip_items(con, latest["result_id"].to_list())
     if audits:
-        data.audits = latest_audits(con, tests)
+        data.audits = latest_audits(con, tests, alpha)
         data.wording = latest_wording(con, tests)
     if has_rows(con, "result_cuts"):
         data.cuts = cut_spread(con, df["result_id"].to_list())
@@ -127,29 +130,41 @@ def metric_matrix(con, tests: list[str]) -> pl.DataFrame | None:
 
 def strip_items(con, result_ids: list[str]) -> pl.DataFrame:
     """s(w) of every target stimulus that took part, with the stimulus behind it and its word
-    list's category (stimulus_sets.category), which the strip plot names its rows by."""
+    list's category (stimulus_sets.category), which the strip plot names its rows by; and the
+    categories of A and B, which name its axis."""
     return store.frame(con, """
-        SELECT r.encoder, i.role, i.word, i.stimulus, i.association, s.category
+        WITH attributes AS (
+            SELECT i.result_id, any_value(s.category) FILTER (WHERE i.role = 'A') AS a_category,
+                   any_value(s.category) FILTER (WHERE i.role = 'B') AS b_category
+            FROM (SELECT DISTINCT result_id, role, set_version FROM result_items
+                  WHERE result_id IN (SELECT unnest(?)) AND role IN ('A', 'B')) i
+            JOIN stimulus_sets s ON s.version = i.set_version GROUP BY i.result_id)
+        SELECT r.encoder, i.role, i.word, i.stimulus, i.association, s.category, a.a_category, a.b_category
         FROM result_items i JOIN results r USING (result_id) LEFT JOIN stimulus_sets s ON s.version = i.set_version
+        LEFT JOIN attributes a USING (result_id)
         WHERE i.result_id IN (SELECT unnest(?)) AND i.role IN ('X', 'Y') AND i.dropped IS NULL
           AND i.association IS NOT NULL
-        ORDER BY r.encoder, i.role, i.ordinal""", [result_ids])
+        ORDER BY r.encoder, i.role, i.ordinal""", [result_ids, result_ids])
 
 
-def latest_audits(con, tests: list[str] | None) -> list[tuple[dict, pl.DataFrame]]:
-    """The latest audit per test, encoder and template set, with its per-template rows."""
+def latest_audits(con, tests: list[str] | None, alpha: float | None = None) -> list[tuple[dict, pl.DataFrame]]:
+    """The latest audit per test, encoder and template set, with its per-template rows, their
+    decision flips at `alpha` (the report's; None: each audit's own)."""
+    from ..analysis.stored import audits_at
+
     if not has_rows(con, "audits"):
         return []
+    audits_at(con, alpha)
     clause = "WHERE test IN (SELECT unnest(?))" if tests else ""
     rows = store.frame(con, f"""
-        SELECT * FROM audits {clause}
+        SELECT * FROM audits_at {clause}
         QUALIFY row_number() OVER (PARTITION BY test, encoder, template_set ORDER BY created_at DESC, audit_id DESC) = 1
         ORDER BY test, encoder, template_set""", [tests] if tests else None)
     found = []
     for a in rows.iter_rows(named=True):
         templates = store.frame(con, """
             SELECT analysis, frame, n_x, n_y, effect_size, variance, p_value, shift, decision_flip, sign_flip
-            FROM audit_templates WHERE audit_id = ? AND effect_size IS NOT NULL ORDER BY frame, analysis""", [a["audit_id"]])
+            FROM audit_templates_at WHERE audit_id = ? AND effect_size IS NOT NULL ORDER BY frame, analysis""", [a["audit_id"]])
         found.append((a, templates))
     return found
 
@@ -169,15 +184,19 @@ def latest_wording(con, tests: list[str] | None) -> pl.DataFrame | None:
 
 
 def cut_spread(con, result_ids: list[str]) -> pl.DataFrame:
+    """Each cut's d and p; `rejected` at the family's alpha (the variable `alpha`), from the stored
+    p (with no alpha set, as stored)."""
     return store.frame(con, """
-        SELECT r.test, r.encoder, r.effect_size AS d_full, c.cut, c.effect_size, c.p_value, c.rejected
+        SELECT r.test, r.encoder, r.effect_size AS d_full, c.cut, c.effect_size, c.p_value,
+               CASE WHEN getvariable('alpha') IS NULL OR c.p_value IS NULL THEN c.rejected
+                    ELSE c.p_value <= getvariable('alpha') END AS rejected
         FROM result_cuts c JOIN results r USING (result_id)
         WHERE c.result_id IN (SELECT unnest(?)) ORDER BY r.test, r.encoder, c.cut""", [result_ids])
 
 
 def baselines(con, result_ids: list[str]) -> list[tuple[dict, pl.DataFrame]]:
-    """Each family result's matched random baseline (result_baselines: the largest K) with its
-    random d, at the family's alpha."""
+    """Each family result's matched random baseline (result_baselines: the study's K where the
+    family was defined with it, else the largest K) with its random d, at the family's alpha."""
     rows = store.frame(con, """
         SELECT r.test, r.encoder, r.effect_size AS d, rb.baseline_percentile, rb.baseline_fpr, b.*
         FROM family r JOIN result_baselines rb USING (result_id) JOIN baselines b USING (baseline_id)

@@ -118,6 +118,12 @@ def significance_matrix(d: np.ndarray, labels: list[list[str]], tests: list[str]
         return fig, tips
 
 
+def _first(items: pl.DataFrame, column: str, default: str) -> str:
+    """The first value of a column where the frame has one (an attribute's category), else `default`."""
+    found = items[column].drop_nulls() if column in items.columns else []
+    return str(found[0]) if len(found) else default
+
+
 def strip(items: pl.DataFrame, test: str, target_names: tuple[str, str] | None = None) -> tuple[Figure, dict[str, str]]:
     """s(w) of X and Y stimuli per encoder; returns the figure and a tooltip per point id.
 
@@ -149,7 +155,8 @@ def strip(items: pl.DataFrame, test: str, target_names: tuple[str, str] | None =
             ax.set_yticks([0, 1], y_labels)
             ax.set_ylim(-0.6, 1.6)
             ax.set_title(wrap(enc, 32), loc="left", fontsize=7)  # over the axes, about 2 inches wide
-        axes[-1].set_xlabel(wrap("s(w, A, B): mean cosine to A minus mean cosine to B", 32))
+        a, b = (_first(items, c, n) for c, n in (("a_category", "A"), ("b_category", "B")))
+        axes[-1].set_xlabel(wrap(f"s(w, A, B): mean cosine to A ({a}) minus mean cosine to B ({b})", 40))
         fig.suptitle(title, fontsize=8, x=0.02, ha="left")
         return fig, tips
 
@@ -192,8 +199,9 @@ def forest(a: dict, templates: pl.DataFrame) -> Figure:
         tau2 = "n/a" if a.get("tau2") is None else f"{a['tau2']:.3f}"
         flips = "n/a" if a.get("decision_flip_share") is None else f"{a['decision_flip_share']:.0%}"
         signs = "n/a" if a.get("sign_flip_share") is None else f"{a['sign_flip_share']:.0%}"
+        at = f" at alpha {a['alpha']:g}" if a.get("alpha") is not None else ""  # the flips' alpha: the report's
         ax.set_title(wrap(f"{a['test']} / {a['encoder']} / templates {a['template_set']}", 40) + "\n"
-                     + wrap(f"tau² = {tau2}, decision flips {flips}, sign flips {signs}", 40), loc="left")
+                     + wrap(f"tau² = {tau2}, decision flips{at} {flips}, sign flips {signs}", 40), loc="left")
         fig.legend(loc="outside lower center", ncols=2, frameon=False)
         return fig
 

@@ -19,6 +19,7 @@ from ..encoders.embeddings import load, stimuli_of
 from ..errors import InputError
 from ..seeding import rng_for
 from ..stats import sampler
+from ..stats.decision import significant
 from ..stats.intervals import effect_size_ci
 from ..stimuli.balance import balance
 from . import crossed, cword
@@ -190,8 +191,8 @@ def influence(prep: Prepared, opts: Options, test_name: str, fingerprint: str, r
                            sample_budget=sample_budget,
                            rng=rng_for(opts.seed, test_name, fingerprint, "influence"), word_units=opts.clustered,
                            alpha=opts.alpha)
-    decided = p <= opts.alpha
-    flips = np.isfinite(found.p) & ((found.p <= opts.alpha) != decided)
+    decided = significant(p, opts.alpha)
+    flips = np.isfinite(found.p) & (significant(found.p, opts.alpha) != decided)
     rows = [InfluenceRow(result_id, role, word, int(n), _finite(dw), _finite(pw), method,
                          None if not np.isfinite(pw) else bool(flip), _finite(se))
             for role, word, n, dw, pw, method, flip, se in zip(found.role, found.word, found.n_stimuli, found.d, found.p,
@@ -226,7 +227,7 @@ def cut_spread(prep: Prepared, opts: Options, test_name: str, fingerprint: str, 
         rng = rng_for(opts.seed, test_name, fingerprint, "permutation", "cut", seed)
         units = stats.group_ids(words_of(b.x), words_of(b.y)) if opts.clustered else (None, 0)
         pv = unit_p(s, len(sx), units, opts, rng)
-        rows.append(CutRow(result_id, i, seed, stats.effect_size(sx, sy, opts.ddof), pv.p, pv.method, pv.p <= opts.alpha))
+        rows.append(CutRow(result_id, i, seed, stats.effect_size(sx, sy, opts.ddof), pv.p, pv.method, significant(pv.p, opts.alpha)))
     return rows
 
 
@@ -236,7 +237,7 @@ def spread_columns(cuts: list[CutRow], alpha: float) -> dict:
     d, p = np.array([c.effect_size for c in cuts]), np.array([c.p_value for c in cuts])
     return {"cuts": len(cuts), "cut_d_min": float(d.min()), "cut_d_median": float(np.median(d)), "cut_d_max": float(d.max()),
             "cut_p_min": float(p.min()), "cut_p_median": float(np.median(p)), "cut_p_max": float(p.max()),
-            "cut_reject_share": float((p <= alpha).mean()), "cut_alpha": alpha}
+            "cut_reject_share": float(significant(p, alpha).mean()), "cut_alpha": alpha}
 
 
 def result(run_id: str, planned: PlannedTest, enc: Encoder, prep: Prepared, opts: Options, started: float,

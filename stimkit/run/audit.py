@@ -22,6 +22,7 @@ from .. import stats, store
 from ..catalog.tests import TestDef
 from ..errors import InputError, UsageError
 from ..stats.audit import d_variance, template_cells
+from ..stats.decision import significant
 from ..stimuli.factors import frame
 from ..stimuli.sets import SetSpec
 from . import association
@@ -125,7 +126,7 @@ def audit_one(con, run_id: str, test: TestDef, template_set: str, planned, enc, 
                 n_x=c.n_x, n_y=c.n_y, effect_size=c.d,
                 variance=None if c.d is None else float(d_variance(c.d, c.n_x, c.n_y)),
                 p_value=c.p, p_method=c.p_method, shift=None if c.d is None else c.d - full_d,
-                decision_flip=None if c.p is None else bool((c.p <= alpha) != (full_p <= alpha)),
+                decision_flip=None if c.p is None else bool(significant(c.p, alpha) != significant(full_p, alpha)),
                 sign_flip=None if c.d is None else bool(np.sign(c.d) != np.sign(full_d)), note=c.note))
     alone = [r for r in templates if r.analysis == "alone" and r.effect_size is not None]
     pooled = res.crossed   # the full test's crossed model (run.crossed): None where it cannot be fitted
@@ -184,11 +185,12 @@ def run_compare(con, plan: AuditPlan, alpha: float, command: str) -> tuple[str, 
             (r,) = association.run_one(con, run_id, planned, enc, replace(planned.options, metrics=("weat",)),
                                        kind="compare")
             first = base.setdefault((test.name, enc.fingerprint), r)
-            decision = (r.p_value <= alpha) != (first.p_value <= alpha)
+            decision = significant(r.p_value, alpha) != significant(first.p_value, alpha)
             sign = (r.effect_size > 0) != (first.effect_size > 0)
             rows.append({"test": test.name, "encoder": enc.spec, "template_set": template_set, "n_x": r.n_x,
-                         "d": r.effect_size, "d_shift": r.effect_size - first.effect_size,
-                         "p": r.p_value, "significant": r.p_value <= alpha,
+                         "d": r.effect_size, "ci_low": r.ci_low, "ci_high": r.ci_high,
+                         "d_shift": r.effect_size - first.effect_size,
+                         "p": r.p_value, "significant": significant(r.p_value, alpha),
                          "flips": "decision" if decision else ("sign" if sign else "")})
     return run_id, rows
 

@@ -108,13 +108,17 @@ class PlannedBaseline:
     stored: BaselineRow | None = field(default=None, compare=False)
 
 
-def procedure_of(opts: Options, b: BaselineOptions, vocabulary: str) -> str:
+def procedure_of(opts: Options, b: BaselineOptions, vocabulary: str, context: str | None = None) -> str:
     """The canonical JSON of what decides a baseline's d and p beyond its stimuli and encoder:
-    every option of the test but those that do not (NOT_PROCEDURE), and how words are matched."""
+    every option of the test but those that do not (NOT_PROCEDURE), and how words are matched;
+    a c-word context too (c-word and c-word:<slot> read other spans of the same sentences; the
+    other contexts' ids stay as they were)."""
     chosen = {k: v for k, v in asdict(opts).items() if k not in NOT_PROCEDURE}
-    return json.dumps({"options": chosen, "tolerance": float(b.tolerance), "vocabulary": vocabulary,
-                       "language": b.language, "matching": "zipf+subwords+kind", "version": VERSION,
-                       "sampler": SAMPLER}, sort_keys=True, default=str)
+    fields = {"options": chosen, "tolerance": float(b.tolerance), "vocabulary": vocabulary,
+              "language": b.language, "matching": "zipf+subwords+kind", "version": VERSION, "sampler": SAMPLER}
+    if context and context.startswith("c-word"):
+        fields["context"] = context
+    return json.dumps(fields, sort_keys=True, default=str)
 
 
 def baseline_id(test: str, fingerprint: str, versions: list[str], k: int, seed: int, procedure: str) -> str:
@@ -132,6 +136,16 @@ def stored(con, bid: str) -> BaselineRow | None:
     return BaselineRow(**row)
 
 
+def at_alpha(con, row: BaselineRow, alpha: float) -> BaselineRow:
+    """A stored baseline as seen at `alpha`: its share of random pairs rejected, recomputed
+    from its stored draws' p where it was stored at another alpha (one figure, one alpha)."""
+    if row.alpha == alpha:
+        return row
+    p = np.array([p for (p,) in store.rows(con, "SELECT p_value FROM baseline_draws WHERE baseline_id = ? "
+                                                "AND effect_size IS NOT NULL", [row.baseline_id])], dtype=np.float64)
+    return replace(row, fpr=bstats.rejection_rate(p, alpha), alpha=alpha)
+
+
 # ----------------------------------------------------------------------------- planning
 
 def plan(con, run_plan: Plan, b: BaselineOptions, inputs: Inputs) -> tuple[tuple[PlannedBaseline, ...], list[Failure]]:
@@ -146,10 +160,13 @@ def plan(con, run_plan: Plan, b: BaselineOptions, inputs: Inputs) -> tuple[tuple
             if opts.center is not None:
                 raise UsageError("a matched baseline of a centred test is not supported yet: run it without --center")
             b = given.for_test(planned)
-            if b.language not in vocabs:
-                vocabs[b.language] = diagnostics.reference_vocabulary(b.language, b.vocabulary)
-            vocab = vocabs[b.language]
-            procedure = procedure_of(opts, b, vocab.source)
+            # a test of given names draws given names (unless a vocabulary was named): not words
+            names = b.vocabulary is None and _all_names(planned)
+            if (b.language, names) not in vocabs:
+                vocabs[(b.language, names)] = (diagnostics.names_vocabulary(b.language) if names else
+                                               diagnostics.reference_vocabulary(b.language, b.vocabulary))
+            vocab = vocabs[(b.language, names)]
+            procedure = procedure_of(opts, b, vocab.source, association.context_of(planned.test, enc))
             bid = baseline_id(planned.name, enc.fingerprint, planned.versions, b.sets, b.seed, procedure)
             found = stored(con, bid)
             if found is not None:
@@ -160,7 +177,7 @@ def plan(con, run_plan: Plan, b: BaselineOptions, inputs: Inputs) -> tuple[tuple
             # same seed, sentence and word units meet the same random words (and encode them once)
             rng = rng_for(b.seed, "baseline-draw", planned.name, source.fingerprint, *sorted(planned.versions),
                           b.tolerance, vocab.source, b.language, VERSION)
-            draws = draw_sets(planned, enc, vocab, b, inputs, rng)
+            draws = draw_sets(planned, enc, vocab, b, inputs, rng, slots_of(con, planned))
             out.append(PlannedBaseline(planned, enc, b, bid, procedure, vocab.source, draws))
         except StimkitError as e:
             failed.append(Failure(planned.name, getattr(enc, "base_spec", enc.spec), f"baseline: {first_line(e)}", e))
@@ -185,7 +202,14 @@ class _Target:
     person: bool
     set_name: str
     rows: np.ndarray           # row indices in the selected set
-    template_ids: tuple[str, ...]
+    template_ids: tuple[str | None, ...]   # None: a word-level item (the stimulus is the word itself)
+    keys: tuple[tuple[str, int], ...] = ()  # (set_version, ordinal) of each row: a multi-slot row's other slots
+
+
+def _all_names(planned: PlannedTest) -> bool:
+    """Whether every target word of the test (X and Y) is a given name (word kind `name`)."""
+    sets = [planned.sets[r] for r in ("x", "y")]
+    return all("kind" in f.columns and f.height and bool((f["kind"] == "name").all()) for f in sets)
 
 
 def _targets(planned: PlannedTest) -> list[_Target]:
@@ -193,8 +217,12 @@ def _targets(planned: PlannedTest) -> list[_Target]:
     found = []
     for role in ("x", "y"):
         f = planned.sets[role]
-        missing = [c for c in ("set_name", "word", "template_id") if c not in f.columns]
-        if missing or f["template_id"].null_count():
+        missing = [c for c in ("set_name", "word") if c not in f.columns]
+        if "template_id" not in f.columns:
+            f = f.with_columns(template_id=pl.lit(None, pl.String))
+        # a row without a template line stands for its word only where it is that word (an imported word test)
+        loose = f.filter(pl.col("template_id").is_null() & (pl.col("stimulus") != pl.col("word"))) if not missing else f
+        if missing or loose.height:
             raise InputError(f"set {role.upper()} is not selected from generated sets (it lacks "
                              f"{', '.join(missing) or 'template ids'}): a baseline renders drawn words through the "
                              "templates of the test's own sets")
@@ -204,8 +232,10 @@ def _targets(planned: PlannedTest) -> list[_Target]:
             rows = f.filter((pl.col("set_name") == set_name) & (pl.col("word") == word))
             kind = rows["kind"][0] if "kind" in rows.columns else "count_noun"
             person = bool(rows["person"][0]) if "person" in rows.columns and rows["person"][0] is not None else False
+            keys = tuple(zip(rows["set_version"].cast(pl.String).to_list(), rows["ordinal"].to_list())) \
+                if {"set_version", "ordinal"} <= set(rows.columns) else ()
             found.append(_Target(role, word, kind, person, set_name, rows["_row"].to_numpy(),
-                                 tuple(rows["template_id"].to_list())))
+                                 tuple(rows["template_id"].to_list()), keys))
     return found
 
 
@@ -215,8 +245,9 @@ def _forms(words: list[str], kinds: list[str]) -> list[str]:
 
 
 def draw_sets(planned: PlannedTest, enc: Encoder, vocab: diagnostics.Vocabulary, b: BaselineOptions, inputs: Inputs,
-              rng: np.random.Generator) -> Draws:
-    """Draw K matched pairs and render them where the test's words stood."""
+              rng: np.random.Generator, slot_words: dict | None = None) -> Draws:
+    """Draw K matched pairs and render them where the test's words stood (`slot_words`: the
+    other slots' words of multi-slot rows, slots_of)."""
     b = b.for_test(planned)
     targets = _targets(planned)
     words = [t.word for t in targets]
@@ -234,7 +265,8 @@ def draw_sets(planned: PlannedTest, enc: Encoder, vocab: diagnostics.Vocabulary,
     cand, cand_zipf = [vocab.words[i] for i in at], vocab.zipf[at]
     if not cand:
         raise InputError("no word of the reference vocabulary lies within the Zipf tolerance of the target words")
-    cand_kinds = np.array(diagnostics.lexicon_kinds(cand, load_lexicon()), dtype=object)
+    cand_kinds = np.array(["name"] * len(cand) if vocab.source.startswith(diagnostics.NAMES)
+                          else diagnostics.lexicon_kinds(cand, load_lexicon()), dtype=object)
     unknown = np.array([k is None for k in cand_kinds], dtype=bool)  # a kind the lexicon does not know fits any
     rows = [i for i in range(len(targets)) if represented[i]]
     need_names = any(targets[i].kind == "name" for i in rows)
@@ -257,14 +289,18 @@ def draw_sets(planned: PlannedTest, enc: Encoder, vocab: diagnostics.Vocabulary,
     picks = diagnostics.draw(allowed, b.sets, rng, [targets[i].word for i in rows], what)
     pools = allowed.sum(axis=1)
     return _render(planned, targets, rows, picks, cand, b.sets, inputs, int(np.flatnonzero(allowed.any(axis=0)).size),
-                   int(pools.min()) if len(pools) else 0)
+                   int(pools.min()) if len(pools) else 0, slot_words)
 
 
 def _render(planned: PlannedTest, targets: list[_Target], rows: list[int], picks: np.ndarray, cand: list[str], k: int,
-            inputs: Inputs, n_candidates: int, min_pool: int) -> Draws:
+            inputs: Inputs, n_candidates: int, min_pool: int, slot_words: dict | None = None) -> Draws:
     """Each drawn word through its target word's template lines: the drawn sets' rows, and
-    the distinct stimuli they hold."""
+    the distinct stimuli they hold. A multi-slot row keeps its other slots' words
+    (`slot_words`), the drawn word taking its set's slot; a word-level item is the drawn word."""
     lists = None
+    prepared: dict = {}  # a multi-slot template set's phrases and lines, compiled once
+    test = planned.test
+    span_slot = test.cword_slot if test.context == "c-word" and getattr(test, "cword_slot", None) else None
     tsets: dict[str, object] = {}
     rendered: dict[tuple, list[tuple[str, int | None, int | None]]] = {}
     texts: dict[tuple[str, int | None, int | None], int] = {}
@@ -284,6 +320,12 @@ def _render(planned: PlannedTest, targets: list[_Target], rows: list[int], picks
             for d in range(k):
                 words[t.role][d].append(t.word)
             continue
+        drawn = _forms([cand[c] for c in pick_of[i]], [t.kind] * k)
+        if all(tid is None for tid in t.template_ids):  # a word-level item: the drawn word is the stimulus
+            for d, form in enumerate(drawn):
+                index[t.role][t.rows, d] = [stimulus_id(_as_item(form, frame, int(r))) for r in t.rows]
+                words[t.role][d].append(form)
+            continue
         spec = SetSpec.parse(t.set_name)
         if spec.template_set not in tsets:
             tsets[spec.template_set] = inputs.template_set(spec.template_set)
@@ -292,11 +334,12 @@ def _render(planned: PlannedTest, targets: list[_Target], rows: list[int], picks
             lists = inputs.wordlists()
         listed = next((w for w in getattr(lists.get(spec.wordlist), "words", ()) if w.text == t.word), None)
         gender = listed.gender if listed is not None else None
-        drawn = _forms([cand[c] for c in pick_of[i]], [t.kind] * k)
+        multi = getattr(tset, "declaration", None) is not None
         for d, form in enumerate(drawn):
-            key = (form, t.kind, t.person, gender, t.set_name, t.template_ids)
+            key = (form, t.kind, t.person, gender, t.set_name, t.template_ids, t.keys if multi else ())
             if key not in rendered:
-                rendered[key] = _render_word(tset, spec, form, t, gender)
+                rendered[key] = _render_slots(tset, spec, form, t, gender, lists, slot_words, span_slot, prepared) if multi \
+                    else _render_word(tset, spec, form, t, gender)
             index[t.role][t.rows, d] = [stimulus_id(item) for item in rendered[key]]
             words[t.role][d].append(form)
     order = sorted(texts.items(), key=lambda kv: kv[1])
@@ -304,6 +347,81 @@ def _render(planned: PlannedTest, targets: list[_Target], rows: list[int], picks
                             "span_start": pl.Series([a for (_, a, _), _ in order], dtype=pl.Int32),
                             "span_end": pl.Series([e for (_, _, e), _ in order], dtype=pl.Int32)})
     return Draws(stimuli, index, words, n_candidates, min_pool)
+
+
+def slots_of(con, planned: PlannedTest) -> dict:
+    """{(set_version, ordinal): {slot: (wordlist, word)}} of the X and Y rows of multi-slot
+    sets (stimulus_slots), which a drawn word's sentence keeps; {} without any."""
+    keys = pl.concat([f.select(pl.col("set_version").cast(pl.String), pl.col("ordinal").cast(pl.Int32))
+                      for r, f in planned.sets.items() if r in ("x", "y") and {"set_version", "ordinal"} <= set(f.columns)],
+                     how="vertical") if any({"set_version", "ordinal"} <= set(planned.sets[r].columns)
+                                            for r in ("x", "y")) else None
+    if keys is None or keys.height == 0:
+        return {}
+    con.register("_baseline_rows", keys.unique().to_arrow())
+    try:
+        found = store.rows(con, "SELECT s.set_version, s.ordinal, s.slot, s.wordlist, s.word FROM stimulus_slots s "
+                                "JOIN _baseline_rows k ON k.set_version = s.set_version AND k.ordinal = s.ordinal")
+    finally:
+        con.unregister("_baseline_rows")
+    out: dict = {}
+    for version, ordinal, slot, wordlist, word in found:
+        out.setdefault((version, ordinal), {})[slot] = (wordlist, word)
+    return out
+
+
+def _as_item(form: str, frame: pl.DataFrame, row: int) -> tuple[str, int | None, int | None]:
+    """A drawn word as a word-level item, its span as the target's (the whole item, or none)."""
+    start = frame["span_start"][row] if "span_start" in frame.columns else None
+    return (form, 0, len(form)) if start is not None else (form, None, None)
+
+
+def _render_slots(tset, spec: SetSpec, form: str, t: _Target, gender: str | None, lists: dict, slot_words: dict | None,
+                  span_slot: str | None, prepared: dict):
+    """A drawn word in its target's multi-slot sentences: each row's template line over the
+    row's own words in the other slots (its phrases rebuilt around them), the drawn word in
+    the set's slot; the span the test reads (its slot's, or c-word:<slot>'s)."""
+    from ..stimuli.product import phrases_of
+    from ..stimuli.slots import SlotValue
+    from ..stimuli.templates import current_limits
+
+    decl = tset.declaration
+    names = decl.names
+    own = spec.slot or names[0]
+    read = span_slot if span_slot in names else own
+    if tset.name not in prepared:
+        prepared[tset.name] = (phrases_of(decl, tset)[0],
+                               {tpl.id: tpl for f in tset.file_names for tpl in tset.templates(f)})
+    phrases, by_id = prepared[tset.name]
+    word = tset.inflected(Word(form, t.kind, t.person, form, grammar.plural(form), gender))
+    limits = current_limits()
+    out = []
+    for template_id, key in zip(t.template_ids, t.keys or [None] * len(t.template_ids)):
+        tpl = by_id.get(template_id)
+        if tpl is None:
+            raise InputError(f"template line {template_id} of set {t.set_name!r} is no longer in template set "
+                             f"{spec.template_set!r}: regenerate the set")
+        filled = (slot_words or {}).get(key, {})
+        ctx = {}
+        for i, name in enumerate(names):
+            if name == own:
+                ctx[name] = SlotValue(word, i)
+                continue
+            wordlist, text = filled.get(name, (None, None))
+            other = next((w for w in getattr(lists.get(wordlist), "words", ()) if w.text == text), None)
+            if text is not None and other is None:
+                raise InputError(f"set {t.set_name!r}: slot {name!r}'s word {text!r} is no longer in list {wordlist!r}: "
+                                 "regenerate the set")
+            ctx[name] = SlotValue(tset.inflected(other) if other is not None else None, i, wordlist or "")
+        what = f"the drawn word {form!r} (standing for {t.word!r})"
+        ctx.update((p.id, p._generate(ctx, limits, what)) for p in phrases)
+        got = tpl.render_slots(ctx, names, limits, what, list(range(len(names))))
+        if got is None:
+            raise InputError(f"template line {template_id} renders nothing for the drawn word {form!r} "
+                             f"(standing for {t.word!r}): its condition depends on the word itself")
+        text, spans = got
+        out.append((text, *spans[names.index(read)]))
+    return out
 
 
 def _render_word(tset, spec: SetSpec, form: str, t: _Target, gender: str | None):

@@ -36,7 +36,9 @@ def execute(con, plan: Plan, command: str, on_result=None, on_failure=None, fail
     report = RunReport(None, [], failures, plan.options.alpha, plan.n_tests, plan.n_encoders, notes=list(plan.notes))
     total = sum(len(p.options.metrics) for p, _ in plan.pairs) + len(plan.wefats)
     fresh = [b for b in plan.baselines if b.draws is not None]
-    report.baselines.extend(b.stored for b in plan.baselines if b.draws is None)  # stored already: reused
+    # stored already: reused, its rate of rejections read from its draws at this run's alpha
+    report.baselines.extend(baseline.at_alpha(con, b.stored, b.planned.options.alpha)
+                            for b in plan.baselines if b.draws is None)
     report.reused.extend(b.baseline_id for b in plan.baselines if b.draws is None)
     if not total and not fresh:
         return report
@@ -64,6 +66,11 @@ def execute(con, plan: Plan, command: str, on_result=None, on_failure=None, fail
             except StimkitError as e:
                 fail(planned.wefat.name, enc.spec, e)
         for b in fresh:
+            again = baseline.stored(con, b.baseline_id)
+            if again is not None:  # another command stored it while this one encoded (the file was free)
+                report.baselines.append(again)
+                report.reused.append(b.baseline_id)
+                continue
             try:
                 row = baseline.execute_one(con, run_id, b, reference=plan.reference)
                 baseline.write(con, row)

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .decision import significant
+
 
 def effect_sizes(SX: np.ndarray, SY: np.ndarray, ddof: int = 1) -> np.ndarray:
     """Caliskan's d of every column: (mean SX - mean SY) / std over both (ddof), (K,)."""
@@ -57,7 +59,7 @@ def rejection_rate(p: np.ndarray, alpha: float) -> float:
     """The share of drawn pairs with p <= alpha: the procedure's empirical false-positive rate."""
     p = np.asarray(p, dtype=np.float64)
     p = p[np.isfinite(p)]
-    return float((p <= alpha).mean()) if p.size else float("nan")
+    return float(significant(p, alpha).mean()) if p.size else float("nan")
 
 
 @dataclass(frozen=True)

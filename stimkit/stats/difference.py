@@ -37,6 +37,7 @@ from math import log10
 
 import numpy as np
 
+from .decision import significant
 from .weat import InvalidInput
 
 TEST_NAME = "jackknife-t (delete-one-word, shared words paired)"
@@ -152,8 +153,8 @@ def classify(d1: float, p1: float, d2: float, p2: float, alpha: float, diff_p: f
 
     diff_p: the p of difference_test for the pair (None when it could not be computed: then
     only 'both significant with opposite signs' can make a violation)."""
-    sig1, sig2 = p1 <= alpha, p2 <= alpha
-    if diff_p is not None and diff_p <= alpha:
+    sig1, sig2 = significant(p1, alpha), significant(p2, alpha)
+    if significant(diff_p, alpha):
         return Verdict("violation", f"d differ beyond their joint uncertainty (difference test p = {diff_p:.2g})")
     if sig1 and sig2 and np.sign(d1) * np.sign(d2) < 0:
         return Verdict("violation", "both significant with opposite signs")

@@ -519,13 +519,15 @@ def sign_agreement(rows, alpha: float = 0.05):
     rows: a long frame (polars DataFrame, or what `polars.DataFrame` takes, e.g. a dict of
     arrays) with columns test, encoder, metric, value and optionally p (null where a metric
     has no p-value). Sign: only signed metrics (METRICS[m].kind == 'signed') count; a zero
-    value has no sign. Decision: p < alpha, over the metrics with a p-value.
+    value has no sign. Decision: p <= alpha (stats.decision), over the metrics with a p-value.
     Returns one row per (test, encoder): n_metrics, n_signed, n_positive, n_negative,
     signs_agree (None with fewer than 2 signed), sign (+1, -1, 0 when they disagree, None
     with none signed), n_with_p, n_significant, decisions_agree (None with fewer than 2
-    p-values). A decision is p < alpha alone: with one-sided p-values (the runner's default,
+    p-values). A decision is p <= alpha alone: with one-sided p-values (the runner's default,
     greater) a significant result also has the expected direction."""
     import polars as pl
+
+    from .decision import significant
 
     df = _frame(rows)
     signed = [n for n, m in METRICS.items() if m.kind == "signed"]
@@ -536,7 +538,7 @@ def sign_agreement(rows, alpha: float = 0.05):
         (is_signed & (pl.col("value") > 0)).sum().alias("n_positive"),
         (is_signed & (pl.col("value") < 0)).sum().alias("n_negative"),
         pl.col("p").is_not_null().sum().alias("n_with_p"),
-        (pl.col("p") < alpha).sum().alias("n_significant"),
+        significant(pl.col("p"), alpha).sum().alias("n_significant"),
     ))
     return out.with_columns(
         pl.when(pl.col("n_signed") < 2).then(None)

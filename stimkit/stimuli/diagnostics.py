@@ -115,6 +115,27 @@ def reference_vocabulary(language: str = DEFAULT_LANGUAGE, path: str | None = No
     return Vocabulary(tuple(words), zipf(words, language), f"file {Path(path).name} sha256:{digest}", language)
 
 
+NAMES = "names"  # a Vocabulary.source that starts so: given names (every word is a name)
+
+
+@lru_cache(maxsize=4)
+def names_vocabulary(language: str = DEFAULT_LANGUAGE) -> Vocabulary:
+    """Given names to draw a name list's stand-ins from: the Names Corpus (wordlists/names/, 7,944
+    names; see its SOURCE.md), with wordfreq's frequencies where it knows a name (else Zipf 0)."""
+    from ..paths import data_dir
+
+    folder = data_dir("wordlists") / "names"
+    text = "".join((folder / f).read_text(encoding="utf-8") for f in ("female.txt", "male.txt"))
+    words, seen = [], set()
+    for line in text.splitlines():
+        word = line.strip()
+        if word and fold(word) not in seen:
+            seen.add(fold(word))
+            words.append(word)
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    return Vocabulary(tuple(words), zipf(words, language), f"{NAMES} (Names Corpus 1.3) sha256:{digest}", language)
+
+
 # ------------------------------------------------------------------------------ a set described
 
 @dataclass(frozen=True)

@@ -49,6 +49,27 @@ def mark(text: str, slot: int = 0) -> str:
     return f"{chr(MARKERS + 2 * slot)}{text}{chr(MARKERS + 2 * slot + 1)}"
 
 
+def refuse_markers(text: str, where: str) -> None:
+    """A one-line error naming the line when user text (a template, a phrase, a constraint)
+    holds a marker: input that marks its own spans would make them lie."""
+    m = _ANY_MARKER.search(text)
+    if m is not None:
+        line = text.count("\n", 0, m.start()) + 1
+        from ..errors import InputError
+
+        raise InputError(f"{where}:{line}: holds U+{ord(m.group()):04X}, a character stimkit uses to mark the word's "
+                         "span: take it out")
+
+
+def markers_in(text: str) -> list[str]:
+    return _ANY_MARKER.findall(text)
+
+
+def slot_of(marker: str) -> int:
+    """The slot a marker character brackets."""
+    return (ord(marker) - MARKERS) // 2
+
+
 def is_marker(ch: str) -> bool:
     return MARKERS <= ord(ch) < MARKERS + 2 * MAX_SLOTS
 

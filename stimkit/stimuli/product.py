@@ -8,13 +8,15 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 from typing import Iterator
 
 from .. import StimkitError
 from ..checks import suggest
 from . import slots as slotting
+from .sandbox import begin
 from .sets import SetSpec
-from .templates import TemplateSet, current_limits, deadlines
+from .templates import TemplateSet, current_limits, deadlines, refuse_marker_literals
 from .wordlists import WordList
 
 # A multi-slot set's stimuli rows (the set's own slot's word and span) and its rows of
@@ -40,6 +42,9 @@ class SlotPlan:
             raise StimkitError(f"set {spec.name!r}: template set {tset.name!r} has no slot {spec.slot!r} "
                                f"(slots: {', '.join(decl.names)}){suggest(spec.slot, decl.names)}")
         self.spec, self.tset = spec, tset
+        self.fill = slotting.fills(decl, spec.slot, spec.wordlist, wordlists, spec.name)
+        self.names = [s.name for s in self.fill.order]
+        self.check_size(current_limits())  # before a word is inflected or a line rendered
         wordlists = _inflected(wordlists, {spec.wordlist, *(n for s in decl.slots for n in s.lists)}, tset, spec.name)
         self.fill = slotting.fills(decl, spec.slot, spec.wordlist, wordlists, spec.name)
         self.names = [s.name for s in self.fill.order]                   # the set's slot first
@@ -47,7 +52,7 @@ class SlotPlan:
         self.files = [tset.file_for(None, spec.template_file)] if spec.template_file else tset.file_names
         self.templates = {f: tset.templates(f) for f in self.files}
         self.checks = _constraints(decl, tset, self.files)
-        self.phrases, self.phrase_files = _phrases(decl, tset)
+        self.phrases, self.phrase_files = phrases_of(decl, tset)
         self.lists = {n: wordlists[n] for n in dict.fromkeys(x for name in self.names for x in self.fill.lists[name])}
         self.first_list = self.lists[self.fill.lists[spec.slot][0]]
         self.n_words = sum(f.word is not None for f in self.fill.fillers[spec.slot])
@@ -70,6 +75,7 @@ class SlotPlan:
         template line of every file over the product of the slots' words that the constraints
         keep, the set's own slot outermost, its word and span the stimulus'."""
         spec, names, limits = self.spec, self.names, current_limits()
+        marks = [self.marks[n] for n in names]  # each slot's marker pair: its declared position
         stimuli, slotted, per_line = [], [], dict.fromkeys((t.id for ts in self.templates.values() for t in ts), 0)
         ordinal = 0
         with deadlines():
@@ -84,7 +90,7 @@ class SlotPlan:
                 produced = 0
                 for file in files:
                     for template in self.templates[file]:
-                        rendered = template.render_slots(ctx, names, limits, what)
+                        rendered = template.render_slots(ctx, names, limits, what, marks)
                         if rendered is None:
                             continue
                         produced += 1
@@ -110,22 +116,73 @@ class SlotPlan:
         if stimuli or not ordinal:
             yield _columns(stimuli, STIMULUS_COLUMNS), _columns(slotted, SLOT_COLUMNS)
 
+    def size(self) -> int:
+        """The combinations of slot words before the constraints: the product of the slots' fillers."""
+        return math.prod(len(self.fill.fillers[n]) for n in self.names)
+
+    def check_size(self, limits) -> None:
+        """Refuse, before any work, a product over the limit (three slots of 5,000 words are
+        1.25e11 combinations: two months at the speed constraints are checked)."""
+        size = self.size()
+        if size > limits.combinations:
+            sizes = " x ".join(f"{n} {len(self.fill.fillers[n]):,}" for n in self.names)
+            raise StimkitError(f"set {self.spec.name!r}: {size:,} combinations of slot words ({sizes}), over "
+                               f"{limits.combinations:,} ({limits.how_to_raise('combinations')})")
+
     def combinations(self, limits, phrases: bool = True):
         """(fillers, template context, words, what (for errors), files) for every combination
-        the constraints keep, the set's slot outermost; the phrases rendered into the context."""
-        from itertools import product
+        the constraints keep, the set's slot outermost; the phrases rendered into the context.
 
-        names, checks = self.names, self.checks
-        for combo in product(*(self.fill.fillers[n] for n in names)):
-            ctx = {n: slotting.SlotValue(f.word, self.marks[n], f.wordlist) for n, f in zip(names, combo)}
-            words = [f.word.text if f.word is not None else "" for f in combo]
-            what = "slots " + ", ".join(f"{n}={w!r}" for n, w in zip(names, words))
-            if not all(_holds(c, ctx, what) for c in checks[None]):
-                continue
-            files = [f for f in self.files if all(_holds(c, ctx, what) for c in checks[f])]
-            if files and phrases:  # once per combination, not once per line
-                ctx.update((p.id, p._generate(ctx, limits, what)) for p in self.phrases)
-            yield combo, ctx, words, what, files
+        A constraint is checked as soon as the slots it reads are filled (`require = "a.text ==
+        'x'"` once per word of `a`, not once per combination), so a prefix it refuses is never
+        extended; a set whose constraints keep no combination is an error naming them."""
+        names, n = self.names, len(self.names)
+        values = [[slotting.SlotValue(f.word, self.marks[name], f.wordlist) for f in self.fill.fillers[name]]
+                  for name in names]
+        fillers = [self.fill.fillers[name] for name in names]
+        # the checks due at each depth (once slot `depth` is filled): on every file, or on one file
+        at: list[list] = [[] for _ in range(n)]
+        for key, checks in self.checks.items():
+            for check in checks:
+                at[_depth(check[0], names, self.tset.env)].append((key, check))
+        refused: dict = {}
+        kept = 0
+        combo, ctx = [None] * n, {}
+
+        def extend(depth: int, files: tuple):
+            nonlocal kept
+            for filler, value in zip(fillers[depth], values[depth]):
+                combo[depth], ctx[names[depth]] = filler, value
+                alive = files
+                what = None
+                for key, check in at[depth]:
+                    if key is not None and key not in alive:
+                        continue
+                    what = what or _what(names[:depth + 1], combo)
+                    if not _holds(check, ctx, what):
+                        refused[check[0]] = refused.get(check[0], 0) + 1
+                        alive = () if key is None else tuple(f for f in alive if f != key)
+                        if not alive:
+                            break
+                if not alive:
+                    continue
+                if depth + 1 < n:
+                    yield from extend(depth + 1, alive)
+                    continue
+                kept += 1
+                words = [f.word.text if f.word is not None else "" for f in combo]
+                out = dict(ctx)
+                what = _what(names, combo)
+                if phrases:  # once per combination, not once per line
+                    out.update((p.id, p._generate(out, limits, what)) for p in self.phrases)
+                yield list(combo), out, words, what, list(alive)
+
+        yield from extend(0, tuple(self.files))
+        if not kept:
+            worst = sorted(refused.items(), key=lambda kv: -kv[1])
+            named = "; ".join(f"{c.where}: {c.require!r}" for c, _ in worst) or "no constraint"
+            raise StimkitError(f"set {self.spec.name!r}: the constraints keep no combination of slot words, so the set "
+                               f"would be empty ({named})")
 
     def version(self, generator: str) -> str:
         """A content hash of every input: the lists of every slot, the template files and
@@ -146,6 +203,8 @@ class SlotPlan:
             "phrases": [list(p) for p in self.decl.phrases],
             "grammar": self.tset.grammar,
         }
+        if self.marks[spec.slot] != 0:  # named by a slot not declared first: its spans were another slot's before
+            payload["spans"] = "the named slot's"
         if self.phrase_files:  # what the phrases import from outside the set's own files
             payload["phrase_files"] = {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in self.phrase_files}
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
@@ -169,7 +228,7 @@ def _columns(rows: list[tuple], names: tuple[str, ...]) -> dict[str, list]:
     return {c: list(values) for c, values in zip(names, zip(*rows))}
 
 
-def _phrases(decl, tset: TemplateSet):
+def phrases_of(decl, tset: TemplateSet):
     """The declared phrases as templates (their id: the phrase's name, the variable lines read),
     and the files they import that the set's digest does not cover."""
     import jinja2
@@ -202,6 +261,7 @@ def _constraints(decl, tset: TemplateSet, files: list[str]) -> dict:
                                f"(has: {', '.join(tset.file_names)})")
         try:
             compiled = tset.env.compile_expression(c.require, undefined_to_none=False)
+            refuse_marker_literals(tset.env.parse("{{ (" + c.require + "\n) }}"), c.where)
         except jinja2.TemplateSyntaxError as e:
             raise StimkitError(f"{c.where}: not a Jinja expression: {c.require!r} ({e.message})") from None
         for key in (c.files or [None]):
@@ -210,8 +270,26 @@ def _constraints(decl, tset: TemplateSet, files: list[str]) -> dict:
     return out
 
 
+def _what(names: list[str], combo) -> str:
+    """The slot words of a (partial) combination, for errors: "slots descriptor='Deaf', noun='woman'"."""
+    return "slots " + ", ".join(f"{n}={(f.word.text if f.word is not None else '')!r}" for n, f in zip(names, combo))
+
+
+def _depth(constraint, names: list[str], env) -> int:
+    """The position (in `names`) of the last slot a constraint reads: where it can be checked.
+    An expression that cannot be analysed waits for every slot."""
+    import jinja2.meta
+
+    try:
+        read = jinja2.meta.find_undeclared_variables(env.parse("{{ (" + constraint.require + "\n) }}"))
+    except Exception:  # noqa: BLE001 -- compile_expression accepted it; be safe and check it last
+        return len(names) - 1
+    return max((names.index(r) for r in read if r in names), default=0)
+
+
 def _holds(check, ctx: dict, what: str) -> bool:
     c, compiled = check
+    begin()
     try:
         return bool(compiled(**ctx))
     except Exception as e:  # noqa: BLE001 -- a constraint is code: name it and the words

@@ -14,8 +14,9 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from ..errors import InputError
+from ..errors import InputError, UsageError
 from ..paths import data_dir
+from .grammar import refuse_markers
 from .inputs import inside, read_text
 
 SET_FILE = "_set.toml"
@@ -40,10 +41,13 @@ def info(folder: Path) -> dict:
     if not path.exists():
         return {}
     inside(path, Path(folder), "`_set.toml` file")
+    text = read_text(path)
+    refuse_markers(text, str(path))
     try:
-        raw = tomllib.loads(read_text(path))
+        raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise InputError(f"{path}: not valid TOML: {e}") from None
+    _no_markers(raw, path, "")
     unknown = sorted(set(raw) - set(SET_KEYS))
     if unknown:
         raise InputError(f"{path}: unknown key {unknown[0]!r} (allowed: {', '.join(sorted(SET_KEYS))})")
@@ -53,6 +57,20 @@ def info(folder: Path) -> dict:
     return raw
 
 
+def _no_markers(value, path: Path, key: str) -> None:
+    """Every string of the file, as TOML decoded it ("\\ue002" is the marker itself), free of
+    the characters that mark spans (grammar.refuse_markers)."""
+    if isinstance(value, str):
+        refuse_markers(value, f"{path}: `{key}`")
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _no_markers(k, path, key)
+            _no_markers(v, path, f"{key}.{k}" if key else k)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _no_markers(v, path, f"{key}[{i}]")
+
+
 def listing(user_root: Path | None = None) -> list[dict]:
     """Every template set: yours (`user_root`) first, then the built-in ones, each with its
     description, the set it inherits from (`_base`), its template files and where it comes from
@@ -60,7 +78,7 @@ def listing(user_root: Path | None = None) -> list[dict]:
     builtin = data_dir("templates")
     roots = [(Path(user_root), "yours")] if user_root is not None else []
     if user_root is not None and not Path(user_root).is_dir():
-        raise InputError(f"{user_root}: no such template folder")
+        raise UsageError(f"{user_root}: no such template folder")
     rows, seen = [], set()
     for root, source in [*roots, (builtin, "built-in")]:
         for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):

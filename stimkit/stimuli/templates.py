@@ -34,8 +34,9 @@ from jinja2.sandbox import SandboxedEnvironment, SecurityError
 
 from ..checks import suggest
 from .. import StimkitError
-from ..errors import InputError
-from . import grammar
+from ..errors import InputError, UsageError
+from . import grammar, sandbox
+from .sandbox import MAX_EXPONENT, MAX_REPEAT  # noqa: F401  (the bounds' old home)
 from .inputs import check_name, inside, read_text
 from . import template_sets
 from .language import ANY, DEFAULT_LANGUAGE, inflected, normalise, same_language
@@ -46,8 +47,6 @@ from .wordlists import PRONOUNS, Word
 _COMMENT = re.compile(r"\{#.*?#\}", re.S)
 _PRELUDE = re.compile(r"^\s*\{%-?\s*(import|from|set)\b")
 _WORDLESS = re.compile(r"\{#-?\s*word-less\s*-?#\}")
-# Beyond these, `*` and `**` in a template are refused: a typo must not fill the memory.
-MAX_REPEAT, MAX_EXPONENT = 10_000, 64
 # What makes English forms: filters (stimuli.grammar) and the pronoun variables (wordlists.PRONOUNS).
 ENGLISH_FILTERS = frozenset({"a", "article", "plural", "singular"})
 ENGLISH_VARIABLES = frozenset({"he", "him", "his"})
@@ -62,11 +61,13 @@ class Limits:
     per_template: int = 100_000      # sentences one template file yields in one set
     per_set: int = 1_000_000         # sentences in one set
     render_seconds: float = 5.0      # time to render one sentence
+    combinations: int = 10_000_000   # combinations of slot words in a multi-slot set, before its constraints
 
     OPTIONS = {"sentence_chars": ("--max-sentence-chars", "STIMKIT_MAX_SENTENCE_CHARS"),
                "per_template": ("--max-per-template", "STIMKIT_MAX_PER_TEMPLATE"),
                "per_set": ("--max-per-set", "STIMKIT_MAX_PER_SET"),
-               "render_seconds": ("--max-render-seconds", "STIMKIT_MAX_RENDER_SECONDS")}
+               "render_seconds": ("--max-render-seconds", "STIMKIT_MAX_RENDER_SECONDS"),
+               "combinations": ("--max-combinations", "STIMKIT_MAX_COMBINATIONS")}
 
     @classmethod
     def from_env(cls) -> "Limits":
@@ -190,12 +191,25 @@ class Template:
                                "(insert {{ word }}, or declare the line word-less with {# word-less #})")
         return text, start, end
 
-    def render_slots(self, ctx: dict, names: list[str], limits: Limits, what: str):
+    def render_slots(self, ctx: dict, names: list[str], limits: Limits, what: str, marks: list[int] | None = None):
         """A multi-slot line (stimulus.slots): (stimulus, [(start, end) of each of `names`]), or
-        None when the line renders to nothing. Every slot present in `ctx` (a non-empty value)
-        must be in the sentence, whole, unless the line is word-less."""
+        None when the line renders to nothing. `marks`: each name's marker pair (its declared
+        position; default: the order of `names`). Every slot present in `ctx` (a non-empty
+        value) must be in the sentence, whole, unless the line is word-less; a marker of a slot
+        that is absent, or of no slot, is refused (a template that forged one would make its span lie)."""
+        marks = list(range(len(names))) if marks is None else marks
         out = self._generate(ctx, limits, what)
-        text, spans = (out, []) if len(out) > 4 * limits.sentence_chars + 64 else grammar.find_spans(out.strip(), len(names))
+        if len(out) > 4 * limits.sentence_chars + 64:
+            text, spans = out, []
+        else:
+            present = {m for name, m in zip(names, marks) if ctx[name]}
+            forged = next((c for c in set(grammar.markers_in(out)) if grammar.slot_of(c) not in present), None)
+            if forged is not None:
+                raise StimkitError(f"{self.id}: the sentence for {what} holds U+{ord(forged):04X}, the marker of "
+                                   f"{'an absent slot' if grammar.slot_of(forged) in marks else 'no slot'}: a template "
+                                   "must not make the characters stimkit marks spans with")
+            text, found = grammar.find_spans(out.strip(), max(marks) + 1)
+            spans = [found[m] for m in marks]
         if len(text) > limits.sentence_chars:
             raise StimkitError(f"{self.id}: the sentence for {what} is over {limits.sentence_chars} characters "
                                f"({limits.how_to_raise('sentence_chars')})")
@@ -217,6 +231,7 @@ class Template:
             except KeyError as e:  # as Jinja's StrictUndefined says it
                 raise StimkitError(f"{self.id}: {str(e.args[0])!r} is undefined (rendering {what})") from None
         start, chunks, size = time.monotonic(), [], 0
+        sandbox.begin()
         try:
             with _deadline(limits.render_seconds):
                 for chunk in self.compiled.generate(ctx):
@@ -236,6 +251,16 @@ class Template:
             raise StimkitError(f"{self.id}: template error: {_first_line(e)} (rendering {what})") from None
         except Exception as e:  # noqa: BLE001 -- a template is code: 1/0, "a" + 1, deep recursion all name the line
             raise StimkitError(f"{self.id}: {type(e).__name__}: {_first_line(e)} (rendering {what})") from None
+
+
+def refuse_marker_literals(tree, where: str) -> None:
+    """A string literal that spells a marker with an escape ("\\ue002") is refused as the
+    character itself is (grammar.refuse_markers)."""
+    from jinja2 import nodes
+
+    for node in tree.find_all(nodes.Const):
+        if isinstance(node.value, str):
+            grammar.refuse_markers(node.value, f"{where} (a string literal, line {node.lineno})")
 
 
 def plain_pieces(env, source: str) -> tuple[tuple[bool, str], ...] | None:
@@ -274,19 +299,6 @@ def context_for(word: Word) -> dict:
     return ctx
 
 
-class _Sandbox(SandboxedEnvironment):
-    intercepted_binops = frozenset({"*", "**"})
-
-    def call_binop(self, context, operator, left, right):
-        if operator == "**" and isinstance(right, (int, float)) and abs(right) > MAX_EXPONENT:
-            raise SecurityError(f"exponent {right} is over {MAX_EXPONENT}")
-        if operator == "*":
-            for seq, n in ((left, right), (right, left)):
-                if isinstance(seq, (str, list, tuple)) and isinstance(n, int) and len(seq) * n > MAX_REPEAT:
-                    raise SecurityError(f"repetition to {len(seq) * n} items is over {MAX_REPEAT}")
-        return super().call_binop(context, operator, left, right)
-
-
 class _Loader(jinja2.FileSystemLoader):
     """Jinja's file loader, but a file reached through a symlink must stay inside a root."""
 
@@ -299,7 +311,7 @@ class _Loader(jinja2.FileSystemLoader):
 
 
 def make_environment(roots: list[Path], grammar_name: str = grammar.PAPER_GRAMMAR) -> SandboxedEnvironment:
-    env = _Sandbox(
+    env = sandbox.Sandbox(
         loader=_Loader([str(r) for r in roots]),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
@@ -438,9 +450,11 @@ class TemplateSet:
         """Add to `seen` every template `source` includes, imports or extends, and theirs.
         A name computed at render time is refused: the set's version could not cover its file."""
         try:
-            names = list(jinja2.meta.find_referenced_templates(self.env.parse(source)))
+            tree = self.env.parse(source)
         except jinja2.TemplateSyntaxError as e:
             raise StimkitError(f"{where}: template syntax error: {e.message}") from None
+        refuse_marker_literals(tree, where)
+        names = list(jinja2.meta.find_referenced_templates(tree))
         for name in names:
             if name is None:
                 raise StimkitError(f"{where}: include/import of a name computed at render time: write the file's "
@@ -454,12 +468,14 @@ class TemplateSet:
             except SecurityError as e:
                 raise StimkitError(f"{where}: {e}") from None
             seen[name] = Path(filename)
+            grammar.refuse_markers(source_, filename)
             self._depends(source_, f"{filename}", seen)
 
     def _parse(self, file: str, owner: "TemplateSet") -> list[Template]:
         path = owner.path / f"{file}.j2"
         inside(path, owner.root, "template file")
         source = read_text(path)
+        grammar.refuse_markers(source, str(path))
         declared = {n for n, line in enumerate(source.split("\n"), start=1) if _WORDLESS.search(line)}
         # Blank out comments, keeping their newlines so line numbers stay true.
         source = _COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), source)
@@ -558,7 +574,7 @@ def load_set(name: str, user_root: Path | None = None, override: bool = False) -
         return TemplateSet(name, builtin)
     user_root = Path(user_root)
     if not user_root.is_dir():
-        raise StimkitError(f"{user_root}: no such template folder")
+        raise UsageError(f"{user_root}: no such template folder")  # a mistyped flag: exit 2
     tset = TemplateSet(name, [user_root, builtin])
     for s in tset.chain():
         replaced = builtin / s.name

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import StimkitError
+from ..errors import UsageError
 from . import grammar
 from .inputs import check_name, inside, read_text
 from .language import GRAMMATICAL_GENDERS, Provenance, inflected
@@ -332,7 +333,7 @@ def load_all(directory: Path | None = None) -> dict[str, WordList]:
     """Every list in every `*.toml` of the folder (files starting with `_` are not lists)."""
     directory = Path(directory or data_dir("wordlists"))
     if not directory.is_dir():
-        raise StimkitError(f"{directory}: no such word-list folder")
+        raise UsageError(f"{directory}: no such word-list folder")  # a mistyped flag, as a missing catalog folder
     for path in directory.glob("*.toml"):
         inside(path, directory, "word-list file")
     lexicon = load_lexicon(directory) if (directory / "_lexicon.toml").exists() else load_lexicon()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,28 +68,81 @@ def remove_stale(path: Path) -> list[Path]:
     return removed
 
 
+def _lock_path(path: Path) -> Path:
+    return path.parent / f".{path.name}.lock"
+
+
+def _creation_lock(path: Path, on_wait=None) -> int | None:
+    """An exclusive lock (flock) on `.NAME.lock` beside the store while it is created; waits
+    for another command that holds it. None where the system has no flock."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: commands creating one store at once stay an error (Staging._aside)
+        return None
+    try:
+        fd = os.open(_lock_path(path), os.O_CREAT | os.O_RDWR, 0o600)
+    except OSError as e:
+        raise StoreError(f"{path}: cannot create a store: {e.strerror or e}") from None
+    from .connection import LOCK_TIMEOUT
+
+    deadline, told = time.monotonic() + LOCK_TIMEOUT, False
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                os.close(fd)
+                raise StoreError(f"{path}: another command has been creating this store for over {LOCK_TIMEOUT:g} s "
+                                 "(STIMKIT_LOCK_TIMEOUT)") from None
+            if not told and on_wait is not None:
+                on_wait(f"waiting for {path}: another command is creating it")
+                told = True
+            time.sleep(0.1)
+
+
+def _release(path: Path, fd: int | None) -> None:
+    if fd is None:
+        return
+    try:
+        _lock_path(path).unlink(missing_ok=True)  # a waiter holds the same file, unlinked: it goes on
+    finally:
+        os.close(fd)
+
+
 @dataclass
 class Staging:
     """A store being created at `path`, built at `staged` until `finish`."""
     path: Path
     staged: Path
     guard: subprocess.Popen | None = field(default=None, repr=False)
+    lock: int | None = field(default=None, repr=False)   # the creation lock's file descriptor, held until finish
 
     @classmethod
-    def start(cls, path: Path) -> "Staging":
+    def start(cls, path: Path, on_wait=None) -> "Staging | None":
+        """Stage a new store for `path`; None when another command created it while this one
+        waited for the creation lock (open it as it is). Two commands that create one store at
+        once take turns: the second waits, then uses the store the first made."""
         path = Path(path)
+        if path.is_symlink():  # a link to a store not made yet: make it where the link leads (the link
+            path = path.resolve()  # itself is a file there already, and publishing must not replace it)
         if not path.parent.is_dir():
             raise StoreError(f"{path}: cannot create a store: no folder {path.parent}")
         if not os.access(path.parent, os.W_OK | os.X_OK):
             raise StoreError(f"{path}: cannot create a store: folder {path.parent} is not writable")
+        lock = _creation_lock(path, on_wait)
+        if path.exists():  # made while this command waited: not ours to create
+            _release(path, lock)
+            return None
         remove_stale(path)
         staged = staging_path(path)
         for f in _files(staged):  # this pid's leftovers (a pid reused after a crash)
             f.unlink(missing_ok=True)
-        guard = subprocess.Popen([sys.executable, "-S", "-c", _GUARD, *map(str, _files(staged))],
+        guard = subprocess.Popen([sys.executable, "-S", "-c", _GUARD, *map(str, _files(staged)),
+                                  *([str(_lock_path(path))] if lock is not None else [])],  # a killed command's lock too
                                  stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                  start_new_session=True)  # a Ctrl-C to the command's group is not the guard's
-        return cls(path, staged, guard)
+        return cls(path, staged, guard, lock)
 
     def finish(self, keep: bool) -> None:
         """Move the staged store to its path (`keep`) or remove it, then release the guard.
@@ -105,6 +159,9 @@ class Staging:
                 self.guard.stdin.close()  # the guard finds nothing left to remove, and exits
                 self.guard.wait()
                 self.guard = None
+            if self.lock is not None:
+                _release(self.path, self.lock)
+                self.lock = None
 
     def _publish(self) -> None:
         wal = Path(f"{self.staged}.wal")

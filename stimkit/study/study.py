@@ -19,8 +19,11 @@ once and checked; `Store.run` executes one through the same plan path as `stimki
     units = "sentences"
     [baseline]                         # a matched random baseline per result (or: baseline = 1000)
     sets = 1000                        #   K random pairs; seed, tolerance, vocabulary, language
+    [display]                          # encoders' display names in tables and the report
+    "glove-6b-50d" = "GloVe"
     [table]
     layout = "table4"                  # table4 | tan-celis (with `rows`)
+    heads = "category"                 # test | category: head Table 4's rows by the tests' categories
 """
 
 from __future__ import annotations
@@ -28,17 +31,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..checks import ALTERNATIVES, UNITS, check_choice
+from ..checks import ALTERNATIVES, BALANCE_POLICIES, CORRECTIONS, P_METHODS, UNITS
 from ..errors import UsageError
 from ..paths import data_dir
 from ..stimuli.inputs import read_toml
 
 LAYOUTS = ("table4", "tan-celis")
+HEADS = ("test", "category")  # what heads a table's rows: the test's name, or its categories
 CONTEXT_CHOICES = ("own", "c-word")
 KEYS = {"name", "description", "paper", "tests", "contexts", "encoders", "options", "correction", "alpha", "wefat",
-        "checks", "table", "wordlists", "templates", "catalog", "baseline"}
+        "checks", "table", "wordlists", "templates", "catalog", "baseline", "display"}
 BASELINE_KEYS = {"sets", "seed", "tolerance", "vocabulary", "language"}
-TABLE_KEYS = {"layout", "rows"}
+TABLE_KEYS = {"layout", "rows", "heads"}
 PER_TEST_KEYS = {"units", "alternative"}  # what [options."<test or pattern>"] may set for its tests
 
 
@@ -63,7 +67,16 @@ class Study:
     template_dir: Path | None = None
     catalog_dir: Path | None = None
     baseline: dict | None = None                 # [baseline] sets = K, seed, tolerance, vocabulary, language
+    display: dict = field(default_factory=dict)  # [display] encoder spec -> the name its tables print
+    heads: str = "test"                          # [table] heads: a row's head, the test or its categories
 
+
+    @property
+    def baseline_key(self) -> tuple[int, int] | None:
+        """(K, seed) of the study's matched baselines: what its views read a result against."""
+        if not self.baseline:
+            return None
+        return int(self.baseline["sets"]), int(self.baseline.get("seed", self.options.get("seed", 0)))
 
     def options_for(self, test_name: str) -> dict:
         """The option values [options."<pattern>"] give this test (later tables win)."""
@@ -76,6 +89,30 @@ class Study:
         return found
 
 
+STUDY_FILE = "study.toml"    # a study's file, found from the working directory up (like git's .git)
+STUDY_ENV = "STIMKIT_STUDY"  # names one explicitly (as does --study)
+
+
+def find(start: Path | None = None) -> Path | None:
+    """The study file of a project: `study.toml` in `start` (default: the working directory)
+    or the nearest folder above it that has one; None when there is none."""
+    here = Path(start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        candidate = folder / STUDY_FILE
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def in_force(explicit: str | Path | None = None, start: Path | None = None) -> Study | None:
+    """The study that gives a command its context: `explicit` (--study: a file or a built-in
+    name), else $STIMKIT_STUDY, else the study file found from `start` up; None without one."""
+    import os
+
+    ref = explicit or os.environ.get(STUDY_ENV) or find(start)
+    return load(ref) if ref else None
+
+
 def builtin() -> list[str]:
     return sorted(p.stem for p in (data_dir("queries") / "studies").glob("*.toml"))
 
@@ -83,6 +120,8 @@ def builtin() -> list[str]:
 def load(ref: str | Path) -> Study:
     """A built-in study by name (`may-2019`, `tan-celis-2019`) or a study file's path."""
     path = Path(ref)
+    if path.is_dir():  # a study's folder: its study file
+        path = path / STUDY_FILE
     if path.suffix != ".toml":
         path = data_dir("queries") / "studies" / f"{ref}.toml"
         if not path.exists():
@@ -92,77 +131,161 @@ def load(ref: str | Path) -> Study:
     return parse(read_toml(path), path)
 
 
-def _strings(body: dict, key: str, where: str, default=()) -> tuple[str, ...]:
-    value = body.get(key, default)
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v for v in value):
-        raise UsageError(f"{where}: `{key}` must be a list of names")
-    return tuple(value)
+def _model():
+    """The study file's shape as pydantic models (built on first use: a command without a study
+    file never imports pydantic). Strict: "false" is not a bool, 5 is not a list of rows."""
+    from typing import Annotated, Literal, Optional, Union
+
+    from pydantic import BaseModel, ConfigDict, Field
+
+    strict = ConfigDict(extra="forbid", strict=True)
+    Names = Union[str, list[str]]
+
+    class OptionsModel(BaseModel):  # run.options.Options, as a study file may set it
+        model_config = strict
+        budget: Optional[int] = Field(None, ge=2)
+        method: Optional[Literal[P_METHODS]] = None
+        alternative: Optional[Literal[ALTERNATIVES]] = None
+        seed: Optional[int] = Field(None, ge=0)
+        ddof: Optional[int] = None
+        bootstrap: Optional[int] = Field(None, ge=0)
+        ci_level: Optional[float] = Field(None, gt=0, lt=1)
+        balance: Optional[Literal[BALANCE_POLICIES]] = None
+        cut_seed: Optional[int] = Field(None, ge=0)
+        cuts: Optional[int] = Field(None, ge=1)
+        metrics: Optional[list[str]] = None
+        center: Optional[str] = None
+        center_ref: Optional[str] = None
+        units: Optional[Literal[UNITS]] = None
+        clustered: Optional[bool] = None  # the old name of units = "words"
+
+    class PerTestModel(BaseModel):
+        model_config = strict
+        units: Optional[Literal[UNITS]] = None
+        alternative: Optional[Literal[ALTERNATIVES]] = None
+
+    class BaselineModel(BaseModel):
+        model_config = strict
+        sets: int = Field(ge=1)
+        seed: Optional[int] = Field(None, ge=0)
+        tolerance: Optional[float] = Field(None, ge=0)
+        vocabulary: Optional[str] = None
+        language: Optional[str] = None
+
+    class TableModel(BaseModel):
+        model_config = strict
+        layout: Literal[LAYOUTS] = "table4"
+        rows: list[Annotated[list[str], Field(min_length=3, max_length=3)]] = []
+        heads: Literal[HEADS] = "test"
+
+    class StudyModel(BaseModel):
+        model_config = strict
+        name: Optional[str] = Field(None, min_length=1)
+        description: str = ""
+        paper: Optional[str] = None
+        tests: Names = []
+        contexts: Union[Literal[CONTEXT_CHOICES], list[Literal[CONTEXT_CHOICES]]] = ["own"]
+        encoders: Names = ["glove-6b-50d"]
+        correction: Literal[CORRECTIONS] = "holm"
+        alpha: float = Field(0.01, gt=0, lt=1)
+        wefat: Names = []
+        checks: bool = False
+        table: TableModel = TableModel()
+        wordlists: Optional[str] = Field(None, min_length=1)
+        templates: Optional[str] = Field(None, min_length=1)
+        catalog: Optional[str] = Field(None, min_length=1)
+        baseline: Union[int, BaselineModel, None] = None
+        display: dict[str, str] = {}
+
+    return StudyModel, OptionsModel, PerTestModel
+
+
+# what a key that takes one of several shapes must be, said in words (pydantic names each shape)
+EXPECTED = {"tests": "a name or a list of names", "encoders": "an encoder spec or a list of them",
+            "wefat": "a name or a list of names", "contexts": "own, c-word or a list of them",
+            "baseline": "a number of random pairs (baseline = 200) or a [baseline] table with `sets`"}
+
+
+def _checked(model, body: dict, where: str, prefix: str = ""):
+    """`body` validated by `model`, or one line naming the file, the key and what it must be."""
+    from pydantic import ValidationError
+
+    try:
+        return model.model_validate(body)
+    except ValidationError as e:
+        first = e.errors()[0]
+        keys, value, tags = [], body, False
+        for k in first["loc"]:  # the path into the file; a union's shape names are not keys
+            if isinstance(value, dict) and k in value or isinstance(value, list) and isinstance(k, int) and k < len(value):
+                keys.append(str(k))
+                value = value[k]
+            else:
+                tags = True
+        key = prefix + ".".join(keys)
+        if first["type"] == "extra_forbidden":
+            raise UsageError(f"{where}: unknown key {key!r}") from None
+        if tags and keys and keys[0] in EXPECTED and not prefix:
+            got = body[keys[0]]
+            raise UsageError(f"{where}: `{keys[0]}` must be {EXPECTED[keys[0]]}, not {got!r}") from None
+        got = first.get("input")
+        shown = "" if isinstance(got, dict) else f", not {got!r}"
+        raise UsageError(f"{where}: `{key}`: {first['msg'][0].lower() + first['msg'][1:]}{shown}") from None
+
+
+def _strings(value) -> tuple[str, ...]:
+    return (value,) if isinstance(value, str) else tuple(value)
 
 
 def parse(body: dict, path: Path | None = None) -> Study:
+    """A study file's table, checked: each wrong value one line naming the file, the key and what
+    it must be (a usage error, exit 2)."""
     where = str(path) if path else "study"
+    if not isinstance(body, dict):
+        raise UsageError(f"{where}: a study file is a TOML table")
     unknown = set(body) - KEYS
     if unknown:
         raise UsageError(f"{where}: unknown key {sorted(unknown)[0]!r} (known: {', '.join(sorted(KEYS))})")
-    name = body.get("name") or (path.stem if path else None)
-    if not isinstance(name, str) or not name:
-        raise UsageError(f"{where}: a study needs a `name`")
-    table = body.get("table", {})
-    if not isinstance(table, dict) or set(table) - TABLE_KEYS:
-        raise UsageError(f"{where}: [table] takes {', '.join(sorted(TABLE_KEYS))}")
-    layout = table.get("layout", "table4")
-    if layout not in LAYOUTS:
-        raise UsageError(f"{where}: unknown table layout {layout!r} (known: {', '.join(LAYOUTS)})")
-    rows = tuple(tuple(r) for r in table.get("rows", ()))
-    if layout == "tan-celis" and not rows or any(len(r) != 3 for r in rows):
-        raise UsageError(f"{where}: the tan-celis layout needs `rows` of [section, family, label]")
-    contexts = _strings(body, "contexts", where, ("own",))
-    if set(contexts) - set(CONTEXT_CHOICES):
-        raise UsageError(f"{where}: contexts are {' and '.join(CONTEXT_CHOICES)}, not {sorted(set(contexts) - set(CONTEXT_CHOICES))[0]!r}")
+    StudyModel, OptionsModel, PerTestModel = _model()
+    m = _checked(StudyModel, {k: v for k, v in body.items() if k != "options"}, where)
     options = body.get("options", {})
     if not isinstance(options, dict):
         raise UsageError(f"{where}: [options] must be a table of test options")
     per_test = tuple((k, v) for k, v in options.items() if isinstance(v, dict))
     for pattern, values in per_test:
-        if set(values) - PER_TEST_KEYS or not values:
-            bad = sorted(set(values) - PER_TEST_KEYS)
-            raise UsageError(f"{where}: [options.{pattern!r}] sets a test's {' and '.join(sorted(PER_TEST_KEYS))}"
-                             + (f", not {bad[0]!r}" if bad else ""))
-        for key, known in (("units", UNITS), ("alternative", ALTERNATIVES)):
-            if key in values:
-                check_choice(values[key], known, f"{where}: [options.{pattern!r}]", key)
+        if not values:
+            raise UsageError(f"{where}: [options.{pattern!r}] sets a test's {' and '.join(sorted(PER_TEST_KEYS))}")
+        _checked(PerTestModel, values, where, f"options.{pattern}.")
     options = {k: v for k, v in options.items() if not isinstance(v, dict)}
-    alpha = body.get("alpha", 0.01)
-    if not isinstance(alpha, (int, float)) or isinstance(alpha, bool):
-        raise UsageError(f"{where}: `alpha` must be a number")
-    tests, paper = _strings(body, "tests", where), body.get("paper")
-    if not tests and not paper:
+    _checked(OptionsModel, options, where, "options.")
+    name = m.name or (path.stem if path else None)
+    if not name:
+        raise UsageError(f"{where}: a study needs a `name`")
+    rows = tuple(tuple(r) for r in m.table.rows)
+    if m.table.layout == "tan-celis" and not rows:
+        raise UsageError(f"{where}: the tan-celis layout needs `rows` of [section, family, label]")
+    tests = _strings(m.tests)
+    if not tests and not m.paper:
         raise UsageError(f"{where}: say which tests: `tests` (names or patterns) or `paper`")
     folders = {}
     for key in ("wordlists", "templates", "catalog"):
-        value = body.get(key)
+        value = getattr(m, key)
         if value is None:
             folders[key] = None
             continue
-        if not isinstance(value, str) or not value:
-            raise UsageError(f"{where}: `{key}` must be a folder (relative to the study file)")
         folder = (path.parent if path else Path.cwd()) / value
         if not folder.is_dir():
             raise UsageError(f"{where}: `{key}` folder {folder} does not exist")
         folders[key] = folder
-    baseline = body.get("baseline")
-    if isinstance(baseline, int) and not isinstance(baseline, bool):  # baseline = 1000: K pairs, the defaults
+    baseline = m.baseline
+    if isinstance(baseline, int):  # baseline = 1000: K pairs, the defaults
+        if baseline < 1:
+            raise UsageError(f"{where}: `baseline`: a number of random pairs (1 or more), not {baseline}")
         baseline = {"sets": baseline}
-    if baseline is not None:
-        if not isinstance(baseline, dict) or set(baseline) - BASELINE_KEYS or "sets" not in baseline:
-            raise UsageError(f"{where}: `baseline` is a number of random pairs (baseline = 1000) or a table "
-                             f"[baseline] with `sets` (and {', '.join(sorted(BASELINE_KEYS - {'sets'}))})")
+    elif baseline is not None:
+        baseline = baseline.model_dump(exclude_none=True)
         if isinstance(baseline.get("vocabulary"), str):  # relative to the study file, like its folders
-            baseline = {**baseline, "vocabulary": str((path.parent if path else Path.cwd()) / baseline["vocabulary"])}
-    return Study(name, str(body.get("description", "")), paper, tests, contexts,
-                 _strings(body, "encoders", where, ("glove-6b-50d",)), dict(options), per_test,
-                 str(body.get("correction", "holm")),
-                 float(alpha), _strings(body, "wefat", where), bool(body.get("checks", False)), layout, rows, path,
-                 folders["wordlists"], folders["templates"], folders["catalog"], baseline)
+            baseline["vocabulary"] = str((path.parent if path else Path.cwd()) / baseline["vocabulary"])
+    return Study(name, m.description, m.paper, tests, _strings(m.contexts), _strings(m.encoders), dict(options),
+                 per_test, m.correction, float(m.alpha), _strings(m.wefat), m.checks, m.table.layout, rows, path,
+                 folders["wordlists"], folders["templates"], folders["catalog"], baseline, dict(m.display),
+                 m.table.heads)
