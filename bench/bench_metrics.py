@@ -1,17 +1,20 @@
-"""Every association metric on every catalog word test on GloVe 6B 50d, vectors in memory.
+"""Every association metric on the catalog word tests on GloVe 6B 50d: through the CLI, as a
+user runs it (the default), or the metrics alone on vectors in memory.
 
-    python bench/bench_metrics.py
-    python bench/bench_metrics.py --cli [R]     the ten metrics on weat1..weat10 through the CLI
+    python bench/bench_metrics.py [R]               the ten metrics on weat1..weat10 through the CLI
+    python bench/bench_metrics.py --in-memory       the metric functions alone, per metric
 
---cli times `stimkit test weat1 ... weat10 -e glove-6b-50d --metric <all ten>` as a whole
-process on a warm store (the sets generated and GloVe's vectors stored by a first run),
-interleaved with the same command for WEAT alone, R times each (default 5): best and every
-time (goal: under 5 s; the machine's cores are shared, so read the spread).
+The default times `stimkit test weat1 ... weat10 -e glove-6b-50d --metric <all ten>` as a
+whole process on a warm store (the sets generated and GloVe's vectors stored by a first run),
+interleaved with the same command for WEAT alone, R times each (default 5): best, median and
+every time (goals, issue 41: all ten under 5 s, WEAT under 2.5 s; the machine's cores are
+shared, so read the spread). This is the figure to quote: it includes start-up, the store,
+every result's p, interval, influence and diagnostics, and the writes.
 
-Prints the time per metric over all word tests and the total (warm: GloVe loaded and the
-test sets looked up before timing), then the metric x test sign table of the ten Caliskan
-tests (weat1..weat10): + / - for signed metrics (positive = X with A, Y with B, as WEAT),
-the value for the others.
+--in-memory prints the time per metric over all word tests and the total (warm: GloVe loaded
+and the test sets looked up before timing: not what a user waits for), then the metric x test
+sign table of the ten Caliskan tests (weat1..weat10): + / - for signed metrics (positive = X
+with A, Y with B, as WEAT), the value for the others.
 
 Sets: each catalog word test's four word lists (`queries/catalog.toml`, `context = "word"`),
 encoded as stimkit encodes them (a multi-word term such as "European American" is the mean
@@ -149,14 +152,16 @@ def cli(repeats: int) -> None:
     print(f"the 10 Caliskan word tests on GloVe through the CLI, warm, whole processes, {repeats} interleaved runs:")
     for what, seconds in times.items():
         print(f"  {what:<16} best {min(seconds):5.2f} s  median {sorted(seconds)[len(seconds) // 2]:5.2f} s  "
-              f"(all: {', '.join(f'{x:.2f}' for x in seconds)})" + ("   goal < 5 s" if what.startswith("all") else ""))
+              f"(all: {', '.join(f'{x:.2f}' for x in seconds)})"
+              + ("   goal < 5 s" if what.startswith("all") else "   goal < 2.5 s"))
 
 
 if __name__ == "__main__":
     import sys
 
-    if "--cli" in sys.argv:
-        after = sys.argv[sys.argv.index("--cli") + 1:]
-        cli(int(after[0]) if after else 5)
-    else:
+    if "--in-memory" in sys.argv:
         main()
+    else:  # the CLI path (--cli, its old flag, still accepted)
+        after = [a for a in sys.argv[1:] if a != "--cli"]
+        print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+        cli(int(after[0]) if after else 5)

@@ -65,14 +65,38 @@ def test_a_read_command_builds_only_its_own_commands_and_imports_nothing_heavy(c
     assert "stimkit.cli.tests" in modules
     assert not {"stimkit.cli.audit", "stimkit.cli.wefat", "stimkit.cli.report", "stimkit.cli.encode"} & modules
     assert not {m for m in modules if m.split(".")[0] in HEAVY}
+    # a read pays for the store and its frames (DuckDB hands them over through pyarrow), not for
+    # pandas (pyarrow's conversion of Python rows would import it) or the statistics
+    tops = {m.split(".")[0] for m in modules}
+    assert {"duckdb", "polars"} <= tops and not {"pandas", "statsmodels"} & tops
+    assert not {m for m in modules if m.startswith(("stimkit.run", "stimkit.encoders"))}
+    # of the statistics only the significance rule (stats.decision); the package's face loads lazily
+    assert {m for m in modules if m.startswith("stimkit.stats.")} <= {"stimkit.stats.decision"}
+
+
+def test_a_word_test_imports_neither_scipy_stats_nor_pandas(catalog_db, tmp_path):
+    """WEAT on a word test (sampled p, interval, influence, diagnostics, the writes) pays for
+    numpy and scipy.special, not for scipy.stats or pandas (half a second each): issue 41."""
+    db = tmp_path / "s.duckdb"
+    import shutil
+    shutil.copy(catalog_db, db)
+    proc, modules = probe(db, "test", "weat1", "-e", "glove-6b-50d", "-q")
+    assert proc.returncode == 0, proc.stderr
+    with stimkit.open(db, read_only=True) as s:
+        assert s.query("SELECT p_method FROM results").item() == "sampled"   # the split sampler's law was built
+    assert not {m for m in modules if m.split(".")[0] == "pandas" or m.startswith("scipy.stats")}
 
 
 def test_help_lists_every_command(tmp_path):
-    proc, _ = probe(tmp_path / "none.duckdb", "--help")
+    proc, modules = probe(tmp_path / "none.duckdb", "--help")
     assert proc.returncode == 0
     for name in cli.COMMAND_MODULES:
         assert f" {name} " in proc.stdout, name
     assert not (tmp_path / "none.duckdb").exists()
+    # --help imports the CLI's own light modules and Typer, nothing of the store or the data
+    assert not {m.split(".")[0] for m in modules} & {"duckdb", "polars", "pyarrow", "numpy", *HEAVY}
+    assert {m for m in modules if m.startswith("stimkit.") and not m.startswith("stimkit.cli")} <= {
+        f"stimkit.{m}" for m in ("checks", "errors", "output", "paths")}
 
 
 def run_main(capsys, *args):

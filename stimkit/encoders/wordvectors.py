@@ -31,11 +31,19 @@ def tokenize(text: str, lower: bool = True) -> list[tuple[str, int, int]]:
 
 
 class WordVectors:
-    def __init__(self, words: list[str], matrix: np.ndarray):
+    def __init__(self, words: list[str], matrix):
+        """matrix: the vectors, or a function that reads them (called on first use: a run's
+        diagnostics read only the vocabulary when the store holds the vectors already)."""
         self.words = words
-        self.matrix = matrix
+        self._matrix = matrix
         self.index = {w: i for i, w in enumerate(words)}
         self.lower = all(w == w.lower() for w in words[:1000])
+
+    @property
+    def matrix(self) -> np.ndarray:
+        if callable(self._matrix):
+            self._matrix = self._matrix()
+        return self._matrix
 
 
 _LOADED: dict[str, WordVectors] = {}  # by the file's identity (its content hash): never stale
@@ -113,7 +121,7 @@ def glove_6b_50d(pooling: str = "cbow") -> WordVectorEncoder:
         import polars as pl
 
         words = pl.read_parquet(index).to_series(0).to_list()
-        return WordVectors(words, np.ascontiguousarray(np.load(npy, mmap_mode="r")))
+        return WordVectors(words, lambda: np.ascontiguousarray(np.load(npy, mmap_mode="r")))
 
     from importlib.metadata import version
 

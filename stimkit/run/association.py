@@ -218,9 +218,9 @@ def influence(prep: Prepared, opts: Options, test_name: str, fingerprint: str, r
     decided = significant(p, opts.alpha)
     flips = np.isfinite(found.p) & (significant(found.p, opts.alpha) != decided)
     rows = [InfluenceRow(result_id, role, word, int(n), _finite(dw), _finite(pw), method,
-                         None if not np.isfinite(pw) else bool(flip))
-            for role, word, n, dw, pw, method, flip in zip(found.role, found.word, found.n_stimuli, found.d, found.p,
-                                                           found.p_method, flips)]
+                         None if not np.isfinite(pw) else bool(flip), _finite(se))
+            for role, word, n, dw, pw, method, flip, se in zip(found.role, found.word, found.n_stimuli, found.d, found.p,
+                                                               found.p_method, flips, found.p_se)]
     shift = np.where(np.isfinite(found.d), np.abs(found.d - d), -1.0)
     if not len(found) or shift.max() < 0:
         return rows, {"fragile": bool(flips.any()), "influence_alpha": opts.alpha}
@@ -332,9 +332,10 @@ def items(result_id: str, prep: Prepared, association: np.ndarray) -> pl.DataFra
 
 
 def run_one(con, run_id: str, planned: PlannedTest, enc: Encoder, opts: Options, kind: str = "test",
-            reference: pl.DataFrame | None = None) -> list[Result]:
+            reference: pl.DataFrame | None = None, pending: list[Result] | None = None) -> list[Result]:
     """Prepare once, then compute and store a result per metric (WEAT's with its items and
-    cuts). The caller owns the transaction."""
+    cuts). The caller owns the transaction. pending: the results are added to it instead,
+    for the caller to `write` with the run's others in one append per table."""
     from dataclasses import replace
 
     from . import diagnose
@@ -346,7 +347,10 @@ def run_one(con, run_id: str, planned: PlannedTest, enc: Encoder, opts: Options,
     found = [result(run_id, planned, enc, prep, opts, started, kind) if name == "weat"
              else metric_result(run_id, planned, enc, prep, opts, name, started, kind) for name in opts.metrics]
     found = [replace(res, diagnostics=diagnose.rows(res.result_id, profiles, language)) for res in found]
-    write(con, found)  # one append per table for all the metrics: ten results cost one insert, not ten
+    if pending is None:
+        write(con, found)  # one append per table for all the metrics: ten results cost one insert, not ten
+    else:
+        pending.extend(found)
     return found
 
 
@@ -387,7 +391,7 @@ def write(con, results: Result | list[Result]) -> None:
     insert(con, "results", results)
     insert(con, "result_cuts", [c for res in results for c in res.cut_rows])
     insert(con, "result_influence", [i for res in results for i in res.influence])
-    for res in results:
-        if res.items is not None:
-            insert(con, "result_items", res.items)
+    items = [res.items for res in results if res.items is not None]
+    if items:
+        insert(con, "result_items", pl.concat(items))
     insert(con, "result_diagnostics", [d for res in results for d in res.diagnostics])

@@ -17,7 +17,8 @@ def execute(con, plan: Plan, command: str, on_result=None, on_failure=None, fail
     (meaningless input: degenerate vectors, no vector for a set) is reported and skipped; the
     others are stored. A crash leaves no partial run.
 
-    on_result(result, done, total) after each stored result; on_failure(failure) for each
+    on_result(result, done, total) after each result (all are stored at the end, in one
+    append per table, inside the run's transaction); on_failure(failure) for each
     failure: the plan's refusals and `failed` (encoders that could not encode) first.
     study: the study's name, alpha and correction, recorded on the run."""
     failures: list[Failure] = []
@@ -43,9 +44,11 @@ def execute(con, plan: Plan, command: str, on_result=None, on_failure=None, fail
         return report
     with store.transaction(con):
         run_id = store.start_run(con, command, plan.options.seed, **(study or {}))
+        pending: list = []  # the run's results, written in one append per table after the last
         for planned, enc in plan.pairs:
             try:
-                found = association.run_one(con, run_id, planned, enc, planned.options, reference=plan.reference)
+                found = association.run_one(con, run_id, planned, enc, planned.options, reference=plan.reference,
+                                            pending=pending)
             except StimkitError as e:
                 fail(planned.name, getattr(enc, "base_spec", enc.spec), e)
                 continue
@@ -56,6 +59,7 @@ def execute(con, plan: Plan, command: str, on_result=None, on_failure=None, fail
                 report.results.append(res)
                 if on_result:
                     on_result(res, len(report.results) + len(failures), total)
+        association.write(con, pending)
         for planned, enc in plan.wefats:
             try:
                 report.wefats.append(wefat.run_one(con, run_id, planned, enc, plan.wefat_options))

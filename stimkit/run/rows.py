@@ -181,6 +181,7 @@ class InfluenceRow:
     p_without: float | None
     p_method: str | None
     decision_flip: bool | None
+    p_se: float | None = None      # the Monte Carlo error of p_without (0: exact)
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,25 @@ pivots), words and templates as random factors (crossed), WEFAT, template audits
 `stimkit.stats` is the face: the names most callers need, like scipy.stats."""
 
 from .. import DEFAULT_BUDGET  # noqa: F401
-from .bootstrap import bootstrap_d  # noqa: F401
-from .pvalues import (ALTERNATIVES, EXACT_LIMIT, METHODS, PValue, all_subsets, check_exact, check_method,  # noqa: F401
-                      clustered_p, exact_subset_sums, min_p, permutation_p, subset_p, subset_sum_chunks)
-from .weat import (InvalidInput, association, check_associations, check_inputs, effect_size, group_ids,  # noqa: F401
-                   shared_vectors, test_statistic, unit_rows)
+
+# The face's names load their module (and numpy) on first use, so that a light module of
+# this package (decision: the significance rule a read command applies) costs no numpy.
+_FACE = {
+    "bootstrap": ("bootstrap_d",),
+    "pvalues": ("ALTERNATIVES", "EXACT_LIMIT", "METHODS", "PValue", "all_subsets", "check_exact", "check_method",
+                "clustered_p", "exact_subset_sums", "min_p", "permutation_p", "subset_p", "subset_sum_chunks"),
+    "weat": ("InvalidInput", "association", "check_associations", "check_inputs", "effect_size", "group_ids",
+             "shared_vectors", "test_statistic", "unit_rows"),
+}
+_WHERE = {name: module for module, names in _FACE.items() for name in names}
+__all__ = ["DEFAULT_BUDGET", *_WHERE]
+
+
+def __getattr__(name: str):
+    if name in _WHERE:
+        import importlib
+
+        value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -35,7 +35,10 @@ without a template) the templates' shares differ between X and Y and var_templat
 Estimation. The components come from sequential sums of squares (Henderson's method I by
 fitting constants, in the order words within groups, templates, group x template, word x
 template cells, within cells) and their expectations E[SS_k] = sum_c var_c tr(P_k Z_c Z_c'),
-solved as a triangular system. On a balanced design these are the classical ANOVA mean
+solved as a triangular system. They are computed from group sums, never from the design
+matrix: the words' span by its means, templates (and group x template) added with the words
+absorbed, a system in their levels (_absorbed); time linear in the sentences (tests/
+test_crossed_speed.py holds them to the projections on SVD bases). On a balanced design these are the classical ANOVA mean
 squares, and Var(D)'s estimate is Clark 1973's quasi-F denominator (MS_words +
 MS_group_x_template - MS_word_x_template) 2 / (n T); on an unbalanced one they are the
 moment estimates, unbiased whatever the counts. Var(D)'s estimate is a combination of mean
@@ -198,10 +201,67 @@ def _incidence(codes: np.ndarray, k: int | None = None) -> np.ndarray:
     return m
 
 
-def _basis(a: np.ndarray) -> np.ndarray:
-    """An orthonormal basis of a's column space (the SVD's, rank by a relative tolerance)."""
-    u, sv, _ = np.linalg.svd(a, full_matrices=False)
-    return u[:, : int(np.sum(sv > 1e-9 * sv[0]))]
+def _table(a: np.ndarray, ka: int, b: np.ndarray, kb: int, weights: np.ndarray) -> np.ndarray:
+    """The (ka, kb) table of `weights` summed over the cells of each (a, b) pair of codes."""
+    return np.bincount(a * kb + b, weights=weights, minlength=ka * kb).reshape(ka, kb)
+
+
+def _sparse_table(a: np.ndarray, ka: int, b: np.ndarray, kb: int, weights: np.ndarray):
+    """_table as a sparse matrix (duplicate pairs summed)."""
+    from scipy import sparse
+
+    return sparse.csr_matrix((weights, (a, b)), shape=(ka, kb))
+
+
+@dataclass(frozen=True)
+class _Factor:
+    """One factor of the design: a code per cell and its number of levels."""
+    code: np.ndarray
+    k: int
+
+
+def _span_of_factor(d: _Design, f: _Factor, comps: tuple[_Factor, ...]):
+    """Reduction ||P b||^2, rank and tr(P Z_c Z_c') per component (and the cells' sum n_i P_ii)
+    for P the projection on one factor's weighted indicator columns: group means."""
+    n_f = np.bincount(f.code, weights=d.n, minlength=f.k)
+    used = n_f > 0
+    reduction = float(np.sum(np.bincount(f.code, weights=d.sums, minlength=f.k)[used] ** 2 / n_f[used]))
+    coef = [float(np.sum(_table(f.code, f.k, c.code, c.k, d.n)[used] ** 2 / n_f[used, None])) for c in comps]
+    cell = float(np.sum(np.bincount(f.code, weights=d.n ** 2, minlength=f.k)[used] / n_f[used]))
+    return reduction, int(used.sum()), coef + [cell]
+
+
+def _absorbed(d: _Design, cells: np.ndarray, w: _Factor, x: _Factor, comps: tuple[_Factor, ...]):
+    """What the columns of factor x add to the span of factor w, on the cells `cells` (w
+    absorbed: the normal equations of x's columns less their w means, C = X'M_W X, one row
+    and column a level of x). The same quantities as _span_of_factor, from tables of counts:
+    nothing of the size of the design is formed, so the cost is linear in the cells plus
+    a dense eigendecomposition of x's levels (the caller solves on the smaller factor)."""
+    n, sums = d.n[cells], d.sums[cells]
+    wc = w.code[cells]
+    levels, xc = np.unique(x.code[cells], return_inverse=True)   # only the levels these cells use
+    x = _Factor(xc, len(levels))
+    n_w = np.bincount(wc, weights=n, minlength=w.k)
+    inv_w = np.divide(1.0, n_w, out=np.zeros(w.k), where=n_w > 0)
+    n_wx = _table(wc, w.k, xc, x.k, n)
+    a = n_wx * inv_w[:, None]                                          # the words' means of x's columns
+    C = np.diag(np.bincount(xc, weights=n, minlength=x.k)) - n_wx.T @ a
+    lam, vec = np.linalg.eigh(C)
+    keep = lam > 1e-10 * max(float(lam[-1]), 1e-300)
+    half = vec[:, keep] / np.sqrt(lam[keep])                           # C^+ = half @ half.T
+    rb = np.bincount(xc, weights=sums, minlength=x.k) - a.T @ np.bincount(wc, weights=sums, minlength=w.k)
+    reduction = float(np.sum((half.T @ rb) ** 2))
+    coef = []
+    for c in comps:
+        cc = c.code[cells]
+        # a' T(w, c) as a sparse product: T(w, c) holds one entry a cell, a' of it is dense and large
+        rz = _table(xc, x.k, cc, c.k, n) - (_sparse_table(cc, c.k, wc, w.k, n) @ a).T
+        coef.append(float(np.sum((half.T @ rz) ** 2)))
+    n2 = n ** 2
+    cross = _table(xc, x.k, wc, w.k, n2) @ a
+    q = np.diag(np.bincount(xc, weights=n2, minlength=x.k)) - cross - cross.T + a.T @ (np.bincount(wc, weights=n2, minlength=w.k)[:, None] * a)
+    cell = float(np.sum(half * (q @ half)))
+    return reduction, int(keep.sum()), coef + [cell]
 
 
 @dataclass(frozen=True)
@@ -215,32 +275,36 @@ class _Anova:
 
 
 def _anova(d: _Design, what: str) -> _Anova:
-    """Sequential sums of squares with their expectations in the components (module docstring)."""
-    sq = np.sqrt(d.n)
-    b = d.sums / sq                               # the weighted cell-level response
-    gt, _ = _codes(list(zip(d.g.tolist(), d.t.tolist())))
-    inc = {"words": _incidence(d.w, d.n_words), "templates": _incidence(d.t, d.n_templates),
-           "group_template": _incidence(gt)}
+    """Sequential sums of squares with their expectations in the components (module docstring),
+    from group sums: each space's projection is the words' means plus what templates (or
+    group x template) add to them, solved on their levels with the words absorbed
+    (_absorbed); the groups, words and cells have closed forms. Linear in the cells."""
+    gt_code, _ = _codes(list(zip(d.g.tolist(), d.t.tolist())))
+    words, templates = _Factor(d.w, d.n_words), _Factor(d.t, d.n_templates)
+    group_template = _Factor(gt_code, int(gt_code.max()) + 1)
+    comps = (words, templates, group_template)
     replicated = float(d.n.sum()) > len(d.n)
     names = ("words", "templates", "group_template") + (("word_template", "within") if replicated else ("residual",))
-    # what each component's incidence looks like, weighted (sentence level: Z_c); the cell
-    # component (word x template) is the identity on cells, the within one on sentences
-    weighted = {k: sq[:, None] * m for k, m in inc.items()}
-
-    def coef(Q) -> list[float]:
-        """tr(P Z_c Z_c') for each component, P the projection on span(Q) (sentence level)."""
-        out = [float(np.sum((Q.T @ weighted[k]) ** 2)) for k in ("words", "templates", "group_template")]
-        cell = float(np.sum(d.n * np.sum(Q ** 2, axis=1)))
-        return out + ([cell, float(Q.shape[1])] if replicated else [cell])
-
-    spaces = [_incidence(d.g, 2), inc["words"], np.hstack([inc["words"], inc["templates"]]),
-              np.hstack([inc["words"], inc["templates"], inc["group_template"]])]
-    bases = [_basis(sq[:, None] * m) for m in spaces]
-    reduction = [float(np.sum((Q.T @ b) ** 2)) for Q in bases] + [float(np.sum(b ** 2))]
-    ranks = [Q.shape[1] for Q in bases] + [len(d.n)]
+    everywhere = np.ones(len(d.n), bool)
+    spans = [_span_of_factor(d, _Factor(d.g, 2), comps), _span_of_factor(d, words, comps)]
+    # span(words, templates) = span(one) + what the other adds: the system is solved on the
+    # factor with fewer levels (templates in a word test of many words, words in HolisticBias)
+    if d.n_templates <= d.n_words:
+        spans.append(_plus(spans[1], _absorbed(d, everywhere, words, templates, comps)))
+        with_gt = spans[1]
+        for g in (1, 0):   # words are nested in the groups: each group's group x template columns apart
+            with_gt = _plus(with_gt, _absorbed(d, d.g == g, words, group_template, comps))
+    else:
+        spans.append(_plus(_span_of_factor(d, templates, comps), _absorbed(d, everywhere, templates, words, comps)))
+        with_gt = _span_of_factor(d, group_template, comps)
+        for g in (1, 0):
+            with_gt = _plus(with_gt, _absorbed(d, d.g == g, group_template, words, comps))
+    spans.append(with_gt)
     total = float(d.n.sum())
+    reduction = [r for r, _, _ in spans] + [float(np.sum(d.sums ** 2 / d.n))]
+    ranks = [k for _, k, _ in spans] + [len(d.n)]
     # the cells' space holds every incidence column: tr(Z_c Z_c') = N; the within component: its rank
-    coefs = [coef(Q) for Q in bases] + [[total] * 4 + ([float(len(d.n))] if replicated else [])]
+    coefs = [c + ([float(k)] if replicated else []) for _, k, c in spans] + [[total] * 4 + ([float(len(d.n))] if replicated else [])]
     ss = np.diff(reduction)
     df = np.diff(ranks).astype(np.float64)
     K = np.diff(np.array(coefs), axis=0)
@@ -261,7 +325,7 @@ def _anova(d: _Design, what: str) -> _Anova:
     K = K / df[:, None]
     # the contrast: +1/N_x on X's sentences, -1/N_y on Y's, summed per cell
     a = d.n * np.where(d.g == 1, 1.0 / d.n_x, -1.0 / d.n_y)
-    c = [float(np.sum((inc[k].T @ a) ** 2)) for k in ("words", "templates", "group_template")]
+    c = [float(np.sum(np.bincount(f.code, weights=a, minlength=f.k) ** 2)) for f in comps]
     c += [float(np.sum(a ** 2)), 1.0 / d.n_x + 1.0 / d.n_y] if replicated else [float(np.sum(a ** 2))]
     diff = float(np.sum(a * d.sums / d.n))
     ms = ss / df
@@ -269,6 +333,12 @@ def _anova(d: _Design, what: str) -> _Anova:
         raise InvalidInput(f"{what}: s does not vary within word x template cells or between them "
                            "beyond the fixed effects: the sampling error of d cannot be estimated")
     return _Anova(names, ss, df, K, np.array(c), diff)
+
+
+def _plus(span, extra):
+    """A space and the orthogonal part another factor adds to it: reductions, ranks and
+    coefficients add."""
+    return span[0] + extra[0], span[1] + extra[1], [a + b for a, b in zip(span[2], extra[2])]
 
 
 def _components(an: _Anova, ms: np.ndarray) -> np.ndarray:

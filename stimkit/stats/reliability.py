@@ -25,12 +25,13 @@ def profiles(T: np.ndarray, word_ids: np.ndarray, A: np.ndarray, B: np.ndarray, 
     of the reference rows' (the test's targets') cosines with that item. word_ids: a word
     index (0..W-1) per row of T."""
     U = np.concatenate([unit_rows(A), unit_rows(B)])
-    cos = unit_rows(T) @ U.T
     words = int(word_ids.max()) + 1
-    sums = np.zeros((words, U.shape[0]))
-    np.add.at(sums, word_ids, cos)
-    means = sums / np.bincount(word_ids, minlength=words)[:, None]
-    return means - (unit_rows(reference) @ U.T).mean(axis=0)
+    # a mean of cosines with u is the mean unit vector's dot with u: average the (few) unit
+    # vectors first, then one product, not a cosine per stimulus and attribute item
+    member = np.zeros((words, len(word_ids)))
+    member[word_ids, np.arange(len(word_ids))] = 1.0
+    means = (member @ unit_rows(T)) / member.sum(axis=1, keepdims=True)
+    return (means - unit_rows(reference).mean(axis=0)) @ U.T
 
 
 def split_half(profile: np.ndarray, rng: np.random.Generator, n_splits: int = 200) -> float:

@@ -31,6 +31,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
+from math import comb
 
 import numpy as np
 
@@ -203,24 +204,46 @@ class SizeLaw:
     factors: tuple[float, float]     # coin subsets needed per row in each half
 
 
+EXACT_LAW = 2_000
+
+
+def _binomials(n: int) -> list[int]:
+    """C(n, j) for j = 0..n, exactly."""
+    row = [1]
+    for j in range(1, n + 1):
+        row.append(row[-1] * (n - j + 1) // j)
+    return row
+
+
 @lru_cache(maxsize=256)
 def size_law(M: int, k: int) -> SizeLaw | None:
     """The law of |S n A| for uniform k-subsets S of M items, or None when coin pools
     would need more than MAX_POOL_FACTOR subsets per row. Depends on (M, k) only: cached."""
-    from scipy import stats as sps  # here: scipy.stats takes half a second to import
     half = M // 2
     if half == 0:
         return None
     a = np.arange(half + 1)
-    pmf_a = sps.hypergeom.pmf(a, M, half, k)
+    # hypergeometric and binomial(1/2) probabilities. Up to EXACT_LAW items from exact
+    # binomial coefficients, each rounded once (scipy.stats agrees to 1e-15; importing it
+    # costs half a second, and a word test needs it nowhere else); beyond, big integers cost
+    # more than the import
+    if M <= EXACT_LAW:
+        c_half, c_rest = _binomials(half), _binomials(M - half)
+        total = comb(M, k)
+        pmf_a = np.array([c_half[j] * c_rest[k - j] / total if 0 <= k - j <= M - half else 0.0 for j in a])
+        coins = [np.array([c / 2 ** (len(row) - 1) for c in row]) for row in (c_half, c_rest)]
+    else:
+        from scipy import stats as sps
+
+        pmf_a = sps.hypergeom.pmf(a, M, half, k)
+        coins = [sps.binom.pmf(np.arange(n + 1), n, 0.5) for n in (half, M - half)]
     b = k - a
     inside = (b >= 0) & (b <= M - half)
     pmf_b = np.zeros(M - half + 1)
     pmf_b[b[inside]] = pmf_a[inside]
     # a pool of coin subsets holds size j with probability binom(j); the rows want it
     # with probability pmf(j): the pool must be max(pmf / binom) times the rows
-    factors = (float(np.max(pmf_a / sps.binom.pmf(a, half, 0.5))),
-               float(np.max(pmf_b / sps.binom.pmf(np.arange(M - half + 1), M - half, 0.5))))
+    factors = (float(np.max(pmf_a / coins[0])), float(np.max(pmf_b / coins[1])))
     if max(factors) > MAX_POOL_FACTOR:
         return None
     cdf = np.cumsum(pmf_a) / pmf_a.sum()
