@@ -1,11 +1,12 @@
-# `make run`: set up .venv and run the main job; `make test`: set up .venv and run the tests.
+# `make run`: set up .venv and run the main job; `make test`: set up .venv and run the tests;
+# `make docs`: build the manual (docs/, mkdocs.yml) into site/, warnings as errors.
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.stimkit-installed
 export OMP_WAIT_POLICY ?= PASSIVE
 export HF_HUB_OFFLINE ?= 1
 
-.PHONY: setup run test bench clean
+.PHONY: setup run test docs bench clean
 
 setup: $(STAMP)
 
@@ -15,7 +16,7 @@ $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[dev,ray]'
+	$(PY) -m pip install -q -e '.[dev,ray,docs]'
 	# WEFE 1.0.1, the tests' independent oracle for the metrics: its declared pins would
 	# downgrade numpy and scipy, and its metrics need only what is installed already.
 	$(PY) -m pip install -q --no-deps wefe==1.0.1 semantic-version==2.10.0
@@ -31,9 +32,12 @@ run: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -q -n auto --maxprocesses 4 --dist loadfile
 
+docs: $(STAMP)
+	$(PY) -m mkdocs build --strict
+
 bench: $(STAMP)
 	$(PY) bench/bench_stats.py
 	$(PY) bench/bench_encode.py
 
 clean:
-	rm -rf $(VENV) stimkit.duckdb report
+	rm -rf $(VENV) stimkit.duckdb report site

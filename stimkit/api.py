@@ -74,31 +74,23 @@ def weat(X, Y, A, B, *, method: str = "auto", alternative: str = "greater", n_sa
     import numpy as np
 
     from . import stats
+    from .run.association import statistics
+    from .run.options import Options
     from .seeding import rng_for
 
-    X, Y, A, B = (np.asarray(m, dtype=np.float64) for m in (X, Y, A, B))
-    stats.check_inputs(X, Y, A, B, "weat")
     if method not in stats.METHODS or alternative not in stats.ALTERNATIVES:
         raise stats.InvalidInput(f"weat: method must be one of {stats.METHODS} and alternative one of {stats.ALTERNATIVES}")
-    s = stats.association(np.concatenate([X, Y]), A, B)
-    sx, sy = s[: len(X)], s[len(X):]
-    stats.check_associations(sx, sy, "weat")
-    rng = rng_for(seed, "weat") if seed is not None else np.random.default_rng()
-    pv = stats.permutation_p(s, len(X), alternative, method, n_samples, rng, return_null=True)
-    total, nx, ny = float(s.sum()), len(X), len(Y)
-    null = None
-    if pv.null is not None:  # subset sums of X_i -> the statistic
-        null = 2 * pv.null - total if nx == ny else pv.null / nx - (total - pv.null) / ny
-    from .stats.intervals import effect_size_ci
-
-    try:  # attributes fixed, targets sampled (stats.intervals); bootstrap=N: BCa over the targets
-        iv = effect_size_ci(sx, sy, ci_level, None, "bootstrap-bca" if bootstrap else "auto", ddof,
-                            rng_for(seed if seed is not None else 0, "weat", "interval"), n_resamples=bootstrap or 9999)
-        ci = (iv.low, iv.high)
-    except stats.InvalidInput:
-        ci = None
-    statistic = stats.test_statistic(sx, sy) if nx == ny else float(sx.mean() - sy.mean())
-    return WeatResult(statistic, stats.effect_size(sx, sy, ddof), pv.p, pv.method, pv.partitions, pv.min_p, s, null, ci)
+    X, Y, A, B = (np.asarray(m, dtype=np.float64) for m in (X, Y, A, B))
+    # The engine's own computation (what `stimkit test` runs on a prepared test), each vector
+    # its own unit; the streams are the function's own, so no result depends on what ran before.
+    opts = Options(budget=n_samples, method=method, alternative=alternative, bootstrap=bootstrap, ci_level=ci_level,
+                   ddof=ddof, **({"seed": seed} if seed is not None else {}))
+    rng = (lambda: rng_for(seed, "weat")) if seed is not None else np.random.default_rng
+    out = statistics(X, Y, A, B, opts, "weat", rng, rng_for(seed if seed is not None else 0, "weat", "interval"),
+                     return_null=True)
+    ci = (out["ci"].low, out["ci"].high) if out["ci"] else None
+    return WeatResult(out["statistic"], out["effect_size"], out["p_value"], out["p_method"], out["partitions"],
+                      out["min_p"], out["association"], out["null"], ci)
 
 
 @dataclass

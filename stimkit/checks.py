@@ -71,7 +71,7 @@ def check_level(level: float, what: str = "the CI level") -> float:
 
 
 def limit(name: str, default: int) -> int:
-    """A bound on work (STIMKIT_<NAME>, documented in the README's guarantees), so a typo
+    """A bound on work (STIMKIT_<NAME>, documented in docs/guarantees.md), so a typo
     cannot start an hour-long or memory-filling computation."""
     raw = os.environ.get(f"STIMKIT_{name.upper()}")
     try:

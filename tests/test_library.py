@@ -275,3 +275,31 @@ def test_a_store_generates_from_the_folders_it_was_opened_with(tmp_path):
     assert [(r["name"], r["version"], r["n_stimuli"]) for r in opened_with] == \
         [(r["name"], r["version"], r["n_stimuli"]) for r in named_in_call]
     assert {r["name"] for r in opened_with} == {"care_occupations@workplace", "women@workplace"}
+
+
+@pytest.mark.parametrize("templates, context", [("word", "word"), ("may2019", "sentence")])
+def test_weat_runs_the_engines_computation(catalog_store, templates, context):
+    """One WEAT path: stimkit.weat on the vectors a stored result used gives that result's d, p,
+    interval and s(w) (both call run.association.statistics), words and sentences (as units) alike."""
+    import polars as pl
+
+    s = catalog_store
+    # Six words a side, one stimulus each (in sentences: one template's), so the engine's units
+    # (words) are the function's (each vector its own) for the p and the interval alike.
+    one = "" if templates == "word" else " AND template_id = 'may2019/count_noun:3'"
+    first = "SELECT * FROM current_stimuli WHERE set_name = '{}'" + one + " ORDER BY ordinal LIMIT 6"
+    report = s.test(x=first.format(f"flowers@{templates}"), y=first.format(f"insects@{templates}"),
+                    a=f"pleasant@{templates}", b=f"unpleasant@{templates}", name="six-flowers", context=context,
+                    units="sentences", encoders=["glove-6b-50d"], seed=2)
+    (result,) = report.results
+    assert result.p_method == "exact"            # C(12, 6) = 924 partitions: no stream, the same p
+    items = result.items.filter(pl.col("dropped").is_null()) if "dropped" in result.items.columns else result.items
+    vectors = dict(s.con.execute(
+        "SELECT DISTINCT stimulus, vector FROM stimulus_vectors WHERE encoder = 'glove-6b-50d'").fetchall())
+    X, Y, A, B = ([vectors[t] for t in items.filter(pl.col("role") == r)["stimulus"]] for r in "XYAB")
+    res = stimkit.weat(X, Y, A, B)
+    assert res.effect_size == pytest.approx(result.effect_size, abs=1e-12)
+    assert res.pvalue == pytest.approx(result.p_value, abs=1e-15) and res.min_p == pytest.approx(result.min_p)
+    assert res.ci == pytest.approx((result.ci_low, result.ci_high), abs=1e-12)
+    got = items.filter(pl.col("role").is_in(["X", "Y"]))["association"].to_numpy()
+    assert res.associations == pytest.approx(got, abs=1e-12)

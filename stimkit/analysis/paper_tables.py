@@ -7,7 +7,7 @@
   their display names, and a caption.
 - `table4_paper` / `table4_latex` / `table4_markdown`: Table 4 of May et al. (2019), tests x
   encoders, one row per hypothesis (a test run in two contexts or alternatives gets a row each).
-- `tancelis_table`: Tables 7-8 of Tan & Celis (2019) from `study.tancelis.layout`'s frame.
+- `tancelis_table`: Tables 7-8 of Tan & Celis (2019) from `analysis.tables.tan_celis`'s frame.
 
 Marks (May et al. 2019, Table 4): * p <= alpha, ** still significant after the correction,
 † the test cannot reach p <= alpha whatever the data (its smallest possible p is above alpha).
@@ -410,7 +410,7 @@ def table4_markdown(df: pl.DataFrame, alpha: float, caption: str, display_names:
 # ---------------------------------------------------------------- Tables 7-8 (Tan & Celis 2019)
 
 def tancelis_table(layout: pl.DataFrame, fmt: str, caption: str, display_names: dict[str, str] | None = None) -> str:
-    """Tables 7-8 from `study.tancelis.layout`'s frame (section, test, encoding, one column per
+    """Tables 7-8 from `analysis.tables.tan_celis`'s frame (section, test, encoding, one column per
     encoder): a test's name on its first row only, a rule between sections (LaTeX)."""
     encoders = [c for c in layout.columns if c not in ("section", "test", "encoding")]
     names = display_names or {}

@@ -31,7 +31,7 @@ from .rows import CutRow, InfluenceRow, Result
 # p near 1e-5: exact where the result's own test enumerates, else sampled from 2,000
 # partitions and, where that p lies near alpha, from this many (or 100 / alpha for a small
 # alpha; never more than the result's own budget). At alpha 0.01 the Monte Carlo error of a p
-# near alpha is then 0.001 (a tenth of alpha); measured cost: README "Which results count".
+# near alpha is then 0.001 (a tenth of alpha); measured cost: docs/methods/influence.md.
 INFLUENCE_BUDGET = 10_000
 
 
@@ -118,13 +118,15 @@ def permutation_units(prep: Prepared, opts: Options) -> tuple[np.ndarray | None,
     return word_groups(prep.kept) if opts.clustered else (None, 0)
 
 
-def unit_p(s: np.ndarray, n_x: int, units: tuple[np.ndarray | None, int], opts: Options, rng) -> stats.PValue:
+def unit_p(s: np.ndarray, n_x: int, units: tuple[np.ndarray | None, int], opts: Options, rng,
+           return_null: bool = False) -> stats.PValue:
     """The permutation p of the associations `s` (X's n_x first) over `units`, as
-    permutation_units gives them: whole words moved together, or single items."""
+    permutation_units gives them: whole words moved together, or single items (whose sampled
+    null distribution comes back with return_null)."""
     groups, n_groups_x = units
     if groups is not None:
         return stats.clustered_p(s, groups, n_groups_x, opts.alternative, opts.budget, rng, opts.method)
-    return stats.permutation_p(s, n_x, opts.alternative, opts.method, opts.budget, rng)
+    return stats.permutation_p(s, n_x, opts.alternative, opts.method, opts.budget, rng, return_null=return_null)
 
 
 def context_of(test, enc: Encoder) -> str:
@@ -138,19 +140,37 @@ def set_versions_of(prep: Prepared) -> list[str]:
 
 
 def compute(prep: Prepared, opts: Options, test_name: str, fingerprint: str, enc_spec: str = "") -> dict:
-    X, Y, A, B = (prep.vectors[r] for r in ROLES)
-    what = f"test {test_name!r}, encoder {enc_spec or fingerprint!r}"
+    """d, p (over the test's units and over words), and the interval of d of a prepared test."""
+    moved = permutation_units(prep, opts)
+    # Words for the p with whole words as units and for the interval: the permuted words, else
+    # each stimulus' word; in a set without words (SQL) each stimulus is its own unit.
+    words = moved if moved[0] is not None else word_groups(prep.kept)
+    has_words = "word" in prep.kept["x"].columns and "word" in prep.kept["y"].columns
+    return statistics(*(prep.vectors[r] for r in ROLES), opts, f"test {test_name!r}, encoder {enc_spec or fingerprint!r}",
+                      lambda: rng_for(opts.seed, test_name, fingerprint, "permutation"),
+                      rng_for(opts.seed, test_name, fingerprint, "interval"), moved, words, has_words)
+
+
+def statistics(X: np.ndarray, Y: np.ndarray, A: np.ndarray, B: np.ndarray, opts: Options, what: str, rng,
+               interval_rng, moved: tuple[np.ndarray | None, int] = (None, 0),
+               words: tuple[np.ndarray, int] | None = None, word_interval: bool = False,
+               return_null: bool = False) -> dict:
+    """One WEAT / SEAT on vectors: what `stimkit test` computes for a prepared test, and
+    `stimkit.weat` for vectors a user gives (each item its own unit: moved (None, 0), words None).
+
+    rng: a function giving the permutation stream afresh (each p from its start); moved: the
+    permutation units (word ids and X's number of words, or None: single items); words: each
+    item's word, for the p with whole words as units (None: each item its own word) and, with
+    word_interval, the interval's units; return_null: the sampled null of the statistic."""
     stats.check_inputs(X, Y, A, B, what)
     s = stats.association(np.concatenate([X, Y]), A, B)
     sx, sy = s[: len(X)], s[len(X):]
     stats.check_associations(sx, sy, what)
-    rng = lambda: rng_for(opts.seed, test_name, fingerprint, "permutation")  # noqa: E731  (one stream, each p afresh)
-    moved = permutation_units(prep, opts)
-    pv = unit_p(s, len(X), moved, opts, rng())
+    pv = unit_p(s, len(X), moved, opts, rng(), return_null)
     # The p with whole words as units, whatever this result's units: the same number a
     # word-unit run gives (the same stream). Where each word has one stimulus it is this p.
-    groups, n_groups_x = moved if moved[0] is not None else word_groups(prep.kept)
-    if moved[0] is not None or len(np.unique(groups)) == len(groups):
+    groups, n_groups_x = words if words is not None else (None, 0)
+    if moved[0] is not None or groups is None or len(np.unique(groups)) == len(groups):
         pw = pv
     else:
         pw = stats.clustered_p(s, groups, n_groups_x, opts.alternative, opts.budget, rng(),
@@ -158,21 +178,25 @@ def compute(prep: Prepared, opts: Options, test_name: str, fingerprint: str, enc
     # The interval of d, attributes fixed as in the permutation test: targets are the sampled
     # units, and in a sentence test a word with all its sentences is one unit (stats.intervals;
     # coverage measured in bench/bench_coverage.py). --bootstrap N: BCa over the same units.
-    units = groups if "word" in prep.kept["x"].columns and "word" in prep.kept["y"].columns else None
     try:
-        iv = effect_size_ci(sx, sy, opts.ci_level, units, "bootstrap-bca" if opts.bootstrap else "auto", opts.ddof,
-                            rng_for(opts.seed, test_name, fingerprint, "interval"), n_resamples=opts.bootstrap or 9999)
+        iv = effect_size_ci(sx, sy, opts.ci_level, groups if word_interval else None,
+                            "bootstrap-bca" if opts.bootstrap else "auto", opts.ddof, interval_rng,
+                            n_resamples=opts.bootstrap or 9999)
     except stats.InvalidInput:  # no spread within X or Y: d's sampling error cannot be estimated
         iv = None
     equal = len(X) == len(Y)
+    null = None
+    if pv.null is not None:  # subset sums of X's associations -> the statistic
+        total = float(s.sum())
+        null = 2 * pv.null - total if equal else pv.null / len(X) - (total - pv.null) / len(Y)
     return {
         "statistic": stats.test_statistic(sx, sy) if equal else float(sx.mean() - sy.mean()),
         "statistic_kind": "sum difference" if equal else "mean difference",
         "effect_size": stats.effect_size(sx, sy, opts.ddof),
         "p_value": pv.p, "p_method": pv.method, "samples": pv.samples, "min_p": pv.min_p,
-        "log10_partitions": log10(pv.partitions),
+        "partitions": pv.partitions, "log10_partitions": log10(pv.partitions),
         "p_words": pw.p, "p_words_method": pw.method, "p_words_min": pw.min_p,
-        "association": s, "ci": iv,
+        "association": s, "ci": iv, "null": null,
     }
 
 
