@@ -295,21 +295,29 @@ def test_the_ljust_line_is_refused_fast_at_small_peak_memory(tmp_path):
     assert seconds < 15, seconds  # bench/bench_hostile.py shows it under 5 s on a machine not shared six ways
 
 
+# A small Python forks the command and reports what os.wait4 says of that child alone. Not
+# forked from pytest itself: a forked child starts with its parent's high-water RSS (dup_mm copies
+# it, and execve keeps it as the process's maxrss), so a worker at 800 MB would report 800 MB.
+_FORK_AND_MEASURE = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[1], sys.argv[1:])
+_, status, usage = os.wait4(pid, 0)
+sys.stderr.write(f"\\n{usage.ru_maxrss}\\n")
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def measure(cmd: list[str]):
     """(peak RSS in bytes, seconds, the completed process) of a command run on its own: the
-    resource usage os.wait4 reports for that child alone."""
-    import tempfile
-
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        started = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True,
-                                env={**os.environ, "PYTHONPATH": str(REPO), "OMP_WAIT_POLICY": "PASSIVE"})
-        _, status, usage = os.wait4(proc.pid, 0)
-        seconds = time.perf_counter() - started
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        return usage.ru_maxrss * 1024, seconds, subprocess.CompletedProcess(cmd, proc.returncode, out.read(), err.read())
+    resource usage os.wait4 reports for that child alone, forked from a small process."""
+    started = time.perf_counter()
+    r = subprocess.run([sys.executable, "-c", _FORK_AND_MEASURE, *cmd], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(REPO), "OMP_WAIT_POLICY": "PASSIVE"})
+    seconds = time.perf_counter() - started
+    stderr, _, peak = r.stderr.rstrip("\n").rpartition("\n")
+    return int(peak) * 1024, seconds, subprocess.CompletedProcess(cmd, r.returncode, r.stdout, stderr)
 
 
 # ------------------------------------------------------------------------ 6: HolisticBias shapes
