@@ -327,12 +327,12 @@ def import_corpus(con, paths: list[str | Path], lists: dict, names: list[str], *
                                              {"corpus": {"name": name, "files": [str(p) for p in paths],
                                                          "per_word": per_word, "seed": seed, "case": case}},
                                              wl.provenance)
-                store.insert(con, "stimulus_sets", pa.Table.from_pylist([record]))
+                store.insert(con, "stimulus_sets", [record])
                 store.insert(con, "stimuli", pa.table({"set_version": [version] * len(rows["stimulus"]), **rows}))
                 store.insert(con, "corpus_contexts", pa.table({"set_version": [version] * len(prov["ordinal"]), **prov}))
-                store.insert(con, "corpus_words", pa.Table.from_pylist(
-                    [{"set_version": version, "word": c.word, "found": c.found, "sampled": c.sampled}
-                     for c in counts if c.wordlist == n]))
+                store.insert(con, "corpus_words",
+                             [{"set_version": version, "word": c.word, "found": c.found, "sampled": c.sampled}
+                              for c in counts if c.wordlist == n])
             current = store.one(con, "SELECT version FROM current_sets WHERE name = ?", [set_name])
             if current is None or current[0] != version:
                 con.execute("INSERT INTO set_log (name, version, seq) VALUES (?, ?, ?)", [set_name, version, seq])

@@ -209,10 +209,7 @@ def run(con, plan: WordingPlan, alpha: float, command: str, on_audit=None) -> tu
     audits = []
     with store.transaction(con):
         run_id = store.start_run(con, command, plan.run.options.seed)
-        if plan.provenance:  # rows as dicts: an Arrow table of them
-            import pyarrow as pa
-
-            store.insert(con, "template_variants", pa.Table.from_pylist(list(plan.provenance)), keep_stored=True)
+        store.insert(con, "template_variants", list(plan.provenance), keep_stored=True)
         for test in plan.tests:
             family = plan.families[perturbed_set(test)]
             for enc in encoders:

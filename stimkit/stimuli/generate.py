@@ -198,7 +198,7 @@ def insert_set(con, version, name, wordlist, template_set, template_file, catego
     record = set_record(version, name, wordlist, template_set, template_file, category, source, n_words, n,
                         provenance, origin)
     record["slot"] = slot  # db/017: the slot a multi-slot set is named by
-    store.insert(con, "stimulus_sets", pa.Table.from_pylist([record]))
+    store.insert(con, "stimulus_sets", [record])
 
 
 def set_record(version, name, wordlist, template_set, template_file, category, source, n_words, n_stimuli,
@@ -223,7 +223,7 @@ def insert_sets(con, sets: list[tuple[dict, dict[str, list]]]) -> None:
     for record, _ in sets:
         groups.setdefault(tuple(record), []).append(record)
     for records in groups.values():
-        store.insert(con, "stimulus_sets", pa.Table.from_pylist(records))
+        store.insert(con, "stimulus_sets", records)
     marked = any(any(rows.get("grammatical_gender") or ()) for _, rows in sets)
     columns = [c for c in STIMULUS_COLUMNS if c != "grammatical_gender" or marked]  # the column where marked
     table = {"set_version": [record["version"] for record, rows in sets for _ in rows["stimulus"]]}

@@ -24,15 +24,15 @@ def as_record(row) -> dict:
 
 
 def insert(con, table: str, rows, keep_stored: bool = False) -> int:
-    """Append rows to `table`, matching columns by name: a list of dataclass instances, or an
-    Arrow table or polars frame. keep_stored: a row whose key is stored already is left as it
+    """Append rows to `table`, matching columns by name: a list of dataclass instances or of
+    {column: value} records, or an Arrow table or polars frame. keep_stored: a row whose key is stored already is left as it
     is. Returns the number of rows given. The caller owns the transaction."""
     if isinstance(rows, list):
         if not rows:
             return 0
         import polars as pl  # not pyarrow's from_pylist: its conversion of Python values imports pandas (0.5 s)
 
-        rows = pl.DataFrame([as_record(r) for r in rows], infer_schema_length=None)
+        rows = pl.DataFrame([r if isinstance(r, dict) else as_record(r) for r in rows], infer_schema_length=None)
     if hasattr(rows, "to_arrow"):  # a polars frame
         rows = rows.to_arrow()
     if rows.num_rows == 0:
