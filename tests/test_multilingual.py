@@ -311,7 +311,7 @@ def test_results_and_sets_say_the_language(m3):
     with stimkit.open(path, read_only=True) as s:
         df = s.results(correct="none")
         sets = s.sets("weathub:ja_new")
-    from stimkit.analysis import paper_tables
+    from stimkit.views import results as paper_tables
 
     assert "language" in paper_tables.read_columns(paper_tables.results_view(df))
     by_test = dict(zip(df["test"], df["language"]))

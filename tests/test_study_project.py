@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from stimkit import output
+from stimkit.views import emit as output
 from stimkit.cli import app
 
 REPO = Path(__file__).resolve().parent.parent
@@ -142,6 +142,11 @@ def test_results_table_run_and_the_report_print_the_same_cells(religion, inside)
     header, body = [c.strip() for c in lines[0]], lines[1:]
     in_report = {(cells[0].strip(), header[i]): c.strip() for cells in body for i, c in enumerate(cells) if i and c.strip()}
     assert in_report == in_run
+    # the paper's Markdown table: `results --table` and the report write the same grid (one view), captions apart
+    md = invoke(app, ["results", "--table", "--format", "markdown"])
+    assert md.exit_code == 0, md.output
+    grid = md.stdout.split("\n\nTable: ")[0]
+    assert grid == (report / "tables" / "table4.md").read_text().split("\n\nTable: ")[0] and grid.count("\n") == 3
 
 
 def test_a_test_known_to_the_store_but_not_to_the_folders_says_where_it_came_from(religion, tmp_path, monkeypatch):
@@ -194,7 +199,7 @@ def test_init_then_run_in_its_folder(tmp_path, monkeypatch):
 # ----------------------------------------------------------------- one decision rule, one alpha
 
 def test_p_exactly_at_alpha_is_significant_in_every_view_and_check():
-    from stimkit.analysis import paper_tables
+    from stimkit.views import text as paper_tables
     from stimkit.stats import baseline, decision, difference, metrics
 
     alpha = 0.01
