@@ -124,9 +124,9 @@ SENTENCES_ONLY_TEXT = f"{text.SENTENCES_ONLY} significant only with sentences as
 
 def correction_text(data: ReportData, sentences_only: bool = True) -> str:
     """The marks in words (`sentences_only`: with the ^ mark's, where the family has sentence units)."""
-    text = (f"* p <= {data.alpha}; ** also after {data.correction} correction" if data.correction != "none"
+    said = (f"* p <= {data.alpha}; ** also after {data.correction} correction" if data.correction != "none"
             else f"* p <= {data.alpha}, no correction")
-    return text + (f"; {SENTENCES_ONLY_TEXT}" if sentences_only and sentence_units(data) else "")
+    return said + (f"; {SENTENCES_ONLY_TEXT}" if sentences_only and sentence_units(data) else "")
 
 
 def sentence_units(data: ReportData) -> bool:
@@ -142,13 +142,8 @@ def left_out_line(left_out: pl.DataFrame, shown: int) -> str:
 
 
 def caption(data: ReportData) -> str:
-    name = text.CORRECTION_NAMES.get(data.correction, data.correction)
-    marks = (f"* p <= {data.alpha}; ** also significant after {name} correction" if data.correction != "none"
-             else f"* p <= {data.alpha}, no correction")
-    if sentence_units(data):
-        marks += f"; {text.SENTENCES_ONLY} significant only with sentences as units (not with whole words, same correction)"
-    return (f"{text.sourced(table4.TITLE, data.source)}; {marks}; † cannot reach p <= {data.alpha}. "
-            f"Tested: {data.tested}. Family: m = {data.results.height} hypotheses ({data.family}).")
+    return table4.file_caption(data.source, data.correction, data.alpha, sentence_units(data), data.tested,
+                               data.results.height, data.family)
 
 
 def write_tables(data: ReportData, grid: table4.Table4View, folder: Path,

@@ -84,8 +84,8 @@ def choose_columns(df: pl.DataFrame, spec: str | None, default: list[str] | None
 def _cell(row: dict, column: str, alpha: float, names: dict[str, str], ci_in_d: bool) -> str:
     value = row.get(column)
     if column == "d":
-        text = fmt_d(value) + marks(row, alpha)
-        return with_interval(text, row.get("ci_low"), row.get("ci_high")) if ci_in_d else text
+        shown = fmt_d(value) + marks(row, alpha)
+        return with_interval(shown, row.get("ci_low"), row.get("ci_high")) if ci_in_d else shown
     if column in ("p_value", "p_adjusted", "min_p"):
         return fmt_p(value)
     if column == "encoder":

@@ -35,8 +35,8 @@ class Table4:
     def cell(self, label: str, encoder: str, sep: str = " ") -> str | None:
         """What a reader sees in a cell: d with its marks and, where one was computed, its 95%
         interval after `sep` ("+1.71** [1.37, 1.82]"); None for a hypothesis with no result."""
-        text = self.labels.get((label, encoder))
-        return None if text is None else with_interval(text, *self.ci.get((label, encoder), (None, None)), sep=sep)
+        shown = self.labels.get((label, encoder))
+        return None if shown is None else with_interval(shown, *self.ci.get((label, encoder), (None, None)), sep=sep)
 
     def tooltip(self, label: str, encoder: str, name: str | None = None) -> str | None:
         """A cell said in full, for a figure's tooltip: test, encoder, d, interval, p and adjusted p."""
@@ -188,3 +188,16 @@ def title(study=None, results: pl.DataFrame | None = None, tests: dict | None = 
     """Table 4's title, naming where its numbers come from (views.text.source): the paper's
     table for its own study, else the study."""
     return text.sourced(TITLE, text.source(study, results, tests))
+
+
+def file_caption(source: str, correction: str, alpha: float, sentence_units: bool, tested: str, m: int,
+                 family: str) -> str:
+    """Table 4's caption in the report's files (tables/table4.md, .tex), which stand alone: every
+    mark explained, the family by its definition (`family`) and its size `m`."""
+    name = text.CORRECTION_NAMES.get(correction, correction)
+    said = (f"* p <= {alpha}; ** also significant after {name} correction" if correction != "none"
+            else f"* p <= {alpha}, no correction")
+    if sentence_units:
+        said += f"; {text.SENTENCES_ONLY} significant only with sentences as units (not with whole words, same correction)"
+    return (f"{text.sourced(TITLE, source)}; {said}; † cannot reach p <= {alpha}. "
+            f"Tested: {tested}. Family: m = {m} hypotheses ({family}).")

@@ -78,12 +78,12 @@ def cell(cells: dict, family: str, enc_name: str, encoder: str, has_cword: bool)
     if got is None:
         return "NA" if enc_name.startswith("c-word") and not has_cword else ""
     d, significant, ci_low, ci_high, sentences_only = got
-    text = f"{d:+.2f}" + ("*" if significant else "") + ("^" if sentences_only else "")
+    shown = f"{d:+.2f}" + ("*" if significant else "") + ("^" if sentences_only else "")
     if enc_name.startswith("c-word"):
         sent = cells.get((family, enc_name.replace("c-word", "sent"), encoder))
         if sent is not None:
-            text += MARKS.get((significant, sent[1]), "")
-    return with_interval(text, ci_low, ci_high)
+            shown += MARKS.get((significant, sent[1]), "")
+    return with_interval(shown, ci_low, ci_high)
 
 
 def tancelis_table(layout: pl.DataFrame, fmt: str, caption: str, display_names: dict[str, str] | None = None) -> str:
