@@ -7,8 +7,8 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from stimkit.analysis import checks, families as analysis
-from stimkit.catalog import tests as catalog
+from stimkit.analysis import consistency, families as analysis
+from stimkit.catalog import definitions as catalog
 from stimkit.analysis import tables
 from stimkit.encoders import embeddings
 from stimkit.run import plan
@@ -204,7 +204,7 @@ def test_check_finds_a_c7_c8_disagreement(family_con):
     con.execute("UPDATE results SET test = 'weat7', effect_size = 1.2, p_value = 1e-5 WHERE test = 't00'")
     con.execute("UPDATE results SET test = 'weat8', effect_size = -0.3, p_value = 0.4 WHERE test = 't01'")
     analysis.define_family(con, "run_id = 'r1'")
-    df = checks.consistency(con, 0.01)
+    df = consistency.consistency(con, 0.01)
     row = df.filter(pl.col("check_name") == "C7 vs C8").row(0, named=True)
     # one significant, one not: the decision heuristics' findings are a note (a violation is a tested claim)
     assert row["tests"] == "weat7 / weat8" and row["verdict"] == "note" and not row["heuristic"]

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from stimkit import StimkitError, encoders, store
-from stimkit.catalog import tests as catalog, sentbias
+from stimkit.catalog import definitions as catalog, sentbias
 from stimkit.analysis import tables
 from stimkit.run import cword
 from stimkit.stimuli import generate, wordlists

@@ -20,7 +20,7 @@ from ..errors import UsageError
 from ..output import with_interval
 
 if TYPE_CHECKING:
-    from ..catalog.tests import TestDef
+    from ..catalog.definitions import TestDef
 
 SENTBIAS_COLUMNS = ["model", "options", "test", "p_value", "effect_size", "num_targ1", "num_targ2", "num_attr1", "num_attr2"]
 ENCODINGS = ("word", "sent", "sent (u)", "c-word", "c-word (u)")

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..checks import BALANCE_POLICIES, UNITS, check_choice, choices
+from ..choices import BALANCE_POLICIES, UNITS, check_choice, choices
 from ..errors import UsageError
 from .common import app, catalog_dir, count, db_path, emit, emit_tables, err, format_option, handles_errors, open_store, out, state
 
@@ -161,7 +161,7 @@ def catalog_list(
     """
     if ctx.invoked_subcommand:
         return
-    from ..catalog import tests as catalog
+    from ..catalog import definitions as catalog
 
     df = catalog.table(catalog_con(), paper, catalog_dir())
     # the four sets are what a test compares: a narrow terminal folds them, never drops them
@@ -176,7 +176,7 @@ def catalog_show(name: str):
 
     Example: stimkit catalog show sent-weat9
     """
-    from ..catalog import tests as catalog
+    from ..catalog import definitions as catalog
 
     con = catalog_con()
     test = catalog.get(con, name, catalog_dir())

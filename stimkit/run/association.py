@@ -13,7 +13,7 @@ import numpy as np
 import polars as pl
 
 from .. import __version__, stats
-from ..catalog.tests import ROLES
+from ..catalog.definitions import ROLES
 from ..encoders import Encoder
 from ..encoders.embeddings import load, stimuli_of
 from ..errors import InputError

@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..checks import ALTERNATIVES, BALANCE_POLICIES, CORRECTIONS, P_METHODS, UNITS
+from ..choices import ALTERNATIVES, BALANCE_POLICIES, CORRECTIONS, P_METHODS, UNITS
 from ..errors import UsageError
 from ..paths import data_dir
 from ..stimuli.inputs import read_toml

@@ -17,7 +17,7 @@ import polars as pl
 from .. import DEFAULT_PAPER, store
 from ..errors import UsageError
 from ..paths import data_dir
-from ..checks import ALTERNATIVES, CONTEXTS, SOURCES, UNITS, check_choice, suggest
+from ..choices import ALTERNATIVES, CONTEXTS, SOURCES, UNITS, check_choice, suggest
 from ..stimuli.inputs import check_name, read_toml
 from ..stimuli.sets import SetSpec, fetch, is_sql, set_sql, specs_of
 from ..store import usersql
