@@ -165,7 +165,7 @@ def catalog_list(
 
     df = catalog.table(catalog_con(), paper, catalog_dir())
     # the four sets are what a test compares: a narrow terminal folds them, never drops them
-    emit(df, fmt, ["test", "context", "family", "X", "Y", "A", "B"] if fmt in (None, "table") else None,
+    emit(df, fmt, ["test", "context", "paper_test", "X", "Y", "A", "B"] if fmt in (None, "table") else None,
          keep=("X", "Y", "A", "B"))
 
 
@@ -180,7 +180,7 @@ def catalog_show(name: str):
 
     con = catalog_con()
     test = catalog.get(con, name, catalog_dir())
-    out.print(f"{test.name}  context={test.context} family={test.family} balance={test.balance} source={test.source}",
+    out.print(f"{test.name}  context={test.context} paper_test={test.paper_test} balance={test.balance} source={test.source}",
               highlight=False)
     for r in catalog.sizes(con, test).iter_rows(named=True):
         n = r["n_stimuli"] if r["error"] is None else ("no store yet:" if con is None else f"error: {r['error']}")
