@@ -199,12 +199,12 @@ def test_init_then_run_in_its_folder(tmp_path, monkeypatch):
 # ----------------------------------------------------------------- one decision rule, one alpha
 
 def test_p_exactly_at_alpha_is_significant_in_every_view_and_check():
-    from stimkit.views import text as paper_tables
+    from stimkit.views import text as views_text
     from stimkit.stats import baseline, decision, difference, metrics
 
     alpha = 0.01
     assert decision.significant(0.01, alpha) and not decision.significant(0.010000001, alpha)
-    assert paper_tables.marks({"p_value": 0.01}, alpha) == "*"
+    assert views_text.marks({"p_value": 0.01}, alpha) == "*"
     assert baseline.rejection_rate(np.array([0.01, 0.02]), alpha) == 0.5
     v = difference.classify(0.5, 0.01, -0.5, 0.01, alpha, None)
     assert v.verdict == "violation" and "both significant" in v.reason

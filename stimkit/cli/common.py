@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from .. import __version__
-from ..checks import check_alpha, check_correction  # noqa: F401  (commands check these before any work)
+from ..choices import check_alpha, check_correction  # noqa: F401  (commands check these before any work)
 from ..errors import Interrupted, StimkitError, UsageError
 from ..views.emit import FORMATS, check_format, emit, emit_document, emit_tables, err, out, print_rows  # noqa: F401  (one output layer)
 from ..views.text import count, family_line  # noqa: F401  (said as every view says it)

@@ -12,9 +12,9 @@ import numpy as np
 import polars as pl
 
 from .. import StimkitError, UsageError
+from ..choices import REPORT_FORMATS as FORMATS
 from ..views import table4, text
 from ..views.results import has_ci, results_view
-from ..checks import REPORT_FORMATS as FORMATS
 from . import figures
 from .data import ReportData
 from .debias import before_after_figure
