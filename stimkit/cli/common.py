@@ -28,7 +28,7 @@ _flags_take_no_value()
 app = typer.Typer(help="stimkit: bias-test stimuli, embeddings and association tests in one DuckDB store.",
                   no_args_is_help=True, add_completion=False)
 
-# `out` and `err` (from output.py) print text as it is: prose that wants markup passes markup=True.
+# `out` and `err` (from views/emit.py) print text as it is: prose that wants markup passes markup=True.
 state = {"db": None}
 
 
