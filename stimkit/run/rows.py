@@ -164,11 +164,11 @@ class Result:
         return ResultEvent(done, total, *(getattr(self, name) for name in _EVENT_FIELDS))
 
 
-PARTS: dict[str, type] = {name: cls for name, cls in get_type_hints(Result).items()}  # part name -> its class
+PARTS: dict[str, type] = get_type_hints(Result)  # part name -> its class
 _STORED = tuple((part, tuple(f.name for f in fields(cls) if f.metadata.get("stored", True))) for part, cls in PARTS.items())
 for _part, _cls in PARTS.items():  # res.p_value: the column, read from its part
     for _f in fields(_cls):
-        if hasattr(Result, _f.name):
+        if _f.name in PARTS or hasattr(Result, _f.name):
             raise TypeError(f"Result: {_f.name} is in two parts, or names a part or a method")
         setattr(Result, _f.name, property(attrgetter(f"{_part}.{_f.name}"), doc=f"{_part}.{_f.name}"))
 
