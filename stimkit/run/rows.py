@@ -157,15 +157,17 @@ class Result:
 
     def row(self) -> dict:
         """The row of `results`: every stored field of every part, by its column name."""
-        return {name: getattr(getattr(self, part), name) for part, names in _STORED for name in names}
+        return dict(zip(COLUMNS, _stored(self)))
 
     def event(self, done: int, total: int) -> "ResultEvent":
         """What a progress line shows of this result, the done'th of total."""
-        return ResultEvent(done, total, *(getattr(self, name) for name in _EVENT_FIELDS))
+        return ResultEvent(done, total, *_shown(self))
 
 
 PARTS: dict[str, type] = get_type_hints(Result)  # part name -> its class
-_STORED = tuple((part, tuple(f.name for f in fields(cls) if f.metadata.get("stored", True))) for part, cls in PARTS.items())
+_STORED = [(part, f.name) for part, cls in PARTS.items() for f in fields(cls) if f.metadata.get("stored", True)]
+COLUMNS = tuple(name for _, name in _STORED)  # the columns of `results` a result fills, in its parts' order
+_stored = attrgetter(*(f"{part}.{name}" for part, name in _STORED))
 for _part, _cls in PARTS.items():  # res.p_value: the column, read from its part
     for _f in fields(_cls):
         if _f.name in PARTS or hasattr(Result, _f.name):
@@ -211,7 +213,7 @@ class ResultEvent:
     p_words: float | None
 
 
-_EVENT_FIELDS = tuple(f.name for f in fields(ResultEvent))[2:]
+_shown = attrgetter(*(f.name for f in fields(ResultEvent)[2:]))  # the event's fields after done and total
 
 
 @dataclass(frozen=True)
