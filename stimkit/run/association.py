@@ -13,7 +13,7 @@ import numpy as np
 import polars as pl
 
 from .. import __version__, stats
-from ..catalog.tests import ROLES
+from ..catalog.definitions import ROLES
 from ..encoders import Encoder
 from ..encoders.embeddings import load, stimuli_of
 from ..errors import InputError
@@ -296,7 +296,7 @@ def result(run_id: str, planned: PlannedTest, enc: Encoder, prep: Prepared, opts
 
 def identity_of(result_id: str, run_id: str, planned: PlannedTest, enc: Encoder, kind: str, metric: str = "weat") -> Identity:
     test = planned.test
-    return Identity(result_id, run_id, test.name, test.source, test.family, getattr(enc, "base_spec", enc.spec), enc.name,
+    return Identity(result_id, run_id, test.name, test.source, test.paper_test, getattr(enc, "base_spec", enc.spec), enc.name,
                     enc.fingerprint, context_of(test, enc), kind=kind, metric=metric, display=getattr(enc, "_display", None),
                     language=planned.language, pair_key=test.pair)
 
