@@ -478,11 +478,12 @@ class Store:
         job = StudyRun(study, report, [n for n in plan.notes if n.startswith("generated")],
                        tests=[t.name for t in chosen])
         if report.run_id and report.results:  # the data of its table; the views layer renders it
-            job.results = self.results(run=report.run_id, correct=study.correction, alpha=opts.alpha,
-                                       baseline=study.baseline_key)
+            # the study's alpha and correction, unless an alpha was given for this run
+            given = opts.alpha if options is not None or "alpha" in option_values else None
+            job.results = self.results(run=report.run_id, alpha=given, study=study)
             job.family = job.results.family
             if study.checks:
-                job.checks = self.check(run=report.run_id, alpha=opts.alpha)
+                job.checks = self.check(run=report.run_id, alpha=given, study=study)
         job.seconds = time.perf_counter() - started
         return job
 
@@ -541,35 +542,40 @@ class Store:
 
     def results(self, where: str | None = None, run: str | None = None, correct: str | None = None,
                 alpha: float | None = None, include_stale: bool = False, kind: str = "test",
-                baseline: tuple[int, int] | None = None) -> analysis.FamilyFrame:
+                baseline: tuple[int, int] | None = None, study: Study | None = None) -> analysis.FamilyFrame:
         """The family's results with adjusted p (`correct`: holm | bonferroni | bh | by | none),
         carrying their family (`.family`: its definition, m, alpha, correction, and how many
         stale results it left out). `kind`: audit or compare results instead of the tests you
         ran. `correct`, `alpha` not given: the study's whose runs make the family (all
-        agreeing), else holm at 0.01; `.family.settings` says which. `baseline`: (K, seed) of
-        the study's matched baselines, read first."""
+        agreeing), else holm at 0.01; `.family.settings` says which. `study`: the study in force
+        (a Study), whose alpha, correction and baseline apply where none is given. `baseline`:
+        (K, seed) of the study's matched baselines, read first."""
+        if baseline is None and study is not None:
+            baseline = study.baseline_key
         family = analysis.define_family(self.con, where, alpha, run, include_stale=include_stale, kind=kind,
-                                        correct=correct, baseline=baseline)
+                                        correct=correct, baseline=baseline, study=_defaults(study))
         return analysis.FamilyFrame.of(analysis.corrected(self.con, family.correction), family)
 
     def check(self, where: str | None = None, run: str | None = None, alpha: float | None = None,
-              include_stale: bool = False) -> analysis.FamilyFrame:
+              include_stale: bool = False, study: Study | None = None) -> analysis.FamilyFrame:
         """Every consistency comparison the family allows, with its verdict (at `alpha`; not
         given: as `results`), carrying the family (`.family`)."""
         from .analysis.consistency import consistency
 
-        family = analysis.define_family(self.con, where, alpha, run, allow_empty=True, include_stale=include_stale)
+        family = analysis.define_family(self.con, where, alpha, run, allow_empty=True, include_stale=include_stale,
+                                        study=_defaults(study))
         return analysis.FamilyFrame.of(consistency(self.con, family.alpha), family)
 
     def check_metrics(self, where: str | None = None, run: str | None = None, alpha: float | None = None,
-                      include_stale: bool = False) -> tuple[analysis.FamilyFrame, analysis.FamilyFrame]:
+                      include_stale: bool = False, study: Study | None = None
+                      ) -> tuple[analysis.FamilyFrame, analysis.FamilyFrame]:
         """How far the association metrics agree over the family: per test and encoder, whether
         they agree in sign and decision; over the family, Kendall's tau of each pair of metrics
         (their bias strength over the tests and encoders both measured). Both carry the family (`.family`)."""
         from .stats import metrics
 
         family = analysis.define_family(self.con, where, alpha, run, allow_empty=True,
-                                        include_stale=include_stale, values=True)
+                                        include_stale=include_stale, values=True, study=_defaults(study))
         df = store.frame(self.con, "SELECT test, encoder, coalesce(metric, 'weat') AS metric, "
                                    "CASE WHEN coalesce(metric, 'weat') = 'weat' THEN effect_size ELSE statistic END AS value, "
                                    "p_value AS p FROM family ORDER BY test, encoder, metric")
@@ -610,12 +616,12 @@ class Store:
             raise InputError(f"--where {where!r}: {usersql.first_line(e)}") from None
 
     def query(self, sql: str, params: dict | None = None, where: str | None = None, run: str | None = None,
-              alpha: float | None = None) -> analysis.FamilyFrame:
+              alpha: float | None = None, study: Study | None = None) -> analysis.FamilyFrame:
         """A named query (queries/NAME.sql) or one reading statement with named parameters
         ($name); the temp view `family` (see `results`) is defined first, and the answer
         carries it (`.family`). Host files are reachable only from a store opened with
         allow_files=True."""
-        family = analysis.define_family(self.con, where, alpha, run, allow_empty=True)
+        family = analysis.define_family(self.con, where, alpha, run, allow_empty=True, study=_defaults(study))
         sql = usersql.check_reading(analysis.named_query(sql) or sql)
         return analysis.FamilyFrame.of(usersql.read(self.con, sql, params), family)
 
@@ -908,6 +914,12 @@ def debias_checks(specs: list[str], n: int = 500, seed: int = 0, resamples: int 
 
     built = {spec: encoders.resolve(spec) for spec in specs}
     return {spec: checks(enc, n, seed, resamples) for spec, enc in built.items()}
+
+
+def _defaults(study: Study | None) -> tuple[str, float, str] | None:
+    """What a reading takes from the study in force where the caller gives nothing: its name,
+    alpha and correction (analysis.define_family)."""
+    return (study.name, study.alpha, study.correction) if study is not None else None
 
 
 def open(path: str | Path | None = None, read_only: bool = False, **inputs) -> Store:  # noqa: A001  (like duckdb.connect)

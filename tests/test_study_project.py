@@ -109,6 +109,15 @@ def test_every_command_finds_the_study_and_each_figure_is_one_figure(religion, i
     same = {(r["test"], r["encoder"]): r for r in again}[("religion-peace", "glove-6b-50d")]
     assert (same["d"], same["p_value"]) == (by_key[("religion-peace", "glove-6b-50d")]["d"],
                                             by_key[("religion-peace", "glove-6b-50d")]["p_value"])
+    # that plain `test` run is no study's: the study in force still gives alpha and correction,
+    # and the reading says so (not "as given": the user typed neither)
+    for args in (["check", "--format", "csv"], ["results", "--format", "json"]):
+        read = invoke(app, args)
+        assert read.exit_code == 0, read.output
+        assert "alpha 0.05 and holm correction: of study religion" in read.stdout + read.stderr, args
+        assert "as given" not in read.stdout + read.stderr
+    typed = invoke(app, ["check", "--format", "csv", "--alpha", "0.01"])
+    assert "alpha 0.01 as given; holm correction: of study religion" in typed.stderr
     # sets --diagnose: the study's store, several names at once
     sets = invoke(app, ["sets", "christian_names@word", "muslim_names@word", "--diagnose", "--format", "csv"])
     assert sets.exit_code == 0, sets.output

@@ -112,7 +112,7 @@ UMARK = ("CREATE OR REPLACE TEMP MACRO umark(p, pw, units) AS CASE WHEN units = 
 def define_family(con, where: str | None = None, alpha: float | None = None, run: str | None = None,
                   allow_empty: bool = False, include_stale: bool = False, kind: str = "test",
                   values: bool = False, correct: str | None = None,
-                  baseline: tuple[int, int] | None = None) -> Family:
+                  baseline: tuple[int, int] | None = None, study: tuple[str, float, str] | None = None) -> Family:
     """(Re)define the temp view `family` that the analysis queries read.
 
     Default: the latest result of each hypothesis the user tested (kind 'test': not the
@@ -124,8 +124,10 @@ def define_family(con, where: str | None = None, alpha: float | None = None, run
     `where`: an SQL condition that filters the family (checked to be part of a single SELECT).
     `baseline`: (K, seed) of the study's matched baselines, read first where a result has one
     of them (db/019); None: the largest K, then the latest.
-    `alpha`, `correct`: None takes the family's study's (every result from runs of studies
-    agreeing on them), else DEFAULT_ALPHA and DEFAULT_CORRECTION; Family.settings says which.
+    `alpha`, `correct`: None takes the study's in force (`study`: its name, alpha and
+    correction, as the user's study file gives them), else the family's study's (every result
+    from runs of studies agreeing on them), else DEFAULT_ALPHA and DEFAULT_CORRECTION;
+    Family.settings says which.
 
     The view's p_value is the p with whole words as units (p_words) while the variable
     `word_units` is true: `corrected` runs the same correction over both."""
@@ -182,7 +184,7 @@ def define_family(con, where: str | None = None, alpha: float | None = None, run
         con.execute(PTEXT)
         con.execute(DTEXT)
         con.execute(UMARK)
-        alpha, correct, settings = study_settings(con, alpha, correct)
+        alpha, correct, settings = study_settings(con, alpha, correct, study)
         con.execute(f"SET VARIABLE alpha = {alpha!r}")
         if baseline is not None:
             con.execute(f"SET VARIABLE baseline_k = {int(baseline[0])}")
@@ -210,12 +212,22 @@ def define_family(con, where: str | None = None, alpha: float | None = None, run
     return Family(definition, m, run_id, where, stale, mixed, alpha, correct, settings, alternatives, units)
 
 
-def study_settings(con, alpha: float | None, correct: str | None) -> tuple[float, str, str]:
-    """Alpha and correction for the temp view `family`: as given; where not given, those its
-    runs recorded when every result comes from a study's run and those studies agree; else
-    the defaults. Returns them and a phrase saying which applied."""
+def study_settings(con, alpha: float | None, correct: str | None,
+                   study: tuple[str, float, str] | None = None) -> tuple[float, str, str]:
+    """Alpha and correction for the temp view `family`: as given; where not given, the study's
+    in force (`study`: name, alpha, correction); else those its runs recorded when every result
+    comes from a study's run and those studies agree; else the defaults. Returns them and a
+    phrase saying which applied."""
     if alpha is not None and correct is not None:
         return alpha, correct, "alpha and correction as given"
+    if study is not None:
+        name, study_alpha, study_correct = study
+        source = f"of study {name}"
+        if alpha is None and correct is None:
+            return study_alpha, study_correct, f"alpha {study_alpha} and {study_correct} correction: {source}"
+        if alpha is None:
+            return study_alpha, correct, f"alpha {study_alpha}: {source}; {correct} correction as given"
+        return alpha, study_correct, f"alpha {alpha} as given; {study_correct} correction: {source}"
     found = store.rows(con, """
         SELECT DISTINCT u.study, u.alpha, u.correction FROM family f LEFT JOIN runs u USING (run_id)""")
     agreed = {(a, c) for _, a, c in found}

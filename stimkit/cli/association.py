@@ -12,7 +12,7 @@ from ..choices import (ALTERNATIVES, BALANCE_POLICIES, CENTERINGS, CONTEXTS, COR
                       RESULT_KINDS, SOURCES, UNITS, choices)
 from .common import (OverrideOption, TemplateDirOption, WordlistDirOption, app, check_alpha, check_correction,
                      count as _count, db_path, emit, err, family_line, format_option,
-                     handles_errors, invocation, open_store, out, result_lines, current_study, study_value)
+                     handles_errors, invocation, open_store, out, result_lines, current_study)
 from . import procedure
 from .procedure import OUTPUT, PROCEDURE, WHAT
 
@@ -314,9 +314,8 @@ def results_cmd(
     if layout is not None and layout not in LAYOUTS:
         raise UsageError(f"unknown layout {layout!r} (known: {', '.join(LAYOUTS)})")
     fmt = fmt or default_format()
-    correct, alpha = correct or study_value("correction"), alpha if alpha is not None else study_value("alpha")
-    with open_store(read_only=True) as store:
-        df = store.results(where, run, correct, alpha, include_stale, kind, baseline=study_value("baseline_key"))
+    with open_store(read_only=True) as store:  # what the user typed; the library fills in the study's
+        df = store.results(where, run, correct, alpha, include_stale, kind, study=current_study())
         family = df.family
         correct, alpha = family.correction, family.alpha
         if layout:
@@ -403,15 +402,14 @@ def check_cmd(
 
     if alpha is not None:
         check_alpha(alpha)
-    alpha = alpha if alpha is not None else study_value("alpha")
     if metrics:
         with open_store(read_only=True) as store:
-            agreement, tau = store.check_metrics(where, run, alpha, include_stale)
+            agreement, tau = store.check_metrics(where, run, alpha, include_stale, current_study())
             family = agreement.family
         views_check.show_metrics(agreement, tau, family, fmt)
         return
     with open_store(read_only=True) as store:
-        df = store.check(where, run, alpha, include_stale)
+        df = store.check(where, run, alpha, include_stale, current_study())
         family = df.family
     views_check.show(df, family, fmt or default_format(), columns, wide, verbose)
 
@@ -446,9 +444,8 @@ def query_cmd(
         if not sep or not key:
             raise UsageError(f"--param {p!r}: expected NAME=VALUE")
         params[key] = value
-    alpha = alpha if alpha is not None else study_value("alpha")
     with open_store(read_only=True, allow_files=allow_files) as store:
-        df = store.query(sql, params, where, run, alpha)
+        df = store.query(sql, params, where, run, alpha, current_study())
     fmt = fmt or default_format()
     limit = limit if limit is not None else (100 if fmt == "table" else None)
     emit(df, fmt, limit=limit)
