@@ -220,19 +220,14 @@ def study_settings(con, alpha: float | None, correct: str | None,
     phrase saying which applied."""
     if alpha is not None and correct is not None:
         return alpha, correct, "alpha and correction as given"
-    if study is not None:
-        name, study_alpha, study_correct = study
-        source = f"of study {name}"
-        if alpha is None and correct is None:
-            return study_alpha, study_correct, f"alpha {study_alpha} and {study_correct} correction: {source}"
-        if alpha is None:
-            return study_alpha, correct, f"alpha {study_alpha}: {source}; {correct} correction as given"
-        return alpha, study_correct, f"alpha {alpha} as given; {study_correct} correction: {source}"
-    found = store.rows(con, """
+    found = [] if study is not None else store.rows(con, """
         SELECT DISTINCT u.study, u.alpha, u.correction FROM family f LEFT JOIN runs u USING (run_id)""")
     agreed = {(a, c) for _, a, c in found}
     studies = sorted({s for s, _, _ in found if s})
-    if found and len(agreed) == 1 and None not in next(iter(agreed)) and all(s for s, _, _ in found):
+    if study is not None:
+        name, study_alpha, study_correct = study
+        source = f"of study {name}"
+    elif found and len(agreed) == 1 and None not in next(iter(agreed)) and all(s for s, _, _ in found):
         (study_alpha, study_correct), = agreed
         source = f"of study {', '.join(studies)}" if len(studies) == 1 else f"of studies {', '.join(studies)}"
     else:

@@ -293,13 +293,7 @@ class TransformerEncoder(Encoder):
 
     def encode(self, texts: list[str], spans: list[Span]) -> Encoded:
         shape = (len(texts), self.n_layers() + 1, self.dim) if self.layer == "all" else (len(texts), self.dim)
-        out = np.empty(shape, dtype=np.float32)
-        notes: list[str | None] = [None] * len(texts)
-        for rows, got in self.encode_stream(texts, spans):
-            out[rows] = got.vectors
-            for r, note in zip(rows, got.notes):
-                notes[r] = note
-        return Encoded(out, notes=notes)
+        return gathered(self.encode_stream(texts, spans), shape)
 
     def encode_stream(self, texts: list[str], spans: list[Span]) -> Iterator[tuple[np.ndarray, Encoded]]:
         for start in range(0, len(texts), SORT_WINDOW):
@@ -436,13 +430,7 @@ class SharedPass(Encoder):
         return list(self.members)
 
     def encode(self, texts: list[str], spans: list[Span]) -> Encoded:
-        out = np.empty((len(texts), len(self.members), self.dim), dtype=np.float32)
-        notes: list[str | None] = [None] * len(texts)
-        for rows, got in self.encode_stream(texts, spans):
-            out[rows] = got.vectors
-            for r, note in zip(rows, got.notes):
-                notes[r] = note
-        return Encoded(out, notes=notes)
+        return gathered(self.encode_stream(texts, spans), (len(texts), len(self.members), self.dim))
 
     def encode_stream(self, texts: list[str], spans: list[Span]) -> Iterator[tuple[np.ndarray, Encoded]]:
         first = self.members[0]
@@ -450,6 +438,17 @@ class SharedPass(Encoder):
             window = slice(start, start + SORT_WINDOW)
             for rows, got in first._encode_window(texts[window], spans[window], self.members):
                 yield rows + start, got
+
+
+def gathered(stream: Iterator[tuple[np.ndarray, Encoded]], shape: tuple[int, ...]) -> Encoded:
+    """A stream's length-sorted batches put back in the texts' order, as one Encoded."""
+    out = np.empty(shape, dtype=np.float32)
+    notes: list[str | None] = [None] * shape[0]
+    for rows, got in stream:
+        out[rows] = got.vectors
+        for r, note in zip(rows, got.notes):
+            notes[r] = note
+    return Encoded(out, notes=notes)
 
 
 def shared_passes(needs: list[tuple[Encoder, "object"]], concat) -> list[tuple[Encoder, "object"]]:
