@@ -910,7 +910,8 @@ def debias_checks(specs: list[str], n: int = 500, seed: int = 0, resamples: int 
 
 def open(path: str | Path | None = None, read_only: bool = False, **inputs) -> Store:  # noqa: A001  (like duckdb.connect)
     """Open (read-write: create if missing) a stimkit store; `inputs`: catalog_dir,
-    wordlist_dir, template_dir, override (your own study's test definitions, lists, templates)."""
+    wordlist_dir, template_dir, override (your own study's test definitions, lists, templates:
+    `store.folders`), limits (the bounds on rendering, stimuli.limits.Limits: `store.limits`)."""
     return Store(path, read_only, **inputs)
 
 
