@@ -339,7 +339,7 @@ class Store:
         from .encoders import embeddings
 
         reports, failed = [], {}
-        needs = plan.encodings
+        needs = embeddings.shared(plan.encodings)  # poolings of one model: one forward pass
         if needs:
             self._release()
         for enc, stimuli in needs:
@@ -347,7 +347,7 @@ class Store:
                 reports.append(embeddings.encode_missing_released(self.path, enc, stimuli, 4096,
                                                                   progress(enc) if progress else None))
             except StimkitError as e:
-                failed[enc.fingerprint] = _first_line(e)
+                failed.update({e_.fingerprint: _first_line(e) for e_ in embeddings.planned(enc)})
         return reports, failed
 
     def _execute(self, plan: Plan, command: str, progress=None, on_result=None, on_failure=None,

@@ -65,13 +65,31 @@ def test_a_read_command_builds_only_its_own_commands_and_imports_nothing_heavy(c
     assert "stimkit.cli.tests" in modules
     assert not {"stimkit.cli.audit", "stimkit.cli.wefat", "stimkit.cli.report", "stimkit.cli.encode"} & modules
     assert not {m for m in modules if m.split(".")[0] in HEAVY}
-    # a read pays for the store and its frames (DuckDB hands them over through pyarrow), not for
-    # pandas (pyarrow's conversion of Python rows would import it) or the statistics
+    # a read pays for the store and its frames (DuckDB hands them to polars through the Arrow C
+    # stream interface), not for pyarrow, pandas or the statistics
     tops = {m.split(".")[0] for m in modules}
-    assert {"duckdb", "polars"} <= tops and not {"pandas", "statsmodels"} & tops
+    assert {"duckdb", "polars"} <= tops and not {"pyarrow", "pandas", "statsmodels"} & tops
     assert not {m for m in modules if m.startswith(("stimkit.run", "stimkit.encoders"))}
     # of the statistics only the significance rule (stats.decision); the package's face loads lazily
     assert {m for m in modules if m.startswith("stimkit.stats.")} <= {"stimkit.stats.decision"}
+
+
+def test_frames_from_the_arrow_stream_equal_duckdbs_own_conversion():
+    """store.frame reads through the Arrow C stream (no pyarrow): the same frame as DuckDB's
+    .pl(), type for type, empty or not, and a name given twice made unique as .pl() makes it."""
+    import duckdb
+
+    from stimkit import store
+
+    con = duckdb.connect()
+    sql = ("SELECT 1::INTEGER AS a, 2.5::DECIMAL(10,2) AS dec, TIMESTAMP '2026-01-02 03:04:05' AS ts, MAP {'k': 1} AS m, "
+           "{'x': 1} AS st, [1, 2] AS l, 1::HUGEINT AS h, 'a'::ENUM('a', 'b') AS e, true AS b, DATE '2020-01-01' AS dt, "
+           "[0.5, NULL]::FLOAT[2] AS v, NULL::DOUBLE AS n, 'x'::BLOB AS bl, 'é' AS s FROM range(3) WHERE range < ?")
+    for keep in (3, 0):
+        got, want = store.frame(con, sql, [keep]), con.sql(sql, params=[keep]).pl()
+        assert got.schema == want.schema and got.equals(want) and got.height == keep
+    twice = store.frame(con, "SELECT 1 AS test, 2 AS test")
+    assert twice.columns == con.sql("SELECT 1 AS test, 2 AS test").pl().columns and twice.width == 2
 
 
 def test_a_word_test_imports_neither_scipy_stats_nor_pandas(catalog_db, tmp_path):

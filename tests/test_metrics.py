@@ -155,6 +155,24 @@ def test_logistic_fit_equals_scikit_learn(catalog):
         assert np.allclose(ours, ref.predict_proba(T)[:, 0], atol=1e-6), t
 
 
+def test_logistic_fit_is_the_optimum_its_gradient_zero(catalog):
+    """By hand: at the fit, the objective's gradient (C = 1) vanishes to rounding, so any
+    correct solver finds the same (w, b); and no nearby point has a lower objective."""
+    for t in ("weat1", "weat3", "weat7"):
+        _, (X, Y, A, B) = catalog[t]
+        Z, y = np.vstack([A, B]).astype(np.float64), np.r_[np.ones(len(A)), -np.ones(len(B))]
+        w, b = M.logistic_fit(Z, y)
+        s = 1 / (1 + np.exp(y * (Z @ w + b)))
+        assert np.abs(-(Z.T @ (y * s)) + w).max() < 1e-9 and abs((y * s).sum()) < 1e-9, t
+
+        def objective(w_, b_):
+            return np.logaddexp(0, -y * (Z @ w_ + b_)).sum() + 0.5 * w_ @ w_
+
+        rng = np.random.default_rng(0)
+        best = objective(w, b)
+        assert all(objective(w + 1e-3 * rng.normal(size=w.shape), b + 1e-3 * rng.normal()) > best for _ in range(20))
+
+
 # --------------------------------------------------------------------------- by hand where WEFE has none
 
 def _cos(u, v):

@@ -154,16 +154,20 @@ def define_family(con, where: str | None = None, alpha: float | None = None, run
     # d read against its matched random baseline, where one was computed (db/015: result_baselines)
     base = (f"SELECT h.*, rb.baseline_percentile, rb.baseline_fpr FROM ({base}) h "
             "LEFT JOIN result_baselines rb USING (result_id)")
-    # the share of cuts that reject, at the reading's alpha (from the cuts' stored p), not the run's
-    base = (f"SELECT b.* REPLACE (coalesce(c.share, b.cut_reject_share) AS cut_reject_share, "
-            "CASE WHEN c.share IS NULL THEN b.cut_alpha ELSE getvariable('alpha') END AS cut_alpha) "
-            f"FROM ({base}) b LEFT JOIN (SELECT result_id, avg(CASE WHEN p_value <= getvariable('alpha') THEN 1.0 "
-            "ELSE 0.0 END) AS share FROM result_cuts WHERE p_value IS NOT NULL GROUP BY result_id) c USING (result_id)")
     # the units a side: distinct target words (a sentence test's unit when words are its units)
     base = (f"SELECT b.*, w.words_x, w.words_y FROM ({base}) b LEFT JOIN (SELECT result_id, "
             "count(DISTINCT word) FILTER (WHERE role = 'X') AS words_x, count(DISTINCT word) FILTER (WHERE role = 'Y') "
             "AS words_y FROM result_items WHERE role IN ('X', 'Y') AND dropped IS NULL GROUP BY result_id) w "
             "USING (result_id)")
+    # Held once in a temp table (memory only: a read-only store allows it): a reading queries the
+    # family ten times or so, and each of those would re-run the query above (tens of ms).
+    con.execute(f"CREATE OR REPLACE TEMP TABLE family_latest AS {base}")
+    # the share of cuts that reject, at the reading's alpha (from the cuts' stored p), not the run's
+    base = ("SELECT b.* REPLACE (coalesce(c.share, b.cut_reject_share) AS cut_reject_share, "
+            "CASE WHEN c.share IS NULL THEN b.cut_alpha ELSE getvariable('alpha') END AS cut_alpha) "
+            "FROM family_latest b LEFT JOIN (SELECT result_id, avg(CASE WHEN p_value <= getvariable('alpha') THEN 1.0 "
+            "ELSE 0.0 END) AS share FROM result_cuts WHERE p_value IS NOT NULL "
+            "AND result_id IN (SELECT result_id FROM family_latest) GROUP BY result_id) c USING (result_id)")
     what = {"test": "", "audit": "audit ", "compare": "comparison ", "all": ""}[kind]
     definition = (f"the latest {what}result per hypothesis ({HYPOTHESIS}) {scope}"
                   + (", stale ones included" if include_stale else ""))

@@ -58,6 +58,21 @@ def register(con, enc: Encoder) -> str:
     return fp
 
 
+def shared(needs: list[tuple[Encoder, pl.DataFrame]]) -> list[tuple[Encoder, pl.DataFrame]]:
+    """(encoder, stimuli) pairs with the poolings of one transformer's forward pass joined into
+    one SharedPass (encoders.transformer) over the stimuli any of them reads."""
+    if sum(type(enc).__name__ == "TransformerEncoder" for enc, _ in needs) < 2:
+        return needs  # nothing to share: transformers not imported
+    from .transformer import shared_passes
+
+    return shared_passes(needs, lambda frames: pl.concat(frames, how="vertical_relaxed").unique(maintain_order=True))
+
+
+def planned(enc: Encoder) -> list[Encoder]:
+    """The plan's encoders an encode of `enc` stands for: a shared pass's members, else itself."""
+    return list(getattr(enc, "members", [enc]))
+
+
 def stimuli_of(frames) -> pl.DataFrame:
     """The stimulus texts and spans of several selected sets, stacked: what an encoder reads."""
     return pl.concat([f.select("stimulus", "span_start", "span_end") for f in frames], how="vertical_relaxed")

@@ -229,6 +229,16 @@ class TransformerEncoder(Encoder):
             out.append(enc)
         return out
 
+    def forward_key(self) -> tuple | None:
+        """What decides this encoder's forward pass (the model, its tokenisation, layer, dtype,
+        device and batching): encoders with one key differ only in how they pool the same hidden
+        states, and can share the pass (SharedPass). None for one that cannot: token, eos and
+        prompt-masked pooling read the tokenisation themselves; a layer sweep is its own pass."""
+        if self.pooling not in ("cls", "mean", "max", "last") or self.layer == "all" or not self.include_prompt:
+            return None
+        return ("transformer", self.model_id,
+                tuple(sorted((k, str(v)) for k, v in self._kwargs.items() if k not in ("name", "pooling", "subtoken"))))
+
     def subword_counts(self, words: list[str]) -> np.ndarray:
         """Pieces of each word alone under the model's tokenizer (no special tokens); loads the
         tokenizer only."""
@@ -320,7 +330,9 @@ class TransformerEncoder(Encoder):
                                                        (0, 0) if k == "offset_mapping" else 0)]
         return enc, notes
 
-    def _encode_window(self, texts, spans):
+    def _encode_window(self, texts, spans, poolers: list[TransformerEncoder] | None = None):
+        """(rows, Encoded) per length batch; with `poolers` (encoders of this forward_key), the
+        batch's hidden states pooled by each: vectors (batch, len(poolers), dim)."""
         import torch
 
         tokenizer, model, device, max_len = self._load()
@@ -353,6 +365,9 @@ class TransformerEncoder(Encoder):
                         picked = [[t + width - len(ids[i]) for t in p] for i, p in zip(rows, picked)]
                 if self.layer == "all":  # one forward pass, every layer pooled: (batch, layers + 1, dim)
                     pooled = torch.stack([self._pool(h.float(), mask, picked) for h in result.hidden_states], 1)
+                elif poolers:
+                    hidden = self._layer(result).float()
+                    pooled = torch.stack([p._pool(hidden, mask, picked) for p in poolers], 1)
                 else:
                     pooled = self._pool(self._layer(result).float(), mask, picked)  # pool in fp32 whatever the dtype
                 vectors = pooled.cpu().numpy()
@@ -388,6 +403,74 @@ class TransformerEncoder(Encoder):
         if self.layer == "mean":
             return states.float().mean(0)
         return states[int(self.layer)]
+
+
+class SharedPass(Encoder):
+    """Encoders of one model that differ only in pooling (`minilm` and `minilm,pooling=cls`),
+    encoded together: each batch is tokenised and run through the model once and its hidden
+    states pooled by every member, a pass saved for each member after the first (a third of
+    the main job's encoding). Stored like a layer sweep: every member's vectors under its own
+    fingerprint, the same vectors it gives alone (the same batches, the same forward pass)."""
+
+    def __init__(self, members: list[TransformerEncoder]):
+        keys = {m.forward_key() for m in members}
+        if len(members) < 2 or None in keys or len(keys) > 1:
+            raise StimkitError("a shared pass needs two or more encoders of one forward pass")
+        self.members = list(members)
+        first = self.members[0]
+        self.name, self.dim, self.device = first.name, first.dim, first.device
+        self.options = {"poolings": ",".join(m.pooling for m in self.members)}
+
+    @property
+    def spec(self) -> str:
+        return " + ".join(m.spec for m in self.members)
+
+    @property
+    def fingerprint(self) -> str:
+        return "+".join(m.fingerprint for m in self.members)
+
+    def identity(self) -> dict:
+        return self.members[0].identity()
+
+    def layer_encoders(self) -> list[Encoder]:
+        return list(self.members)
+
+    def encode(self, texts: list[str], spans: list[Span]) -> Encoded:
+        out = np.empty((len(texts), len(self.members), self.dim), dtype=np.float32)
+        notes: list[str | None] = [None] * len(texts)
+        for rows, got in self.encode_stream(texts, spans):
+            out[rows] = got.vectors
+            for r, note in zip(rows, got.notes):
+                notes[r] = note
+        return Encoded(out, notes=notes)
+
+    def encode_stream(self, texts: list[str], spans: list[Span]) -> Iterator[tuple[np.ndarray, Encoded]]:
+        first = self.members[0]
+        for start in range(0, len(texts), SORT_WINDOW):
+            window = slice(start, start + SORT_WINDOW)
+            for rows, got in first._encode_window(texts[window], spans[window], self.members):
+                yield rows + start, got
+
+
+def shared_passes(needs: list[tuple[Encoder, "object"]], concat) -> list[tuple[Encoder, "object"]]:
+    """`needs` ((encoder, the stimuli it reads) pairs) with the transformer encoders of one
+    forward pass joined into a SharedPass over the stimuli any of them reads; `concat` stacks
+    stimulus frames. Order kept: a group stands where its first member stood."""
+    groups: dict[tuple, list[int]] = {}
+    for i, (enc, _) in enumerate(needs):
+        key = enc.forward_key() if isinstance(enc, TransformerEncoder) else None
+        if key is not None:
+            groups.setdefault(key, []).append(i)
+    joined = {g[0]: g for g in groups.values() if len(g) > 1}
+    skip = {i for g in joined.values() for i in g[1:]}
+    out = []
+    for i, need in enumerate(needs):
+        if i in joined:
+            members = [needs[j] for j in joined[i]]
+            out.append((SharedPass([m for m, _ in members]), concat([s for _, s in members])))
+        elif i not in skip:
+            out.append(need)
+    return out
 
 
 @functools.lru_cache(maxsize=8)

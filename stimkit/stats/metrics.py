@@ -218,24 +218,43 @@ def ect(X, Y, A, B, rng=None) -> float:
 
 
 def logistic_fit(Z: np.ndarray, y: np.ndarray, C: float = 1.0) -> tuple[np.ndarray, float]:
-    """L2-regularised logistic regression, deterministic (convex; L-BFGS from zero):
+    """L2-regularised logistic regression, deterministic (convex; Newton's method from zero):
     minimise C * sum_i log(1 + exp(-y_i (w . z_i + b))) + |w|^2 / 2, labels y in {-1, +1},
-    intercept b not penalised: scikit-learn's LogisticRegression(C, solver="lbfgs") objective."""
-    from scipy.optimize import minimize
+    intercept b not penalised: scikit-learn's LogisticRegression(C, solver="lbfgs") objective.
 
+    Newton rather than L-BFGS: the objective is smooth and strictly convex (the penalty bounds
+    w, and both labels occur), so Newton's steps converge quadratically, in about ten (d + 1)
+    x (d + 1) solves, to the optimum L-BFGS approached in ~70 gradient steps (and without
+    importing scipy.optimize). Each step is halved until the objective falls (Armijo)."""
     Z = np.asarray(Z, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
+    design = np.hstack([Z, np.ones((len(Z), 1))])
+    penalised = np.ones(design.shape[1])
+    penalised[-1] = 0.0  # the intercept is not penalised
 
-    def loss(theta):
-        w, b = theta[:-1], theta[-1]
-        margin = y * (Z @ w + b)
-        # d/dm log(1 + e^-m) = -sigmoid(-m), computed stably
-        g = -y * np.exp(-np.logaddexp(0.0, margin))
-        return C * np.logaddexp(0.0, -margin).sum() + 0.5 * w @ w, np.append(C * Z.T @ g + w, C * g.sum())
+    def objective(theta):
+        return C * np.logaddexp(0.0, -y * (design @ theta)).sum() + 0.5 * (penalised * theta) @ theta
 
-    res = minimize(loss, np.zeros(Z.shape[1] + 1), jac=True, method="L-BFGS-B",
-                   options={"maxiter": 10_000, "gtol": 1e-12, "ftol": 1e-15})
-    return res.x[:-1], float(res.x[-1])
+    theta = np.zeros(design.shape[1])
+    value = objective(theta)
+    for _ in range(200):
+        margin = y * (design @ theta)
+        s = np.exp(-np.logaddexp(0.0, margin))  # sigmoid(-margin), computed stably
+        grad = -C * design.T @ (y * s) + penalised * theta
+        hessian = C * (design.T * (s * (1.0 - s))) @ design + np.diag(penalised)
+        step = np.linalg.solve(hessian, grad)
+        decrement = grad @ step  # Newton's decrement squared: twice the predicted fall
+        if decrement <= 1e-28 * max(1.0, abs(value)):
+            break
+        t = 1.0
+        while True:
+            trial = theta - t * step
+            trial_value = objective(trial)
+            if trial_value <= value - 1e-4 * t * decrement or t < 1e-10:
+                break
+            t *= 0.5
+        theta, value = trial, trial_value
+    return theta[:-1], float(theta[-1])
 
 
 def rnsb_distribution(X, Y, A, B, C: float = 1.0) -> np.ndarray:

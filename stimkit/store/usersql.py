@@ -10,6 +10,7 @@ import re
 import duckdb
 
 from ..errors import InputError, StoreError, UsageError, first_line  # noqa: F401  (usersql.first_line)
+from .connection import as_frame
 
 # Statement kinds a user may run with `stimkit query` (MULTI: PIVOT expands to several reading steps).
 # EXPLAIN is checked on the statement it explains (EXPLAIN ANALYZE runs it: a COPY TO would write),
@@ -76,7 +77,7 @@ def read(con, sql: str, params=None, what: str = "query"):
         if loose:  # types a frame cannot hold or print (VARIANT: duckdb_settings()) are read as text
             quoted = {c: '"' + c.replace('"', '""') + '"' for c in rel.columns}
             rel = rel.project(", ".join(f"{q}::VARCHAR AS {q}" if c in loose else q for c, q in quoted.items()))
-        return rel.pl()
+        return as_frame(rel)
     except duckdb.Error as e:
         if isinstance(e, duckdb.IOException) and (path := _store_path(con)) and path in str(e):
             raise StoreError(f"{path}: damaged store: {first_line(e)}") from None  # the store's own file, not the user's
