@@ -40,7 +40,7 @@ def main():
     parser.add_argument("-k", type=int, default=1, help="K for abtt:K (Mu & Viswanath: about dim/100)")
     args = parser.parse_args()
     from stimkit import store
-    from stimkit.catalog.tests import default_specs, get
+    from stimkit.catalog.definitions import default_specs, get
     from stimkit.encoders.embeddings import encode_missing
     from stimkit.run import plan as run_plan
     from stimkit.run.association import prepare

@@ -63,7 +63,7 @@ with torch.inference_mode():
 LIBRARY = """
 import sys
 from stimkit import store
-from stimkit.catalog.tests import fetch
+from stimkit.catalog.definitions import fetch
 from stimkit.encoders import embeddings, resolve
 con = store.connect(sys.argv[1])
 stimuli = fetch(con, "SELECT * FROM current_stimuli", "all stimuli")
@@ -167,7 +167,7 @@ def speed(folder: Path, db: Path, texts_file: Path, model: str, spec: str, devic
 NOOP = """
 import sys, time
 from stimkit import store
-from stimkit.catalog.tests import select_stimuli
+from stimkit.catalog.definitions import select_stimuli
 from stimkit.encoders import embeddings, resolve
 con = store.connect(sys.argv[1])
 t = time.perf_counter()

@@ -38,7 +38,7 @@ CALISKAN = [f"weat{i}" for i in range(1, 11)]
 
 def catalog_word_sets(enc) -> dict[str, tuple[dict[str, np.ndarray], ...]]:
     """{test: (X, Y, A, B)}, each set {text: vector} in list order, for the catalog's word tests."""
-    from stimkit.catalog.tests import load_toml
+    from stimkit.catalog.definitions import load_toml
     from stimkit.stimuli.wordlists import load_all
 
     lists = load_all()

@@ -92,11 +92,11 @@ def sizes_table():
 
 
 def catalog_on_glove():
-    from stimkit.catalog import tests as catalog
+    from stimkit.catalog import definitions as catalog
     from stimkit.stimuli import generate, wordlists
     from stimkit.run import runner
     from stimkit import store
-    from stimkit.catalog.tests import default_specs
+    from stimkit.catalog.definitions import default_specs
     from stimkit.encoders import resolve
 
     with tempfile.TemporaryDirectory() as d:

@@ -129,7 +129,7 @@ def crossed_p(prep, alternative: str):
 
 def run_encoder(store, spec: str, pool: list[str], draws: int, seed: int, check: int, lists_dir: Path,
                 template_dir: Path) -> dict:
-    from stimkit.catalog.tests import TestDef
+    from stimkit.catalog.definitions import TestDef
     from stimkit.encoders import resolve
     from stimkit.run.association import compute
     from stimkit.run.options import Options

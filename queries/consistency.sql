@@ -1,5 +1,5 @@
 -- Consistency comparisons over `family`: every comparison the family allows, with what the
--- decision heuristics see (`findings`). stimkit.analysis.checks turns them into verdicts:
+-- decision heuristics see (`findings`). stimkit.analysis.consistency turns them into verdicts:
 -- a violation must be a tested claim (the difference of the two d, tested on the results'
 -- stimuli; or both significant with opposite signs); the heuristics' findings become notes.
 --   heuristic: true where agreement is expected but not implied (the results may

@@ -42,7 +42,7 @@ from .store import usersql
 if TYPE_CHECKING:  # the run layer pulls in numpy and the statistics: imported where used
     import numpy as np
 
-    from .catalog.tests import TestDef
+    from .catalog.definitions import TestDef
     from .catalog.wefat import WefatDef
     from .run.baseline import BaselineOptions
     from .run.options import Options
@@ -184,7 +184,7 @@ class Store:
         set's provenance). With `wordlist_dir` and no names, only your lists are generated.
         The folders default to the ones the store was opened with (`stimkit.open(path, wordlist_dir=...)`),
         the render `limits` to the store's (Store.limits)."""
-        from .catalog.tests import default_specs
+        from .catalog.definitions import default_specs
         from .stimuli import generate
 
         self._writable("generate")
@@ -236,13 +236,13 @@ class Store:
 
     def catalog(self, paper: str | None = None) -> pl.DataFrame:
         """The tests (catalog and imported; `paper`: one paper's) and the WEFAT entries, a row each."""
-        from .catalog import tests as catalog
+        from .catalog import definitions as catalog
 
         return catalog.table(self.con, paper, self.folders.catalog_dir)
 
     def test_sets(self, name: str) -> tuple[TestDef, pl.DataFrame]:
         """A test's definition and its four set queries with the number of stimuli each selects."""
-        from .catalog import tests as catalog
+        from .catalog import definitions as catalog
 
         test = catalog.get(self.con, name, self.folders.catalog_dir)
         return test, catalog.sizes(self.con, test)
@@ -312,7 +312,7 @@ class Store:
         most common notes). While the model runs the store is closed, opened only for each
         append: other processes can read it meanwhile."""
         from . import encoders
-        from .catalog.tests import select_stimuli
+        from .catalog.definitions import select_stimuli
         from .encoders import embeddings
 
         self._writable("encode")
@@ -385,7 +385,7 @@ class Store:
         `baseline`: K (or run.baseline.BaselineOptions) matched random pairs per result, stored and
         reused (see `Store.baseline`). `per_test(test)`: option values for one test alone (a
         study's [options."<pattern>"]: its units and alternative)."""
-        from .catalog import tests as catalog
+        from .catalog import definitions as catalog
         from .run import cword, plan as run_plan
         from .run.options import Options
 
@@ -443,7 +443,7 @@ class Store:
         import time
         from fnmatch import fnmatchcase
 
-        from .catalog import tests as catalog
+        from .catalog import definitions as catalog
         from .catalog import wefat as wefat_defs
         from .run import cword, plan as run_plan
         from .run.options import Options, WefatOptions
@@ -516,7 +516,7 @@ class Store:
         versions, K, seed and procedure are computed once. No test result is stored; the report's
         `baselines` hold the observed d, its percentile among the random d, the share of random
         pairs rejected at alpha, and d of X and of Y against their own random sets."""
-        from .catalog import tests as catalog
+        from .catalog import definitions as catalog
         from .run import plan as run_plan
         from .run.baseline import BaselineOptions
         from .run.options import Options
@@ -551,10 +551,10 @@ class Store:
               include_stale: bool = False) -> analysis.FamilyFrame:
         """Every consistency comparison the family allows, with its verdict (at `alpha`; not
         given: as `results`), carrying the family (`.family`)."""
-        from .analysis import checks
+        from .analysis.consistency import consistency
 
         family = analysis.define_family(self.con, where, alpha, run, allow_empty=True, include_stale=include_stale)
-        return analysis.FamilyFrame.of(checks.consistency(self.con, family.alpha), family)
+        return analysis.FamilyFrame.of(consistency(self.con, family.alpha), family)
 
     def check_metrics(self, where: str | None = None, run: str | None = None, alpha: float | None = None,
                       include_stale: bool = False) -> tuple[analysis.FamilyFrame, analysis.FamilyFrame]:
@@ -644,7 +644,7 @@ class Store:
         family's runs, as `results`), else holm at 0.01. `display` (encoder -> name) and `heads`
         ("category": Table 4's rows under the tests' categories): default the study's."""
         from .analysis import paper_tables
-        from .catalog import tests as catalog
+        from .catalog import definitions as catalog
 
         if study is not None:
             from .study import study as studies
@@ -683,7 +683,7 @@ class Store:
     def _audit_plan(self, tests: list[str], encoders, template_sets: list[str] | None, opts: Options, progress,
                     min_template_sets: int = 1):
         """The audit's plan (re-templated tests, their sets generated and selected once), encoded."""
-        from .catalog import tests as catalog
+        from .catalog import definitions as catalog
         from .run import audit, plan as run_plan
 
         chosen = [catalog.get(self.con, n, self.folders.catalog_dir) for n in tests]
@@ -748,7 +748,7 @@ class Store:
                               max_variants: int | None = None) -> dict:
         """Each test's template set's perturbation family (stimuli.perturb.plan), from the text
         alone: its size is known, and bounded, before anything renders."""
-        from .catalog import tests as catalog
+        from .catalog import definitions as catalog
         from .run.wording import perturbed_set
         from .stimuli import perturb
 
@@ -765,7 +765,7 @@ class Store:
         encoders and alpha (flags override). Returns (run_id, audits, rankings, families)."""
         import tempfile
 
-        from .catalog import tests as catalog
+        from .catalog import definitions as catalog
         from .run import plan as run_plan, wording
         from .run.options import Options
         from .stimuli import generate, perturb
@@ -823,7 +823,7 @@ class Store:
         encoder (default context c-word: a word's vector in each of its contexts), beside
         stimkit's d and p over every context and the crossed model's d. Vectors missing are
         encoded; nothing else is stored. Returns run.ceat.CeatRow rows."""
-        from .catalog import tests as catalog
+        from .catalog import definitions as catalog
         from .run import ceat, cword, plan as run_plan
         from .run.options import Options
 

@@ -13,7 +13,7 @@ import pytest
 
 from stimkit.stimuli import generate, wordlists
 from stimkit import store
-from stimkit.catalog.tests import default_specs
+from stimkit.catalog.definitions import default_specs
 
 REPO = Path(__file__).resolve().parent.parent
 # The published stimulus files and reference tables the tests read: copies in the repository

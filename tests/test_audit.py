@@ -10,7 +10,7 @@ from stimkit.encoders import embeddings
 from stimkit.run import audit, plan
 from stimkit.run.options import Options
 from stimkit.stats import audit as audit_stats
-from stimkit.catalog import tests as catalog
+from stimkit.catalog import definitions as catalog
 from stimkit.stimuli import generate, wordlists
 from stimkit.cli import app
 from stimkit.encoders import resolve

@@ -129,7 +129,7 @@ def test_subword_counts_match_under_a_tokenizer():
     frame = lambda ws: pl.DataFrame({"set_name": ["mine@word"] * len(ws), "word": ws, "kind": ["count_noun"] * len(ws),  # noqa: E731
                                      "person": [False] * len(ws), "template_id": ["word/default:1"] * len(ws),
                                      "stimulus": ws, "span_start": [0] * len(ws), "span_end": [len(w) for w in ws]})
-    planned = PlannedTest(stimkit.catalog.tests.TestDef("mine", ("x", "y", "a", "b"), "word"),
+    planned = PlannedTest(stimkit.catalog.definitions.TestDef("mine", ("x", "y", "a", "b"), "word"),
                           {"x": frame(words[:3]), "y": frame(words[3:]), "a": frame(["good"]), "b": frame(["bad"])},
                           Options())
     enc = resolve("minilm")

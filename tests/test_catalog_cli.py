@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from stimkit import StimkitError, store
-from stimkit.catalog import tests as catalog, sentbias
+from stimkit.catalog import definitions as catalog, sentbias
 from stimkit.cli import app
 from stimkit.stimuli.balance import balance
 

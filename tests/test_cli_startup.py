@@ -11,7 +11,7 @@ import pytest
 import stimkit
 import stimkit.cli as cli
 import stimkit.output
-from stimkit import checks
+from stimkit import choices
 
 REPO = Path(__file__).resolve().parent.parent
 HEAVY = ("scipy", "torch", "transformers", "gensim", "matplotlib", "sklearn", "jinja2")
@@ -62,7 +62,7 @@ def test_a_read_command_builds_only_its_own_commands_and_imports_nothing_heavy(c
     proc, modules = probe(db, "results", "--format", "csv")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("result_id,") and len(proc.stdout.splitlines()) == 2
-    assert "stimkit.cli.tests" in modules
+    assert "stimkit.cli.association" in modules
     assert not {"stimkit.cli.audit", "stimkit.cli.wefat", "stimkit.cli.report", "stimkit.cli.encode"} & modules
     assert not {m for m in modules if m.split(".")[0] in HEAVY}
     # a read pays for the store and its frames (DuckDB hands them to polars through the Arrow C
@@ -114,7 +114,7 @@ def test_help_lists_every_command(tmp_path):
     # --help imports the CLI's own light modules and Typer, nothing of the store or the data
     assert not {m.split(".")[0] for m in modules} & {"duckdb", "polars", "pyarrow", "numpy", *HEAVY}
     assert {m for m in modules if m.startswith("stimkit.") and not m.startswith("stimkit.cli")} <= {
-        f"stimkit.{m}" for m in ("checks", "errors", "output", "paths")}
+        f"stimkit.{m}" for m in ("choices", "errors", "output", "paths")}
 
 
 def run_main(capsys, *args):
@@ -165,10 +165,10 @@ def test_every_command_lists_the_global_options_in_its_help(capsys):
 
 
 # Every option that takes one of a list of values: the command that reaches its check, and the
-# list in code that both the check and the help text read (stimkit/checks.py, the catalog's papers,
+# list in code that both the check and the help text read (stimkit/choices.py, the catalog's papers,
 # the built-in studies).
 def _papers():
-    from stimkit.catalog import tests as catalog
+    from stimkit.catalog import definitions as catalog
     return tuple(catalog.papers())
 
 
@@ -178,33 +178,33 @@ def _studies():
 
 
 ENUMERATED = {
-    ("test", "--method"): (["test", "weat1"], lambda: checks.P_METHODS),
-    ("test", "--alternative"): (["test", "weat1"], lambda: checks.ALTERNATIVES),
-    ("test", "--balance"): (["test", "weat1"], lambda: checks.BALANCE_POLICIES),
-    ("test", "--context"): (["test", "weat1"], lambda: checks.CONTEXTS),
-    ("test", "--source"): (["test", "weat1"], lambda: checks.SOURCES),
-    ("test", "--metric"): (["test", "weat1"], lambda: checks.METRIC_NAMES),
-    ("test", "--center"): (["test", "weat1"], lambda: checks.CENTERINGS),
-    ("test", "--units"): (["test", "weat1"], lambda: checks.UNITS),
-    ("import sentbias", "--units"): (["import", "sentbias", "{tmp}"], lambda: checks.UNITS),
-    ("baseline", "--method"): (["baseline", "weat1"], lambda: checks.P_METHODS),
-    ("baseline", "--alternative"): (["baseline", "weat1"], lambda: checks.ALTERNATIVES),
-    ("baseline", "--balance"): (["baseline", "weat1"], lambda: checks.BALANCE_POLICIES),
-    ("baseline", "--units"): (["baseline", "weat1"], lambda: checks.UNITS),
+    ("test", "--method"): (["test", "weat1"], lambda: choices.P_METHODS),
+    ("test", "--alternative"): (["test", "weat1"], lambda: choices.ALTERNATIVES),
+    ("test", "--balance"): (["test", "weat1"], lambda: choices.BALANCE_POLICIES),
+    ("test", "--context"): (["test", "weat1"], lambda: choices.CONTEXTS),
+    ("test", "--source"): (["test", "weat1"], lambda: choices.SOURCES),
+    ("test", "--metric"): (["test", "weat1"], lambda: choices.METRIC_NAMES),
+    ("test", "--center"): (["test", "weat1"], lambda: choices.CENTERINGS),
+    ("test", "--units"): (["test", "weat1"], lambda: choices.UNITS),
+    ("import sentbias", "--units"): (["import", "sentbias", "{tmp}"], lambda: choices.UNITS),
+    ("baseline", "--method"): (["baseline", "weat1"], lambda: choices.P_METHODS),
+    ("baseline", "--alternative"): (["baseline", "weat1"], lambda: choices.ALTERNATIVES),
+    ("baseline", "--balance"): (["baseline", "weat1"], lambda: choices.BALANCE_POLICIES),
+    ("baseline", "--units"): (["baseline", "weat1"], lambda: choices.UNITS),
     # the procedure's options, declared once (cli/procedure.py): audit takes them as test does
     **{(f"audit {sub}", option): (["audit", sub, "-t", "sent-weat6", "-s", "may2019", "-s", "past_tense"], values)
        for sub in ("templates", "compare")
-       for option, values in (("--method", lambda: checks.P_METHODS), ("--alternative", lambda: checks.ALTERNATIVES),
-                              ("--balance", lambda: checks.BALANCE_POLICIES), ("--units", lambda: checks.UNITS))},
-    ("results", "--correct"): (["results"], lambda: checks.CORRECTIONS),
-    ("results", "--kind"): (["results"], lambda: checks.RESULT_KINDS),
-    ("results", "--layout"): (["results"], lambda: checks.LAYOUTS),
-    ("report", "--correct"): (["report"], lambda: checks.CORRECTIONS),
-    ("report", "--format"): (["report"], lambda: checks.REPORT_FORMATS),
-    ("wefat", "--method"): (["wefat", "wefat-names"], lambda: checks.WORD_P_METHODS),
-    ("wefat", "--context"): (["wefat", "wefat-names"], lambda: checks.WEFAT_CONTEXTS),
-    ("export sentbias", "--balance"): (["export", "sentbias", "{tmp}/out"], lambda: checks.BALANCE_POLICIES),
-    ("encode", "--engine"): (["encode", "-e", "glove-6b-50d", "--all"], lambda: checks.ENGINES),
+       for option, values in (("--method", lambda: choices.P_METHODS), ("--alternative", lambda: choices.ALTERNATIVES),
+                              ("--balance", lambda: choices.BALANCE_POLICIES), ("--units", lambda: choices.UNITS))},
+    ("results", "--correct"): (["results"], lambda: choices.CORRECTIONS),
+    ("results", "--kind"): (["results"], lambda: choices.RESULT_KINDS),
+    ("results", "--layout"): (["results"], lambda: choices.LAYOUTS),
+    ("report", "--correct"): (["report"], lambda: choices.CORRECTIONS),
+    ("report", "--format"): (["report"], lambda: choices.REPORT_FORMATS),
+    ("wefat", "--method"): (["wefat", "wefat-names"], lambda: choices.WORD_P_METHODS),
+    ("wefat", "--context"): (["wefat", "wefat-names"], lambda: choices.WEFAT_CONTEXTS),
+    ("export sentbias", "--balance"): (["export", "sentbias", "{tmp}/out"], lambda: choices.BALANCE_POLICIES),
+    ("encode", "--engine"): (["encode", "-e", "glove-6b-50d", "--all"], lambda: choices.ENGINES),
     ("catalog", "--paper"): (["catalog"], _papers),
     ("run", "--paper"): (["run"], _studies),
     ("sets", "--format"): (["sets"], lambda: stimkit.output.FORMATS),
@@ -231,7 +231,7 @@ def test_every_option_that_lists_its_values_is_held_to_the_list_in_code():
     listed = set()
     for command, option, text in commands_and_options():
         if option == "--format" and command != "report":
-            assert checks.choices(stimkit.output.FORMATS) in text, (command, text)
+            assert choices.choices(stimkit.output.FORMATS) in text, (command, text)
         elif " | " in text:
             listed.add((command, option))
     assert listed <= set(ENUMERATED), listed - set(ENUMERATED)
@@ -252,7 +252,7 @@ def test_help_lists_every_value_an_option_accepts(command, option, small_store, 
     args, values = ENUMERATED[(command, option)]
     values = values()
     text = {(c, o): t for c, o, t in commands_and_options()}[(command, option)]
-    assert (", ".join(values) if option == "--metric" else checks.choices(values)) in text, (text, values)
+    assert (", ".join(values) if option == "--metric" else choices.choices(values)) in text, (text, values)
     code, out, err = run_main(capsys, "--db", small_store, *[a.replace("{tmp}", str(tmp_path)) for a in args],
                               option, "bogus-value")
     assert code == 2 and len(err.strip().splitlines()) == 1, err

@@ -5,7 +5,7 @@ from collections import Counter
 
 import pytest
 
-from stimkit.catalog import tests as catalog, sentbias
+from stimkit.catalog import definitions as catalog, sentbias
 from stimkit.stimuli.balance import balance
 
 from conftest import CUT_SETS, REFERENCE, published

@@ -11,8 +11,8 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from stimkit.analysis import checks, families as analysis
-from stimkit.catalog import tests as catalog
+from stimkit.analysis import consistency, families as analysis
+from stimkit.catalog import definitions as catalog
 from stimkit import cli, stats, store
 from stimkit.encoders import embeddings
 from stimkit.errors import UsageError
@@ -142,7 +142,7 @@ def test_check_reports_a_planted_violation_by_result_id(empty_con):
     empty_con.execute("UPDATE results SET test = 'weat7', effect_size = 1.1 WHERE test = 't0'")
     empty_con.execute("UPDATE results SET test = 'weat8', effect_size = -0.2 WHERE test = 't1'")
     analysis.define_family(empty_con)
-    row = checks.consistency(empty_con, 0.01).filter(pl.col("check_name") == "C7 vs C8").row(0, named=True)
+    row = consistency.consistency(empty_con, 0.01).filter(pl.col("check_name") == "C7 vs C8").row(0, named=True)
     assert row["verdict"] == "violation" and row["result_ids"] == ["r1/t0/f", "r1/t1/f"]
     assert row["reason"] == "both significant with opposite signs"
 
@@ -154,7 +154,7 @@ def test_check_reports_decisions_on_either_side_of_alpha_as_a_note(empty_con):
     empty_con.execute("UPDATE results SET test = 'weat7', effect_size = 1.1 WHERE test = 't0'")
     empty_con.execute("UPDATE results SET test = 'weat8', effect_size = -0.2 WHERE test = 't1'")
     analysis.define_family(empty_con)
-    row = checks.consistency(empty_con, 0.01).filter(pl.col("check_name") == "C7 vs C8").row(0, named=True)
+    row = consistency.consistency(empty_con, 0.01).filter(pl.col("check_name") == "C7 vs C8").row(0, named=True)
     assert row["verdict"] == "note" and row["result_ids"] == ["r1/t0/f", "r1/t1/f"]
     assert "different decisions at alpha" in row["reason"] and "opposite signs of d" in row["reason"]
 
@@ -163,7 +163,7 @@ def test_check_marks_a_missing_partner_not_comparable(empty_con):
     planted(empty_con, [0.001])
     empty_con.execute("UPDATE results SET test = 'weat3'")
     analysis.define_family(empty_con)
-    df = checks.consistency(empty_con, 0.01)
+    df = consistency.consistency(empty_con, 0.01)
     c345 = df.filter(pl.col("check_name") == "C3/C4/C5").row(0, named=True)
     assert c345["verdict"] == "not comparable" and c345["heuristic"] and "no result for weat4" in c345["reason"]
 

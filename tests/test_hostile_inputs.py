@@ -476,7 +476,7 @@ def ages(tmp_path):
 def drawn(db: Path, wl: Path, tpl: Path, context: str | None = None, k: int = 3, encoder: str = "glove-6b-50d"):
     """The planned baseline of `ages` (its draws rendered), through the library."""
     import stimkit
-    from stimkit.catalog import tests as catalog
+    from stimkit.catalog import definitions as catalog
     from stimkit.run import plan as run_plan
     from stimkit.run.baseline import BaselineOptions, plan as plan_baselines
     from stimkit.run.options import Options

@@ -363,7 +363,7 @@ def test_bias_alternative_flips_only_ect():
 
 
 def test_the_cli_lists_every_metric():
-    """checks.METRIC_NAMES (what `test --help` lists, light to import) is stats.metrics.METRICS."""
-    from stimkit import checks
+    """choices.METRIC_NAMES (what `test --help` lists, light to import) is stats.metrics.METRICS."""
+    from stimkit import choices
 
-    assert checks.METRIC_NAMES == tuple(M.METRICS)
+    assert choices.METRIC_NAMES == tuple(M.METRICS)

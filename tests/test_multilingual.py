@@ -346,7 +346,7 @@ def test_a_test_across_languages_is_refused_unless_declared(weathub_store, tmp_p
     (folder / "x.toml").write_text('[xweat]\nsets = ["weathub:en:weat1/targ1", "weathub:en:weat1/targ2", '
                                    '"weathub:de_human:weat1/attr1", "weathub:de_human:weat1/attr2"]\n'
                                    'context = "word"\ncross_lingual = true\n')
-    from stimkit.catalog import tests as catalog
+    from stimkit.catalog import definitions as catalog
 
     test = catalog.load_dir(folder)["xweat"]
     assert test.cross_lingual and catalog.parse_tests(

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 import stimkit
-from stimkit.catalog import tests as catalog
+from stimkit.catalog import definitions as catalog
 from stimkit.cli import app
 from conftest import snapshot
 from test_plan_path import v030_glove  # noqa: F401  (a fixture: GloVe under its v0.3.0 identity)

@@ -12,7 +12,7 @@ import pytest
 import stimkit
 from stimkit.views import table4
 from stimkit import errors
-from stimkit.catalog import tests as catalog
+from stimkit.catalog import definitions as catalog
 from stimkit.run import plan as run_plan
 from stimkit.run.options import Options, WefatOptions
 from stimkit.study import study as studies

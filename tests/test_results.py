@@ -7,8 +7,8 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from stimkit.analysis import checks, families as analysis
-from stimkit.catalog import tests as catalog
+from stimkit.analysis import consistency, families as analysis
+from stimkit.catalog import definitions as catalog
 from stimkit.analysis import tables
 from stimkit.encoders import embeddings
 from stimkit.run import plan
@@ -204,7 +204,7 @@ def test_check_finds_a_c7_c8_disagreement(family_con):
     con.execute("UPDATE results SET test = 'weat7', effect_size = 1.2, p_value = 1e-5 WHERE test = 't00'")
     con.execute("UPDATE results SET test = 'weat8', effect_size = -0.3, p_value = 0.4 WHERE test = 't01'")
     analysis.define_family(con, "run_id = 'r1'")
-    df = checks.consistency(con, 0.01)
+    df = consistency.consistency(con, 0.01)
     row = df.filter(pl.col("check_name") == "C7 vs C8").row(0, named=True)
     # one significant, one not: the decision heuristics' findings are a note (a violation is a tested claim)
     assert row["tests"] == "weat7 / weat8" and row["verdict"] == "note" and not row["heuristic"]
@@ -248,3 +248,52 @@ def test_bad_input_leaves_no_results(store_copy, args, message, code):
     assert message in r.stderr.splitlines()[0] and r.stdout == "", r.output
     con = store.connect(store_copy)
     assert snapshot(con) == before
+
+
+# ----------------------------------------------------------------- paper_test (was `family`)
+
+def test_a_store_from_before_migration_023_reads_its_paper_test(tmp_path, monkeypatch):
+    """A test's row in its paper was the column `family` (migrations 003-022): 023 renames it
+    `paper_test`, keeping every value, and the views that named it read on."""
+    import stimkit
+    from stimkit.store import connection
+
+    real = connection.migrations
+    monkeypatch.setattr(connection, "migrations", lambda: [(n, p) for n, p in real() if n < 23])
+    path = tmp_path / "old.duckdb"
+    con = store.connect(path)
+    con.execute("INSERT INTO runs (run_id, command, seed, stimkit_version) VALUES ('r', 'test', 0, 'x')")
+    for test, row, p in (("weat7", "C7", 0.001), ("weat8", "C8", 0.2), ("mine", None, 0.5)):
+        con.execute("""INSERT INTO results (result_id, run_id, test, test_source, family, encoder, model, fingerprint,
+            context, n_dropped_oov, n_balanced_away, ddof, clustered, stimkit_version, p_value, min_p, p_method,
+            effect_size, alternative) VALUES (?, 'r', ?, 'catalog', ?, 'e', 'e', 'f', 'word', 0, 0, 1, false, 'x', ?,
+            1e-5, 'sampled', 1.0, 'greater')""", [f"r/{test}", test, row, p])
+        con.execute("INSERT INTO result_items (result_id, role, ordinal, stimulus) VALUES (?, 'X', 0, 'rose')", [f"r/{test}"])
+    old = {"weat7": "C7", "weat8": "C8", "mine": None}
+    assert dict(store.rows(con, "SELECT test, family FROM results_with_items")) == old  # the schema before 023
+    con.close()
+    monkeypatch.setattr(connection, "migrations", real)
+    con = store.connect(path)  # a writing open migrates
+    assert store.schema_version(con) == max(n for n, _ in real()) >= 23
+    columns = {d[0] for d in con.execute("SELECT * FROM results LIMIT 0").description}
+    assert "paper_test" in columns and "family" not in columns
+    for view in ("results", "result_hypotheses", "latest_results", "results_with_items", "latest_results_with_items"):
+        assert dict(store.rows(con, f"SELECT test, paper_test FROM {view}")) == old, view
+    con.close()
+    with stimkit.open(path, read_only=True) as s:
+        df = s.results()
+        assert dict(zip(df["test"], df["paper_test"])) == old and df.family.m == 3  # `family`: the correction's
+
+
+def test_a_catalog_file_that_says_family_reads_it_as_paper_test(tmp_path):
+    """`family` is paper_test's old name: a user's catalog file that still says it reads the same."""
+    from stimkit import UsageError
+
+    sets = 'sets = ["flowers@word", "insects@word", "pleasant@word", "unpleasant@word"]'
+    (tmp_path / "old.toml").write_text(f'["mine-old"]\n{sets}\nfamily = "C1"\n\n["mine-new"]\n{sets}\npaper_test = "C1"\n')
+    tests = catalog.load_dir(tmp_path)
+    assert tests["mine-old"].paper_test == tests["mine-new"].paper_test == "C1"
+    assert catalog.to_toml(tests["mine-old"]).count("paper_test = \"C1\"") == 1  # written back under the new name
+    (tmp_path / "old.toml").write_text(f'["both"]\n{sets}\nfamily = "C1"\npaper_test = "C2"\n')
+    with pytest.raises(UsageError, match=r"old.toml: test 'both': `family` is the old name of `paper_test`"):
+        catalog.load_dir(tmp_path)

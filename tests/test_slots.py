@@ -146,7 +146,7 @@ def people_store(tmp_path):
 
 
 def test_selection_by_a_slot_keeps_the_other_slots_balanced(people_store):
-    from stimkit.catalog.tests import adhoc, fetch_sets
+    from stimkit.catalog.definitions import adhoc, fetch_sets
     from stimkit.run.association import cut
 
     test = adhoc("ages", ("descriptor=young@people", "descriptor=old@people", "pleasant@word", "unpleasant@word"),
@@ -194,7 +194,7 @@ def test_sql_selects_by_any_slot_of_the_whole_product(people_store):
 
 
 def test_units_are_the_selecting_slots_words(people_store):
-    from stimkit.catalog.tests import adhoc
+    from stimkit.catalog.definitions import adhoc
     from stimkit.encoders import resolve
     from stimkit.run import association, plan as run_plan
     from stimkit.run.options import Options
@@ -228,7 +228,7 @@ def test_units_are_the_selecting_slots_words(people_store):
 def test_cword_on_a_named_slot(people_store):
     from stimkit.encoders import resolve
 
-    from stimkit.catalog.tests import adhoc, store_adhoc
+    from stimkit.catalog.definitions import adhoc, store_adhoc
 
     store_adhoc(people_store.con, adhoc("ages", ("descriptor=young@people", "descriptor=old@people", "pleasant@word",
                                                  "unpleasant@word"), None, "cut"))
@@ -446,7 +446,7 @@ def test_a_result_and_its_baseline_record_one_context():
     slot is `c-word:<slot>` in both (the baseline wrote plain `c-word`)."""
     from types import SimpleNamespace
 
-    from stimkit.catalog.tests import adhoc
+    from stimkit.catalog.definitions import adhoc
     from stimkit.run import association, cword
 
     test = cword.in_context(adhoc("ages", ("descriptor=young@people", "descriptor=old@people", "pleasant@may2019",

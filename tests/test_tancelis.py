@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from stimkit import StimkitError, encoders, store
-from stimkit.catalog import tests as catalog, sentbias
+from stimkit.catalog import definitions as catalog, sentbias
 from stimkit.analysis import tables
 from stimkit.run import cword
 from stimkit.stimuli import generate, wordlists
@@ -34,8 +34,8 @@ def tc_rows():
     return list(study.load("tan-celis-2019").rows)
 
 
-def tc_families():
-    return {f for _, f, _ in study.load("tan-celis-2019").rows}
+def tc_paper_tests():
+    return {t for _, t, _ in study.load("tan-celis-2019").rows}
 
 
 def reference(name: str) -> dict:
@@ -47,8 +47,8 @@ def test_the_42_files_are_the_tan_celis_catalog():
     tc = catalog.by_paper(catalog.load_toml(), "tan-celis-2019")
     assert sorted(tc) == TC_FILES
     assert len(catalog.by_paper(catalog.load_toml(), "may-2019")) == 46
-    assert {t.family for t in tc.values()} >= {"+C11", "+C12", "+C13", "+Occ", "+I1", "+I5",
-                                               "+Double Bind EA/AA (Competent)", "Double Bind M/F (Likable)"}
+    assert {t.paper_test for t in tc.values()} >= {"+C11", "+C12", "+C13", "+Occ", "+I1", "+I5",
+                                                   "+Double Bind EA/AA (Competent)", "Double Bind M/F (Likable)"}
 
 
 def test_unknown_paper_is_refused():
@@ -283,9 +283,9 @@ def test_layout_refuses_a_frame_without_its_columns():
 def test_paper_tests_cover_every_row_once_per_encoding():
     every = catalog.load_toml()
     tests = [every[name] for name in study.load("tan-celis-2019").tests]
-    keys = [(t.family, tables.encoding(t, t.context)) for t in tests]
+    keys = [(t.paper_test, tables.encoding(t, t.context)) for t in tests]
     assert len(keys) == len(set(keys)) == 64
-    assert {f for f, _ in keys} == tc_families()
+    assert {f for f, _ in keys} == tc_paper_tests()
     assert sum(e == "sent (u)" for _, e in keys) == 4  # the four double binds
 
 

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 import stimkit
 from stimkit import UsageError, stats, store
-from stimkit.catalog import tests as catalog
+from stimkit.catalog import definitions as catalog
 from stimkit.cli import app
 from stimkit.run.options import Options
 from stimkit.stats.influence import word_influence
@@ -276,7 +276,7 @@ def test_check_pairs_word_and_sentence_tests_by_their_word_lists(care_tech):
 
 def test_an_explicit_pair_key_pairs_tests_on_other_lists(tmp_path):
     from stimkit.analysis.families import define_family
-    from stimkit.analysis.checks import consistency
+    from stimkit.analysis.consistency import consistency
 
     con = store.connect(tmp_path / "s.duckdb")
     con.execute("INSERT INTO runs (run_id, command, seed, stimkit_version) VALUES ('r', 'test', 0, 'x')")

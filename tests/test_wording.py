@@ -9,7 +9,7 @@ from scipy.stats import kendalltau
 from typer.testing import CliRunner
 
 from stimkit import stats, store
-from stimkit.catalog import tests as catalog
+from stimkit.catalog import definitions as catalog
 from stimkit.cli import app
 from stimkit.encoders import resolve
 from stimkit.run import wording

@@ -20,7 +20,7 @@ import polars as pl
 from .. import store
 from ..stats import InvalidInput
 from ..stats.difference import difference_test
-from .checks import _target_scores  # s(w) of each result's target stimuli and the word each belongs to
+from .consistency import _target_scores  # s(w) of each result's target stimuli and the word each belongs to
 
 
 @dataclass(frozen=True)

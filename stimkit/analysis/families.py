@@ -11,7 +11,7 @@ import polars as pl
 import duckdb
 
 from .. import store
-from ..checks import CORRECTIONS, RESULT_KINDS as KINDS, check_alpha, check_correction  # noqa: F401  (re-exported)
+from ..choices import CORRECTIONS, RESULT_KINDS as KINDS, check_alpha, check_correction  # noqa: F401  (re-exported)
 from ..paths import data_dir
 from ..errors import InputError, UsageError
 from ..store import usersql

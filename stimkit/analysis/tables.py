@@ -20,7 +20,7 @@ from ..errors import UsageError
 from ..output import with_interval
 
 if TYPE_CHECKING:
-    from ..catalog.tests import TestDef
+    from ..catalog.definitions import TestDef
 
 SENTBIAS_COLUMNS = ["model", "options", "test", "p_value", "effect_size", "num_targ1", "num_targ2", "num_attr1", "num_attr2"]
 ENCODINGS = ("word", "sent", "sent (u)", "c-word", "c-word (u)")
@@ -45,40 +45,40 @@ def tan_celis(df: pl.DataFrame, tests: dict[str, TestDef], paper_rows: list[tupl
         raise UsageError(f"results frame lacks column(s) {', '.join(sorted(missing))}")
     if "created_at" in df.columns:
         df = df.sort("created_at")
-    families = {family for _, family, _ in paper_rows}
+    wanted = {paper_test for _, paper_test, _ in paper_rows}
     cells: dict[tuple[str, str, str], tuple[float, bool]] = {}
     for r in df.iter_rows(named=True):
         if r.get("metric", "weat") != "weat":
             continue
         test = tests.get(r["test"])
-        if test is None or test.family not in families:
+        if test is None or test.paper_test not in wanted:
             continue
-        cells[(test.family, encoding(test, r["context"]), r["encoder"])] = (r["effect_size"], bool(r["rejected"]),
-                                                                             r.get("ci_low"), r.get("ci_high"),
-                                                                             bool(r.get("sentences_only")))
+        cells[(test.paper_test, encoding(test, r["context"]), r["encoder"])] = (r["effect_size"], bool(r["rejected"]),
+                                                                                 r.get("ci_low"), r.get("ci_high"),
+                                                                                 bool(r.get("sentences_only")))
     present = list(dict.fromkeys(df["encoder"].to_list()))
     encs = [e for e in (encoder_order or []) if e in present] + [e for e in present if e not in (encoder_order or [])]
     with_cword = {e for (_, enc_name, e) in cells if enc_name.startswith("c-word")}
     rows = []
-    for section, family, label in paper_rows:
+    for section, paper_test, label in paper_rows:
         for enc_name in ENCODINGS:
-            if not any((family, enc_name, e) in cells for e in encs):
+            if not any((paper_test, enc_name, e) in cells for e in encs):
                 continue
             row = {"section": section, "test": label, "encoding": enc_name}
             for e in encs:
-                row[e] = cell(cells, family, enc_name, e, e in with_cword)
+                row[e] = cell(cells, paper_test, enc_name, e, e in with_cword)
             rows.append(row)
     return pl.DataFrame(rows, schema={c: pl.String for c in ["section", "test", "encoding", *encs]})
 
 
-def cell(cells: dict, family: str, enc_name: str, encoder: str, has_cword: bool) -> str:
-    got = cells.get((family, enc_name, encoder))
+def cell(cells: dict, paper_test: str, enc_name: str, encoder: str, has_cword: bool) -> str:
+    got = cells.get((paper_test, enc_name, encoder))
     if got is None:
         return "NA" if enc_name.startswith("c-word") and not has_cword else ""
     d, significant, ci_low, ci_high, sentences_only = got
     text = f"{d:+.2f}" + ("*" if significant else "") + ("^" if sentences_only else "")
     if enc_name.startswith("c-word"):
-        sent = cells.get((family, enc_name.replace("c-word", "sent"), encoder))
+        sent = cells.get((paper_test, enc_name.replace("c-word", "sent"), encoder))
         if sent is not None:
             text += MARKS.get((significant, sent[1]), "")
     return with_interval(text, ci_low, ci_high)

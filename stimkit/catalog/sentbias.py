@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import StimkitError, UsageError, store
-from . import tests as catalog
+from . import definitions as catalog
 from ..stimuli.generate import GENERATOR_VERSION, insert_sets, set_record
 from ..stimuli.balance import balance as balance_sets
 from ..stimuli.inputs import check_name, read_text
@@ -136,7 +136,7 @@ def import_dir(con, directory: Path, prefix: str = "import:", override: bool = F
     recorded in the imported sets' provenance. `units`: the tests' units (None: words, the
     default of a user's sentence test; the format names no word per example, so each
     example is its own word and the two units permute the same items)."""
-    from ..checks import UNITS
+    from ..choices import UNITS
 
     if units is not None and units not in UNITS:
         raise UsageError(f"--units {units!r}: unknown units (known: {', '.join(UNITS)})")

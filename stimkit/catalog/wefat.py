@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from ..checks import WEFAT_CONTEXTS
+from ..choices import WEFAT_CONTEXTS
 from ..errors import UsageError
 from ..paths import data_dir
 from ..stimuli.inputs import read_toml

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from .. import __version__
-from ..checks import check_alpha, check_correction  # noqa: F401  (commands check these before any work)
+from ..choices import check_alpha, check_correction  # noqa: F401  (commands check these before any work)
 from ..errors import Interrupted, StimkitError, UsageError
 from ..output import FORMATS, emit, emit_document, emit_tables, err, format_option, out, print_rows  # noqa: F401  (one output layer)
 from ..paths import default_db

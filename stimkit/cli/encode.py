@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..checks import ENGINES, check_choice, choices
+from ..choices import ENGINES, check_choice, choices
 from .common import app, emit, err, format_option, handles_errors, open_store
 
 

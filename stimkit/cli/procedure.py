@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 import typer
 
 from .. import DEFAULT_BUDGET
-from ..checks import ALTERNATIVES, BALANCE_POLICIES, P_METHODS, UNITS, choices
+from ..choices import ALTERNATIVES, BALANCE_POLICIES, P_METHODS, UNITS, choices
 
 WHAT = "What to test"
 PROCEDURE = "The procedure"

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..checks import CORRECTIONS, REPORT_FORMATS, check_choice, choices
+from ..choices import CORRECTIONS, REPORT_FORMATS, check_choice, choices
 from .common import app, check_alpha, check_correction, count, current_study, err, handles_errors, open_store, out
 
 

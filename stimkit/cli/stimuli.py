@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..checks import BALANCE_POLICIES, UNITS, check_choice, choices
+from ..choices import BALANCE_POLICIES, UNITS, check_choice, choices
 from ..errors import UsageError
 from .common import app, catalog_dir, count, db_path, emit, emit_tables, err, format_option, handles_errors, open_store, out, state
 
@@ -161,11 +161,11 @@ def catalog_list(
     """
     if ctx.invoked_subcommand:
         return
-    from ..catalog import tests as catalog
+    from ..catalog import definitions as catalog
 
     df = catalog.table(catalog_con(), paper, catalog_dir())
     # the four sets are what a test compares: a narrow terminal folds them, never drops them
-    emit(df, fmt, ["test", "context", "family", "X", "Y", "A", "B"] if fmt in (None, "table") else None,
+    emit(df, fmt, ["test", "context", "paper_test", "X", "Y", "A", "B"] if fmt in (None, "table") else None,
          keep=("X", "Y", "A", "B"))
 
 
@@ -176,11 +176,11 @@ def catalog_show(name: str):
 
     Example: stimkit catalog show sent-weat9
     """
-    from ..catalog import tests as catalog
+    from ..catalog import definitions as catalog
 
     con = catalog_con()
     test = catalog.get(con, name, catalog_dir())
-    out.print(f"{test.name}  context={test.context} family={test.family} balance={test.balance} source={test.source}",
+    out.print(f"{test.name}  context={test.context} paper_test={test.paper_test} balance={test.balance} source={test.source}",
               highlight=False)
     for r in catalog.sizes(con, test).iter_rows(named=True):
         n = r["n_stimuli"] if r["error"] is None else ("no store yet:" if con is None else f"error: {r['error']}")

@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from .. import DEFAULT_BUDGET
-from ..checks import WEFAT_CONTEXTS, WORD_P_METHODS, choices
+from ..choices import WEFAT_CONTEXTS, WORD_P_METHODS, choices
 from .common import app, emit, err, format_option, handles_errors, open_store, result_lines
 
 SUMMARY_COLUMNS = ["name", "encoder", "context", "n", "r", "p_value", "rho", "slope", "intercept", "dropped_words"]

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import re
 
-from ..checks import suggest
+from ..choices import suggest
 from .. import StimkitError
 from .base import Encoded, Encoder, EncoderWarning
 

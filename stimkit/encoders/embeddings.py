@@ -17,7 +17,7 @@ import polars as pl
 import pyarrow as pa
 
 from .. import StimkitError, store
-from ..checks import ENGINES, check_choice
+from ..choices import ENGINES, check_choice
 from . import Encoder
 
 NO_SPAN = -1

@@ -14,7 +14,7 @@ import polars as pl
 from .. import StimkitError, UsageError
 from ..analysis import paper_tables as paper
 from ..views import table4
-from ..checks import REPORT_FORMATS as FORMATS
+from ..choices import REPORT_FORMATS as FORMATS
 from . import figures
 from .data import ReportData
 from .debias import before_after_figure

@@ -11,7 +11,7 @@ import polars as pl
 
 from .. import StimkitError, UsageError, __version__, store
 from ..analysis import families as analysis
-from ..catalog import tests as catalog
+from ..catalog import definitions as catalog
 
 PACKAGES = ("duckdb", "polars", "numpy", "scipy", "torch", "transformers", "gensim", "matplotlib", "jinja2")
 
@@ -81,13 +81,13 @@ def gather(con, where: str | None = None, correct: str | None = None, alpha: flo
         data.cuts = cut_spread(con, df["result_id"].to_list())
     if has_rows(con, "wefat_results"):
         data.wefat = wefat(con)
-    from ..analysis import checks
+    from ..analysis.consistency import consistency
 
     if has_rows(con, "baselines"):
         data.baselines = baselines(con, df["result_id"].to_list())
     if has_rows(con, "result_diagnostics"):
         data.diagnostics = diagnostics(con, df["result_id"].to_list())
-    data.consistency = checks.consistency(con, alpha)
+    data.consistency = consistency(con, alpha)
     data.layers = layer_sweeps(df)
     from ..analysis.debias import stored_before_after
 

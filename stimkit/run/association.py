@@ -13,7 +13,7 @@ import numpy as np
 import polars as pl
 
 from .. import __version__, stats
-from ..catalog.tests import ROLES
+from ..catalog.definitions import ROLES
 from ..encoders import Encoder
 from ..encoders.embeddings import load, stimuli_of
 from ..errors import InputError
@@ -294,7 +294,7 @@ def described(result_id: str, run_id: str, planned: PlannedTest, enc: Encoder, p
     tested, on what, with which options and stimuli."""
     test = planned.test
     return dict(
-        result_id=result_id, run_id=run_id, test=test.name, test_source=test.source, family=test.family,
+        result_id=result_id, run_id=run_id, test=test.name, test_source=test.source, paper_test=test.paper_test,
         encoder=getattr(enc, "base_spec", enc.spec), model=enc.name, fingerprint=enc.fingerprint,
         context=context_of(test, enc),
         x_sql=test.sql("x"), y_sql=test.sql("y"), a_sql=test.sql("a"), b_sql=test.sql("b"),

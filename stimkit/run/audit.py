@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .. import stats, store
-from ..catalog.tests import TestDef
+from ..catalog.definitions import TestDef
 from ..errors import InputError, UsageError
 from ..stats.audit import d_variance, template_cells
 from ..stats.decision import significant
@@ -198,6 +198,6 @@ def run_compare(con, plan: AuditPlan, alpha: float, command: str) -> tuple[str, 
 def caliskan_sentence_tests() -> list[str]:
     """The default audit: every sent- Caliskan test of the catalog."""
     from .. import DEFAULT_PAPER
-    from ..catalog.tests import by_paper, load_toml
+    from ..catalog.definitions import by_paper, load_toml
 
     return [n for n in by_paper(load_toml(), DEFAULT_PAPER) if n.startswith("sent-weat")]

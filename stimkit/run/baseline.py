@@ -30,7 +30,7 @@ import numpy as np
 import polars as pl
 
 from .. import __version__, stats, store
-from ..checks import limit
+from ..choices import limit
 from ..encoders import Encoder
 from ..encoders.embeddings import load
 from ..errors import InputError, StimkitError, UsageError, first_line

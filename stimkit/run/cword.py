@@ -9,7 +9,7 @@ from functools import lru_cache
 
 import polars as pl
 
-from ..catalog.tests import CONTEXTS, TestDef
+from ..catalog.definitions import CONTEXTS, TestDef
 from ..encoders import Encoder, token_variant
 from ..errors import InputError, UsageError
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .. import DEFAULT_BUDGET
-from ..catalog.tests import TestDef
-from ..checks import UNITS, WORD_P_METHODS, check_alpha, check_level, limit
+from ..catalog.definitions import TestDef
+from ..choices import UNITS, WORD_P_METHODS, check_alpha, check_level, limit
 from ..errors import UsageError
 from ..stats import ALTERNATIVES, METHODS
 from ..stats.centering import parse_method

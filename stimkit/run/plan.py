@@ -16,7 +16,7 @@ from typing import Callable
 
 import polars as pl
 
-from ..catalog.tests import TestDef, fetch_sets
+from ..catalog.definitions import TestDef, fetch_sets
 from ..catalog.wefat import ROLES as WEFAT_ROLES, WefatDef
 from ..encoders import Encoder, layers, resolve
 from ..encoders.embeddings import stimuli_of

@@ -16,7 +16,7 @@ class Result:
     run_id: str
     test: str
     test_source: str
-    family: str | None
+    paper_test: str | None         # the test in its paper: Caliskan's row (C1..C10, C3b), +C11, ABW, ...
     encoder: str                   # as named (a c-word result names the encoder, not its token variant)
     model: str
     fingerprint: str

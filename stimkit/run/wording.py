@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import store
-from ..catalog.tests import TestDef
+from ..catalog.definitions import TestDef
 from ..errors import InputError, UsageError
 from ..seeding import rng_for
 from ..stats.crossed import crossed_fit

@@ -22,7 +22,7 @@ from .. import DEFAULT_BUDGET
 from . import sampler
 from .weat import InvalidInput
 
-from ..checks import ALTERNATIVES, P_METHODS  # noqa: E402  (one list each, shared with the light CLI)
+from ..choices import ALTERNATIVES, P_METHODS  # noqa: E402  (one list each, shared with the light CLI)
 METHODS = P_METHODS
 # Two partition sums closer than this (relative to the scale of the values) are a tie:
 # the same multiset of values summed in another order differs in the last bits.

@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 
 from ..errors import UsageError
-from ..checks import BALANCE_POLICIES
+from ..choices import BALANCE_POLICIES
 from ..seeding import rng_for
 
 

@@ -18,7 +18,7 @@ from typing import Callable, Iterator
 import polars as pl
 import pyarrow as pa
 
-from ..checks import suggest
+from ..choices import suggest
 from .. import StimkitError, store
 from . import grammar
 from .language import Provenance

@@ -12,7 +12,7 @@ import math
 from typing import Iterator
 
 from .. import StimkitError
-from ..checks import suggest
+from ..choices import suggest
 from . import slots as slotting
 from .sandbox import begin
 from .sets import SetSpec

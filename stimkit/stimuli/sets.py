@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import duckdb
 import polars as pl
 
-from ..checks import suggest
+from ..choices import suggest
 from ..errors import InputError, UsageError
 from ..store import frame, usersql
 

@@ -182,7 +182,7 @@ class Fills:
 def fills(decl: Declaration, own_slot: str, wordlist: str, wordlists: dict, set_name: str) -> Fills:
     """The fillers of every slot for the set `own_slot=wordlist@...`: the named slot from that
     list (never absent), or, with `*`, from its declared lists like the others."""
-    from ..checks import suggest
+    from ..choices import suggest
 
     own = decl.slot(own_slot)
     order = [own] + [s for s in decl.slots if s.name != own_slot]

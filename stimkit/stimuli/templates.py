@@ -31,7 +31,7 @@ import jinja2
 import jinja2.meta
 from jinja2.sandbox import SandboxedEnvironment, SecurityError
 
-from ..checks import suggest
+from ..choices import suggest
 from .. import StimkitError
 from ..errors import InputError, UsageError
 from . import grammar, sandbox

@@ -47,7 +47,7 @@ seed = 0
 # language = "en"
 
 [table]
-layout = "table4"                        # table4 | tan-celis (with rows = [[section, family, label], ...])
+layout = "table4"                        # table4 | tan-celis (with rows = [[section, paper_test, label], ...])
 # heads = "category"                     # head rows by the test's categories (X vs Y / A vs B), not its name
 '''
 
@@ -101,12 +101,12 @@ They are {{ word }}.
 # words through the template set `simple`).
 ["sweets-pleasant"]
 sets = ["sweets@word", "vegetables@word", "pleasant_traits@word", "unpleasant_traits@word"]
-family = "sweets"
+paper_test = "sweets"
 
 ["sweets-pleasant-sent"]
 sets = ["sweets@simple", "vegetables@simple", "pleasant_traits@simple", "unpleasant_traits@simple"]
 context = "sentence"
-family = "sweets"
+paper_test = "sweets"
 ''',
 }
 

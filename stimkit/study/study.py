@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..checks import ALTERNATIVES, BALANCE_POLICIES, CORRECTIONS, P_METHODS, UNITS
+from ..choices import ALTERNATIVES, BALANCE_POLICIES, CORRECTIONS, P_METHODS, UNITS
 from ..errors import UsageError
 from ..paths import data_dir
 from ..stimuli.inputs import read_toml
@@ -61,7 +61,7 @@ class Study:
     wefat: tuple[str, ...] = ()
     checks: bool = False
     layout: str = "table4"
-    rows: tuple[tuple[str, str, str], ...] = ()  # tan-celis: (section, family, label) per paper row
+    rows: tuple[tuple[str, str, str], ...] = ()  # tan-celis: (section, paper_test, label) per paper row
     path: Path | None = None
     wordlist_dir: Path | None = None             # your own inputs (relative to the study file)
     template_dir: Path | None = None
@@ -262,7 +262,7 @@ def parse(body: dict, path: Path | None = None) -> Study:
         raise UsageError(f"{where}: a study needs a `name`")
     rows = tuple(tuple(r) for r in m.table.rows)
     if m.table.layout == "tan-celis" and not rows:
-        raise UsageError(f"{where}: the tan-celis layout needs `rows` of [section, family, label]")
+        raise UsageError(f"{where}: the tan-celis layout needs `rows` of [section, paper_test, label]")
     tests = _strings(m.tests)
     if not tests and not m.paper:
         raise UsageError(f"{where}: say which tests: `tests` (names or patterns) or `paper`")

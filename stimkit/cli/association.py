@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from .. import DEFAULT_BUDGET, DEFAULT_PAPER, UsageError
-from ..checks import (ALTERNATIVES, BALANCE_POLICIES, CENTERINGS, CONTEXTS, CORRECTIONS, LAYOUTS, METRIC_NAMES, P_METHODS,
+from ..choices import (ALTERNATIVES, BALANCE_POLICIES, CENTERINGS, CONTEXTS, CORRECTIONS, LAYOUTS, METRIC_NAMES, P_METHODS,
                       RESULT_KINDS, SOURCES, UNITS, choices)
 from .common import (OverrideOption, TemplateDirOption, WordlistDirOption, app, check_alpha, check_correction,
                      count as _count, db_path, emit, emit_document, emit_tables, err, family_line, format_option,
@@ -333,12 +333,12 @@ def results_cmd(
         family = df.family
         correct, alpha = family.correction, family.alpha
         if layout:
-            from ..catalog import tests as catalog
+            from ..catalog import definitions as catalog
             from ..study import study
             tests_def = catalog.load(store.con, store.catalog_dir)
             rows = list(study.load("tan-celis-2019").rows)
         elif table:
-            from ..catalog import tests as catalog
+            from ..catalog import definitions as catalog
             catalog_tests = catalog.load_toml()
             view4 = table4_view(store, df, family.alpha, list(catalog.load(store.con, store.catalog_dir)))
     err.print(family_line(family, correct, alpha, verbose), highlight=False)
@@ -641,7 +641,7 @@ def run_view(store, job):
     """The run's table, rendered by the views layer: Table 4, or Tan and Celis's Tables 7-8."""
     if job.study.layout == "tan-celis":
         from ..analysis import tables
-        from ..catalog import tests as catalog
+        from ..catalog import definitions as catalog
 
         order = list(dict.fromkeys(r.encoder for r in job.run.results))
         return tables.tan_celis(job.results, catalog.load(store.con, store.catalog_dir), list(job.study.rows), order)

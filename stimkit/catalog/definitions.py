@@ -17,7 +17,7 @@ import polars as pl
 from .. import DEFAULT_PAPER, store
 from ..errors import UsageError
 from ..paths import data_dir
-from ..checks import ALTERNATIVES, CONTEXTS, SOURCES, UNITS, check_choice, suggest
+from ..choices import ALTERNATIVES, CONTEXTS, SOURCES, UNITS, check_choice, suggest
 from ..stimuli.inputs import check_name, read_toml
 from ..stimuli.sets import SetSpec, fetch, is_sql, set_sql, specs_of
 from ..store import usersql
@@ -32,7 +32,7 @@ class TestDef:
     name: str
     sets: tuple[str, str, str, str]
     context: str = "sentence"
-    family: str | None = None
+    paper_test: str | None = None  # its test in the paper: Caliskan's row (C1..C10, C3b), +C11, ABW, ...
     balance: str = "cut"
     categories: tuple[str | None, ...] = (None, None, None, None)
     source: str = "catalog"
@@ -57,8 +57,19 @@ class TestDef:
         return specs_of(self.sets)
 
 
-TEST_KEYS = {"sets", "context", "family", "balance", "categories", "paper", "unbleached", "alternative", "metrics",
+TEST_KEYS = {"sets", "context", "paper_test", "balance", "categories", "paper", "unbleached", "alternative", "metrics",
              "description", "cross_lingual", "units", "pair"}
+OLD_KEYS = {"family": "paper_test"}  # a catalog file written before the rename still reads
+
+
+def new_keys(body: dict, where: str) -> dict:
+    """A test's table with its old key names read as the new ones (`family` is `paper_test`)."""
+    for old, new in OLD_KEYS.items():
+        if old in body:
+            if new in body:
+                raise UsageError(f"{where}: `{old}` is the old name of `{new}`: give `{new}` only")
+            body = {(new if k == old else k): v for k, v in body.items()}
+    return body
 
 
 def parse_tests(raw: dict, path, source: str = "catalog", paper: str | None = DEFAULT_PAPER) -> dict[str, TestDef]:
@@ -69,6 +80,7 @@ def parse_tests(raw: dict, path, source: str = "catalog", paper: str | None = DE
         check_name(name, "test", str(path))
         if not isinstance(body, dict):
             raise UsageError(f"{where}: must be a table with `sets`")
+        body = new_keys(body, where)
         unknown = set(body) - TEST_KEYS
         if unknown:
             raise UsageError(f"{where}: unknown key {sorted(unknown)[0]!r} (known: {', '.join(sorted(TEST_KEYS))})")
@@ -99,7 +111,7 @@ def parse_tests(raw: dict, path, source: str = "catalog", paper: str | None = DE
         if pair is not None and not (isinstance(pair, str) and pair.strip()):
             raise UsageError(f"{where}: `pair` must be a name (the same in the word test and its sentence test)")
         tests[name] = TestDef(
-            name, tuple(sets), context, body.get("family"), balance,
+            name, tuple(sets), context, body.get("paper_test"), balance,
             tuple((list(body.get("categories", [])) + [None] * 4)[:4]), source=source,
             paper=body.get("paper", paper), unbleached=bool(body.get("unbleached", False)), alternative=alternative,
             metrics=tuple(metrics) if metrics else None, cross_lingual=body.get("cross_lingual", False), units=units,
@@ -155,8 +167,8 @@ def to_toml(test: TestDef) -> str:
 
     lines = [f"[{q(test.name)}]", "sets = [" + ", ".join(q(s) for s in test.sets) + "]", f"context = {q(test.context)}",
              f"balance = {q(test.balance)}"]
-    if test.family:
-        lines.append(f"family = {q(test.family)}")
+    if test.paper_test:
+        lines.append(f"paper_test = {q(test.paper_test)}")
     if test.alternative:
         lines.append(f"alternative = {q(test.alternative)}")
     if test.metrics:
@@ -188,10 +200,10 @@ def by_paper(tests: dict[str, TestDef], paper: str | None) -> dict[str, TestDef]
 
 def listing(tests: dict[str, TestDef]) -> pl.DataFrame:
     """One row per test: what `stimkit catalog` prints."""
-    return pl.DataFrame([{"test": t.name, "paper": t.paper, "context": t.context, "family": t.family,
+    return pl.DataFrame([{"test": t.name, "paper": t.paper, "context": t.context, "paper_test": t.paper_test,
                           "unbleached": t.unbleached, "source": t.source,
                           "X": t.sets[0], "Y": t.sets[1], "A": t.sets[2], "B": t.sets[3]} for t in tests.values()],
-                        schema_overrides={"paper": pl.String, "family": pl.String})
+                        schema_overrides={"paper": pl.String, "paper_test": pl.String})
 
 
 def load(con=None, directory=None, override: bool = False) -> dict[str, TestDef]:
@@ -345,7 +357,7 @@ def table(con, paper: str | None = None, directory=None) -> pl.DataFrame:
     df = listing(by_paper(load(con, directory), paper))
     if paper is not None:
         return df
-    entries = [{"test": t.name, "paper": "caliskan-2017", "context": t.context, "family": "WEFAT", "source": "catalog",
+    entries = [{"test": t.name, "paper": "caliskan-2017", "context": t.context, "paper_test": "WEFAT", "source": "catalog",
                 "X": t.targets, "Y": f"property {t.property}", "A": t.a, "B": t.b} for t in load_catalog().values()]
     return pl.concat([df, pl.DataFrame(entries)], how="diagonal_relaxed")
 
