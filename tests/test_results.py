@@ -159,6 +159,45 @@ def test_clustered_and_bootstrap_options_are_recorded(catalog_con, glove):
     assert json.loads(row.options)["sampler"] == sampler.NAME   # which algorithm drew the partitions
 
 
+def test_a_result_is_its_parts_and_its_row_is_the_stored_row(catalog_con, glove):
+    """Result.row() is the `results` row: every column once, from exactly one part (a new
+    column is one field of one part), the values as stored; the progress event carries the
+    result's own values."""
+    from dataclasses import fields
+
+    from stimkit.run.rows import PARTS, Result, ResultEvent
+
+    tests = [catalog.get(catalog_con, n) for n in ("weat6", "sent-weat7")]
+    planned = plan.make(catalog_con, tests, [glove.spec], Options(metrics=("weat", "semaxis"), budget=2000))
+    for e, stimuli in planned.encodings:
+        embeddings.encode_missing(catalog_con, e, stimuli)
+    events = []
+    report = execute(catalog_con, planned, "t", on_result=events.append)
+    _, cut = run(catalog_con, ["sent-weat7"], glove, Options(cuts=3, budget=2000))
+    results = [*report.results, *cut]
+    assert len(results) == 5 and cut[0].cuts == 3 and cut[0].crossed_d is not None and results[1].metric == "semaxis"
+
+    columns = [c for (c,) in catalog_con.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_name = 'results'").fetchall()]
+    stored = [f.name for cls in PARTS.values() for f in fields(cls) if f.metadata.get("stored", True)]
+    assert len(stored) == len(set(stored)) == len(columns) - 1  # each column in one part, once
+    assert set(columns) - set(stored) == {"created_at"}  # the store's insert time: no field of a result
+    assert [f.name for f in fields(Result)] == list(PARTS)
+    for res in results:
+        row = res.row()
+        assert list(row) == stored
+        got = catalog_con.execute(f"SELECT {', '.join(stored)} FROM results WHERE result_id = ?", [res.result_id]).fetchone()
+        assert dict(zip(stored, got)) == row
+        assert all(getattr(res, c) == getattr(getattr(res, part), c) for part, cls in PARTS.items() for c in
+                   (f.name for f in fields(cls)) if c != "items")  # res.p_value reads its part
+
+    assert [(e.done, e.total) for e in events] == [(1, 4), (2, 4), (3, 4), (4, 4)]
+    shown = [f.name for f in fields(ResultEvent)][2:]
+    for e, res in zip(events, report.results):
+        assert [getattr(e, c) for c in shown] == [getattr(res, c) for c in shown]
+    assert events[0].effect_size == results[0].effect_size != results[1].effect_size is None
+
+
 def cli_run(db, *args):
     return cli.invoke(app, ["--db", str(db), *args])
 

@@ -38,7 +38,8 @@ def progress_callbacks(verbose: bool):
                    console=err, transient=True, disable=verbose or not err.is_terminal)
     task = bar.add_task("tests", total=None)
 
-    def on_result(r, done, total):
+    def on_result(r):  # a rows.ResultEvent
+        done, total = r.done, r.total
         bar.update(task, completed=done, total=total, description=f"{r.test} / {r.encoder}")
         if verbose:
             notes = [f"{r.n_dropped_oov} stimuli without a vector dropped"] if r.n_dropped_oov else []

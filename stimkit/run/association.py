@@ -25,7 +25,7 @@ from ..stimuli.balance import balance
 from . import crossed, cword
 from .options import Options
 from .plan import PlannedTest
-from .rows import CutRow, InfluenceRow, Result
+from .rows import CutRow, Generalisation, Identity, Inference, InfluenceRow, Interval, Provenance, Result, Robustness, Sets
 
 # The leave-one-word-out p's (stats.influence) are there to decide at alpha, not to report a
 # p near 1e-5: exact where the result's own test enumerates, else sampled from 2,000
@@ -273,43 +273,56 @@ def result(run_id: str, planned: PlannedTest, enc: Encoder, prep: Prepared, opts
     cuts = cut_spread(prep, opts, test.name, enc.fingerprint, result_id, enc.spec) if opts.cuts > 1 and prep.n_cut else []
     influence_rows, influential = influence(prep, opts, test.name, enc.fingerprint, result_id, out["effect_size"],
                                             out["p_value"])
+    iv = out["ci"]
     return Result(
-        **described(result_id, run_id, planned, enc, prep, opts, started, kind),
-        statistic=out["statistic"], statistic_kind=out["statistic_kind"], effect_size=out["effect_size"],
-        p_value=out["p_value"], p_method=out["p_method"], samples=out["samples"],
-        min_p=out["min_p"], log10_partitions=out["log10_partitions"],
-        ci_low=out["ci"].low if out["ci"] else None, ci_high=out["ci"].high if out["ci"] else None,
-        ci_level=opts.ci_level if out["ci"] else None, bootstrap=opts.bootstrap or None,
-        ci_method=out["ci"].method if out["ci"] else None, ci_scheme=out["ci"].scheme if out["ci"] else None,
-        **spread_columns(cuts, opts.alpha), items=items(result_id, prep, out["association"]), cut_rows=tuple(cuts),
-        p_words=out["p_words"], p_words_method=out["p_words_method"], p_words_min=out["p_words_min"],
-        **influential, influence=tuple(influence_rows),
-        **crossed.columns(prep, out["association"], opts, test.name, enc.fingerprint),
+        identity=identity_of(result_id, run_id, planned, enc, kind),
+        sets=sets_of(planned, prep, opts, items(result_id, prep, out["association"])),
+        inference=inference_of(opts, statistic=out["statistic"], statistic_kind=out["statistic_kind"],
+                            effect_size=out["effect_size"], p_value=out["p_value"], p_method=out["p_method"],
+                            samples=out["samples"], min_p=out["min_p"], log10_partitions=out["log10_partitions"]),
+        interval=(Interval(iv.low, iv.high, opts.ci_level, opts.bootstrap or None, iv.method, iv.scheme) if iv
+                  else Interval(bootstrap=opts.bootstrap or None)),
+        generalisation=Generalisation(p_words=out["p_words"], p_words_method=out["p_words_method"],
+                                      p_words_min=out["p_words_min"],
+                                      **crossed.columns(prep, out["association"], opts, test.name, enc.fingerprint)),
+        robustness=Robustness(**spread_columns(cuts, opts.alpha), **influential, cut_rows=tuple(cuts),
+                              influence=tuple(influence_rows)),
+        provenance=provenance_of(opts, started),
     )
 
 
-def described(result_id: str, run_id: str, planned: PlannedTest, enc: Encoder, prep: Prepared, opts: Options,
-              started: float, kind: str) -> dict:
-    """The columns every result of a prepared test shares, whatever its metric: what was
-    tested, on what, with which options and stimuli."""
+# The parts every result of a prepared test shares, whatever its metric: what was tested, on
+# what, with which stimuli, options and procedure.
+
+def identity_of(result_id: str, run_id: str, planned: PlannedTest, enc: Encoder, kind: str, metric: str = "weat") -> Identity:
     test = planned.test
-    return dict(
-        result_id=result_id, run_id=run_id, test=test.name, test_source=test.source, paper_test=test.paper_test,
-        encoder=getattr(enc, "base_spec", enc.spec), model=enc.name, fingerprint=enc.fingerprint,
-        context=context_of(test, enc),
+    return Identity(result_id, run_id, test.name, test.source, test.paper_test, getattr(enc, "base_spec", enc.spec), enc.name,
+                    enc.fingerprint, context_of(test, enc), kind=kind, metric=metric, display=getattr(enc, "_display", None),
+                    language=planned.language, pair_key=test.pair)
+
+
+def sets_of(planned: PlannedTest, prep: Prepared, opts: Options, items: pl.DataFrame | None = None) -> Sets:
+    test = planned.test
+    return Sets(
         x_sql=test.sql("x"), y_sql=test.sql("y"), a_sql=test.sql("a"), b_sql=test.sql("b"),
         set_versions=set_versions_of(prep),
         n_x=prep.kept["x"].height, n_y=prep.kept["y"].height, n_a=prep.kept["a"].height, n_b=prep.kept["b"].height,
         n_dropped_oov=sum(int(f["dropped"].str.starts_with("oov").sum()) for f in prep.frames.values()),
         balance=prep.policy, cut_seed=opts.cut_seed if prep.policy != "none" else None,
         n_balanced_away=sum(int((f["dropped"] == "balanced").sum()) for f in prep.frames.values()),
-        ddof=opts.ddof, budget=opts.budget, alternative=opts.alternative, seed=opts.seed, clustered=opts.clustered,
-        # which sampler drew the partitions: same seed and sampler, same p-value
-        options=json.dumps({**asdict(opts), "sampler": sampler.NAME}), stimkit_version=__version__,
-        seconds=time.perf_counter() - started, kind=kind, display=getattr(enc, "_display", None),
-        centering=opts.centering, language=planned.language, n_shared_vectors=prep.n_shared_vectors,
-        units=opts.units, word_lists=test.word_lists(), pair_key=test.pair,
-    )
+        n_shared_vectors=prep.n_shared_vectors, word_lists=test.word_lists(), items=items)
+
+
+def inference_of(opts: Options, **found) -> Inference:
+    """The statistic and p `found`, with the options that decide them."""
+    return Inference(ddof=opts.ddof, budget=opts.budget, alternative=opts.alternative, seed=opts.seed, units=opts.units,
+                     centering=opts.centering, **found)
+
+
+def provenance_of(opts: Options, started: float) -> Provenance:
+    # which sampler drew the partitions: same seed and sampler, same p-value
+    return Provenance(json.dumps({**asdict(opts), "sampler": sampler.NAME}), __version__, time.perf_counter() - started,
+                      opts.clustered)
 
 
 def items(result_id: str, prep: Prepared, association: np.ndarray) -> pl.DataFrame:
@@ -346,7 +359,8 @@ def run_one(con, run_id: str, planned: PlannedTest, enc: Encoder, opts: Options,
     profiles = diagnose.profiles(prep, enc, planned.name, language)  # X's and Y's words: frequency, length, reliability
     found = [result(run_id, planned, enc, prep, opts, started, kind) if name == "weat"
              else metric_result(run_id, planned, enc, prep, opts, name, started, kind) for name in opts.metrics]
-    found = [replace(res, diagnostics=diagnose.rows(res.result_id, profiles, language)) for res in found]
+    found = [replace(res, robustness=replace(res.robustness, diagnostics=diagnose.rows(res.result_id, profiles, language)))
+             for res in found]
     if pending is None:
         write(con, found)  # one append per table for all the metrics: ten results cost one insert, not ten
     else:
@@ -374,13 +388,12 @@ def metric_result(run_id: str, planned: PlannedTest, enc: Encoder, prep: Prepare
                               opts.budget, rng_for(opts.seed, test.name, enc.fingerprint, "metric-p", name))
     result_id = f"{run_id}/{test.name}/{enc.fingerprint}/{name}"
     return Result(
-        **described(result_id, run_id, planned, enc, prep, opts, started, kind),
-        statistic=value, statistic_kind=f"{name} ({spec.kind})", effect_size=None,
-        p_value=pv.p if pv else None, p_method=pv.method if pv else None,
-        samples=pv.samples if pv else 0, min_p=pv.min_p if pv else None,
-        log10_partitions=log10(pv.partitions) if pv else None,
-        ci_low=None, ci_high=None, ci_level=None, bootstrap=None,
-        metric=name, p_null_reason=reason, items=None, cut_rows=(),
+        identity=identity_of(result_id, run_id, planned, enc, kind, metric=name), sets=sets_of(planned, prep, opts),
+        inference=inference_of(opts, statistic=value, statistic_kind=f"{name} ({spec.kind})", effect_size=None,
+                            p_value=pv.p if pv else None, p_method=pv.method if pv else None,
+                            samples=pv.samples if pv else 0, min_p=pv.min_p if pv else None,
+                            log10_partitions=log10(pv.partitions) if pv else None, p_null_reason=reason),
+        provenance=provenance_of(opts, started),
     )
 
 
@@ -388,10 +401,10 @@ def write(con, results: Result | list[Result]) -> None:
     from ..store import insert
 
     results = results if isinstance(results, list) else [results]
-    insert(con, "results", results)
-    insert(con, "result_cuts", [c for res in results for c in res.cut_rows])
-    insert(con, "result_influence", [i for res in results for i in res.influence])
-    items = [res.items for res in results if res.items is not None]
+    insert(con, "results", [res.row() for res in results])
+    insert(con, "result_cuts", [c for res in results for c in res.robustness.cut_rows])
+    insert(con, "result_influence", [i for res in results for i in res.robustness.influence])
+    items = [res.sets.items for res in results if res.sets.items is not None]
     if items:
         insert(con, "result_items", pl.concat(items))
-    insert(con, "result_diagnostics", [d for res in results for d in res.diagnostics])
+    insert(con, "result_diagnostics", [d for res in results for d in res.robustness.diagnostics])

@@ -17,8 +17,8 @@ def execute(con, plan: Plan, command: str, on_result=None, on_failure=None, fail
     (meaningless input: degenerate vectors, no vector for a set) is reported and skipped; the
     others are stored. A crash leaves no partial run.
 
-    on_result(result, done, total) after each result (all are stored at the end, in one
-    append per table, inside the run's transaction); on_failure(failure) for each
+    on_result(event) after each result, with what a progress line shows (rows.ResultEvent;
+    all are stored at the end, in one append per table, inside the run's transaction); on_failure(failure) for each
     failure: the plan's refusals and `failed` (encoders that could not encode) first.
     study: the study's name, alpha and correction, recorded on the run."""
     failures: list[Failure] = []
@@ -58,7 +58,7 @@ def execute(con, plan: Plan, command: str, on_result=None, on_failure=None, fail
             for res in found:
                 report.results.append(res)
                 if on_result:
-                    on_result(res, len(report.results) + len(failures), total)
+                    on_result(res.event(len(report.results) + len(failures), total))
         association.write(con, pending)
         for planned, enc in plan.wefats:
             try:

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from operator import attrgetter
+from typing import get_type_hints
 
 import polars as pl
 
 from ..store import column
 
 
+# A result is made of parts, each built by the code that computes it (run.association and its
+# helpers): a new statistic is one field in its part (and its column, db/), never a field of
+# one long row. `Result.row()` flattens the parts into the `results` row (field names are
+# column names, each in one part); `res.p_value` reads a column from its part.
+
 @dataclass(frozen=True)
-class Result:
-    """One association test on one encoder: a row of `results`."""
-    result_id: str                 # <run_id>/<test>/<encoder fingerprint>
+class Identity:
+    """What was tested, on what: the hypothesis a result answers."""
+    result_id: str                 # <run_id>/<test>/<encoder fingerprint>[/<metric>]
     run_id: str
     test: str
     test_source: str
@@ -21,6 +28,17 @@ class Result:
     model: str
     fingerprint: str
     context: str                   # word | sentence | token | c-word
+    kind: str = "test"             # test | audit | compare: only tests a user ran make the default family
+    metric: str = "weat"           # the association metric (stats.metrics); weat: effect_size is d
+    display: str | None = None     # the encoder's display name, if one was given
+    language: str | None = None    # the test's language: "de", or "en+de" (targets+attributes) cross-lingual
+    pair_key: str | None = None    # the test definition's `pair`: its word test and sentence test are compared
+
+
+@dataclass(frozen=True)
+class Sets:
+    """The four sets as tested: their SQL and versions, the stimuli that took part, and those
+    dropped (no vector) or cut (balance)."""
     x_sql: str
     y_sql: str
     a_sql: str
@@ -34,62 +52,49 @@ class Result:
     balance: str
     cut_seed: int | None
     n_balanced_away: int
+    n_shared_vectors: int | None = None  # stimuli whose vector another word has too (the encoder cannot tell them apart)
+    word_lists: list[str | None] | None = None  # the word list behind X, Y, A, B (None: a set given as SQL)
+    items: pl.DataFrame | None = column(stored=False)  # result_items: one row per selected stimulus
+
+
+@dataclass(frozen=True)
+class Inference:
+    """The statistic, d and its permutation p, with the procedure that decides them."""
     statistic: float
-    statistic_kind: str            # sum difference | mean difference
-    effect_size: float
+    statistic_kind: str            # sum difference | mean difference | <metric> (<kind>)
+    effect_size: float | None      # d (WEAT); None for another metric
     ddof: int
-    p_value: float
-    p_method: str
+    p_value: float | None
+    p_method: str | None
     budget: int
     samples: int
     min_p: float | None
-    log10_partitions: float
+    log10_partitions: float | None
     alternative: str
     seed: int
-    clustered: bool
-    ci_low: float | None
-    ci_high: float | None
-    ci_level: float | None
-    bootstrap: int | None
-    options: str                   # JSON of the options and the sampler
-    stimkit_version: str
-    seconds: float
-    cuts: int | None = None        # the spread over --cuts K cuts
-    cut_d_min: float | None = None
-    cut_d_median: float | None = None
-    cut_d_max: float | None = None
-    cut_p_min: float | None = None
-    cut_p_median: float | None = None
-    cut_p_max: float | None = None
-    cut_reject_share: float | None = None
-    cut_alpha: float | None = None
-    kind: str = "test"             # test | audit | compare: only tests a user ran make the default family
-    metric: str = "weat"           # the association metric (stats.metrics); weat: effect_size is d
-    ci_method: str | None = None   # how ci_low/ci_high were made: nct | gpq-words | bootstrap-bca
-    ci_scheme: str | None = None   # what the interval models or resamples, in words
+    units: str | None = None       # sentences | words: what the permutation moved (part of the hypothesis)
     centering: str | None = None   # 'mean ref=test', 'abtt:1 ref=SET': vectors centred before cosines
     p_null_reason: str | None = None  # why p_value is NULL: the metric has no permutation null
-    display: str | None = None     # the encoder's display name, if one was given
-    language: str | None = None    # the test's language: "de", or "en+de" (targets+attributes) cross-lingual
-    n_shared_vectors: int | None = None  # stimuli whose vector another word has too (the encoder cannot tell them apart)
-    units: str | None = None       # sentences | words: what the permutation moved (part of the hypothesis)
+
+
+@dataclass(frozen=True)
+class Interval:
+    """The interval of d at ci_level (None: no interval: another metric, or no spread in X or Y)."""
+    ci_low: float | None = None
+    ci_high: float | None = None
+    ci_level: float | None = None
+    bootstrap: int | None = None   # --bootstrap N replicates
+    ci_method: str | None = None   # how ci_low/ci_high were made: nct | gpq-words | bootstrap-bca
+    ci_scheme: str | None = None   # what the interval models or resamples, in words
+
+
+@dataclass(frozen=True)
+class Generalisation:
+    """d and p beyond the items tested: whole words as the permutation's units, and words and
+    templates as random factors (stats.crossed; run.crossed: sentence tests over 2+ frames)."""
     p_words: float | None = None   # the p with whole words as units, whatever `units` (a word-unit result: p_value)
     p_words_method: str | None = None
     p_words_min: float | None = None
-    influential_word: str | None = None  # the word that flips the decision when left out (moving d most), else
-    influential_role: str | None = None  # the one moving d most; its role (X, Y, A, B), d and p without it
-    influential_d: float | None = None
-    influential_p: float | None = None
-    fragile: bool | None = None    # the decision at influence_alpha flips when one word is left out
-    influence_alpha: float | None = None
-    word_lists: list[str | None] | None = None  # the word list behind X, Y, A, B (None: a set given as SQL)
-    pair_key: str | None = None    # the test definition's `pair`: its word test and sentence test are compared
-    items: pl.DataFrame | None = column(stored=False)        # result_items: one row per selected stimulus
-    cut_rows: tuple["CutRow", ...] = column((), stored=False)  # result_cuts
-    diagnostics: tuple["DiagnosticRow", ...] = column((), stored=False)  # result_diagnostics: X's and Y's words
-    influence: tuple["InfluenceRow", ...] = column((), stored=False)  # result_influence
-
-    # words and templates as random factors (stats.crossed; run.crossed): sentence tests over 2+ frames
     crossed_d: float | None = None        # the estimate of the population d (Caliskan's scale)
     crossed_ci_low: float | None = None   # its interval at ci_level, generalising to new words and templates
     crossed_ci_high: float | None = None
@@ -103,6 +108,113 @@ class Result:
     var_share_group_template: float | None = None  # group x template (what moves d between templates),
     var_share_residual: float | None = None        # word x template and sentence noise
     crossed: object | None = column(None, stored=False)  # the stats.crossed.CrossedResult (the audit reads it)
+
+
+@dataclass(frozen=True)
+class Robustness:
+    """How much d and the decision move: over --cuts K cuts of the targets, and without one
+    word (stats.influence); the stimuli's diagnostics (frequency, length, reliability)."""
+    cuts: int | None = None        # the spread over --cuts K cuts
+    cut_d_min: float | None = None
+    cut_d_median: float | None = None
+    cut_d_max: float | None = None
+    cut_p_min: float | None = None
+    cut_p_median: float | None = None
+    cut_p_max: float | None = None
+    cut_reject_share: float | None = None
+    cut_alpha: float | None = None
+    influential_word: str | None = None  # the word that flips the decision when left out (moving d most), else
+    influential_role: str | None = None  # the one moving d most; its role (X, Y, A, B), d and p without it
+    influential_d: float | None = None
+    influential_p: float | None = None
+    fragile: bool | None = None    # the decision at influence_alpha flips when one word is left out
+    influence_alpha: float | None = None
+    cut_rows: tuple["CutRow", ...] = column((), stored=False)  # result_cuts
+    influence: tuple["InfluenceRow", ...] = column((), stored=False)  # result_influence
+    diagnostics: tuple["DiagnosticRow", ...] = column((), stored=False)  # result_diagnostics: X's and Y's words
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """How the result was made: the options (JSON, with the sampler), the version, the time."""
+    options: str                   # JSON of the options and the sampler
+    stimkit_version: str
+    seconds: float
+    clustered: bool                # units == 'words' (the column before `units`)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Result:
+    """One association test on one encoder, in parts; `row()` is its row of `results`, and
+    its child rows (items, cuts, influence, diagnostics) go to their tables (run.association.write)."""
+    identity: Identity
+    sets: Sets
+    inference: Inference
+    interval: Interval = field(default_factory=Interval)
+    generalisation: Generalisation = field(default_factory=Generalisation)
+    robustness: Robustness = field(default_factory=Robustness)
+    provenance: Provenance
+
+    def row(self) -> dict:
+        """The row of `results`: every stored field of every part, by its column name."""
+        return dict(zip(COLUMNS, _stored(self)))
+
+    def event(self, done: int, total: int) -> "ResultEvent":
+        """What a progress line shows of this result, the done'th of total."""
+        return ResultEvent(done, total, *_shown(self))
+
+
+PARTS: dict[str, type] = get_type_hints(Result)  # part name -> its class
+_STORED = [(part, f.name) for part, cls in PARTS.items() for f in fields(cls) if f.metadata.get("stored", True)]
+COLUMNS = tuple(name for _, name in _STORED)  # the columns of `results` a result fills, in its parts' order
+_stored = attrgetter(*(f"{part}.{name}" for part, name in _STORED))
+for _part, _cls in PARTS.items():  # res.p_value: the column, read from its part
+    for _f in fields(_cls):
+        if _f.name in PARTS or hasattr(Result, _f.name):
+            raise TypeError(f"Result: {_f.name} is in two parts, or names a part or a method")
+        setattr(Result, _f.name, property(attrgetter(f"{_part}.{_f.name}"), doc=f"{_part}.{_f.name}"))
+
+
+@dataclass(frozen=True)
+class ResultEvent:
+    """One result done, as a progress line shows it: what `Store.test` and `Store.run` pass
+    to on_result (fields named as the result's columns, filled by Result.event)."""
+    done: int                      # results and failures so far, of
+    total: int
+    test: str
+    encoder: str
+    metric: str
+    statistic: float
+    effect_size: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    min_p: float | None
+    p_method: str | None
+    p_null_reason: str | None
+    n_x: int
+    n_y: int
+    n_a: int
+    n_b: int
+    n_dropped_oov: int
+    n_balanced_away: int
+    balance: str
+    cuts: int | None
+    cut_d_min: float | None
+    cut_d_max: float | None
+    cut_reject_share: float | None
+    fragile: bool | None
+    influential_word: str | None
+    influential_role: str | None
+    influential_d: float | None
+    influential_p: float | None
+    influence_alpha: float | None
+    units: str | None
+    p_words: float | None
+
+
+_shown = attrgetter(*(f.name for f in fields(ResultEvent)[2:]))  # the event's fields after done and total
+
 
 @dataclass(frozen=True)
 class DiagnosticRow:
