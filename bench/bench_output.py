@@ -26,14 +26,14 @@ def frame(rows: int):
 def main():
     rows = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "import stimkit.output"], check=True)
+    subprocess.run([sys.executable, "-c", "import stimkit.views.emit"], check=True)
     imported = time.perf_counter() - started
     started = time.perf_counter()
     subprocess.run([sys.executable, "-c", "pass"], check=True)
     bare = time.perf_counter() - started
-    print(f"import stimkit.output: {imported * 1000:.0f} ms (python -c pass: {bare * 1000:.0f} ms)")
+    print(f"import stimkit.views.emit: {imported * 1000:.0f} ms (python -c pass: {bare * 1000:.0f} ms)")
 
-    from stimkit import output
+    from stimkit.views import emit as output
 
     df = frame(rows)
     print(f"{rows:,} rows x {df.width} columns (FLOAT[384] vectors)")

@@ -643,9 +643,6 @@ class Store:
         `study`: the study's latest run. `correct`, `alpha` not given: the study's (that of the
         family's runs, as `results`), else holm at 0.01. `display` (encoder -> name) and `heads`
         ("category": Table 4's rows under the tests' categories): default the study's."""
-        from .analysis import paper_tables
-        from .catalog import definitions as catalog
-
         if study is not None:
             from .study import study as studies
 
@@ -661,12 +658,10 @@ class Store:
             from . import report
         except ImportError as e:
             raise StimkitError(f"the report needs {e.name}: pip install 'stimkit[report]'") from None
-        data = report.gather(self.con, where, correct, alpha, tests, audits, baseline,
-                             run=run_id if study is not None else None)
-        data.source = paper_tables.source(study, data.results, catalog.load_toml())  # the caption names it
         display = display if display is not None else (study.display if study is not None else None)
+        data = report.gather(self.con, where, correct, alpha, tests, audits, baseline,
+                             run=run_id if study is not None else None, study=study, display=display)
         heads = heads or (study.heads if study is not None else "test")
-        data.names = {**paper_tables.display_names(data.results), **(display or {})}
         if heads == "category":
             data.categories = analysis.categories(self.con)
         data.left_out = analysis.left_out(self.con, scope if study is not None else where,

@@ -138,3 +138,38 @@ def test_the_views_layer_renders_for_the_cli_and_the_report_and_nothing_below():
         if name.startswith("stimkit.views"):
             assert not {d for d in deps if d.startswith(("stimkit.cli", "stimkit.report", "stimkit.api", "stimkit.run"))}, \
                 (name, deps)
+
+
+# the layers that return data: every table they hold is rendered above them, by stimkit/views
+DATA_LAYERS = ("stimkit.analysis", "stimkit.run", "stimkit.api", "stimkit.study", "stimkit.stats", "stimkit.store",
+               "stimkit.stimuli", "stimkit.encoders", "stimkit.catalog")
+
+
+def renderers_below_the_views(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The modules of the data layers that import the views layer, with what they import of it."""
+    return {name: found for name, deps in graph.items() if name.startswith(DATA_LAYERS)
+            and (found := {d for d in deps if d.startswith("stimkit.views")})}
+
+
+def test_no_layer_that_returns_data_formats_a_table():
+    """analysis/, run/, api.py and what lies below them import nothing of the views layer (its
+    writer included: stimkit/views/emit.py is the only output layer), and the modules that once
+    rendered tables there are gone: Table 4, Tables 7-8, the paper tables, captions and marks
+    live in stimkit/views."""
+    assert renderers_below_the_views(GRAPH) == {}
+    assert not {"stimkit.output", "stimkit.analysis.paper_tables", "stimkit.analysis.tables"} & set(MODULES)
+    # the views render every table the CLI and the report print: run, results (plain, --table,
+    # --layout tan-celis), check, the report's Table 4 files, LaTeX and Markdown
+    for view in ("emit", "text", "paper", "results", "table4", "tancelis", "check"):
+        assert f"stimkit.views.{view}" in MODULES, view
+    assert {"stimkit.views.results", "stimkit.views.table4", "stimkit.views.tancelis", "stimkit.views.check"} <= \
+        set().union(*(GRAPH[n] for n in MODULES if n.startswith("stimkit.cli")))
+    assert {"stimkit.views.table4", "stimkit.views.results"} <= GRAPH["stimkit.report.build"]
+
+
+def test_the_planted_table_in_the_analysis_layer_is_caught():
+    planted = {k: set(v) for k, v in GRAPH.items()}
+    planted["stimkit.analysis.families"].add("stimkit.views.table4")
+    planted["stimkit.api"].add("stimkit.views.emit")
+    assert renderers_below_the_views(planted) == {"stimkit.analysis.families": {"stimkit.views.table4"},
+                                                  "stimkit.api": {"stimkit.views.emit"}}

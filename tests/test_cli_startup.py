@@ -10,7 +10,7 @@ import pytest
 
 import stimkit
 import stimkit.cli as cli
-import stimkit.output
+import stimkit.views.emit
 from stimkit import choices
 
 REPO = Path(__file__).resolve().parent.parent
@@ -114,7 +114,7 @@ def test_help_lists_every_command(tmp_path):
     # --help imports the CLI's own light modules and Typer, nothing of the store or the data
     assert not {m.split(".")[0] for m in modules} & {"duckdb", "polars", "pyarrow", "numpy", *HEAVY}
     assert {m for m in modules if m.startswith("stimkit.") and not m.startswith("stimkit.cli")} <= {
-        f"stimkit.{m}" for m in ("choices", "errors", "output", "paths")}
+        f"stimkit.{m}" for m in ("choices", "errors", "views", "views.emit", "views.text", "paths")}
 
 
 def run_main(capsys, *args):
@@ -207,7 +207,7 @@ ENUMERATED = {
     ("encode", "--engine"): (["encode", "-e", "glove-6b-50d", "--all"], lambda: choices.ENGINES),
     ("catalog", "--paper"): (["catalog"], _papers),
     ("run", "--paper"): (["run"], _studies),
-    ("sets", "--format"): (["sets"], lambda: stimkit.output.FORMATS),
+    ("sets", "--format"): (["sets"], lambda: stimkit.views.emit.FORMATS),
 }
 
 
@@ -227,11 +227,11 @@ def commands_and_options():
 
 def test_every_option_that_lists_its_values_is_held_to_the_list_in_code():
     """An option whose help lists values (a | b | c) is one the next test checks: a new one is
-    added there. Every command's --format (output.format_option) lists the output layer's formats."""
+    added there. Every command's --format (cli.common.format_option) lists the output layer's formats."""
     listed = set()
     for command, option, text in commands_and_options():
         if option == "--format" and command != "report":
-            assert choices.choices(stimkit.output.FORMATS) in text, (command, text)
+            assert choices.choices(stimkit.views.emit.FORMATS) in text, (command, text)
         elif " | " in text:
             listed.add((command, option))
     assert listed <= set(ENUMERATED), listed - set(ENUMERATED)

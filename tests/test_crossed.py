@@ -289,7 +289,7 @@ def test_a_sentence_result_stores_its_crossed_estimate(catalog_store):
     assert store.one(catalog_store.con, "SELECT crossed_d, crossed_scheme, n_templates FROM results WHERE result_id = ?",
                      [word.result_id]) == (None, None, None)   # a word test has no templates
     # a researcher's view: `results --columns` shows the crossed d with its interval
-    from stimkit.analysis.paper_tables import results_view
+    from stimkit.views.results import results_view
 
     view = results_view(store.frame(catalog_store.con, "SELECT * FROM results ORDER BY test"))
     assert view["crossed"].to_list() == [f"{want.d:+.2f} [{want.ci_low:.2f}, {want.ci_high:.2f}]", None]

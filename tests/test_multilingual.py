@@ -311,16 +311,16 @@ def test_results_and_sets_say_the_language(m3):
     with stimkit.open(path, read_only=True) as s:
         df = s.results(correct="none")
         sets = s.sets("weathub:ja_new")
-    from stimkit.analysis import paper_tables
+    from stimkit.views import results as views_results
 
-    assert "language" in paper_tables.read_columns(paper_tables.results_view(df))
+    assert "language" in views_results.read_columns(views_results.results_view(df))
     by_test = dict(zip(df["test"], df["language"]))
     assert by_test["weathub:ja_new:weat11"] == "ja" and by_test["xweat-en-de"] == "en+de"
     assert by_test["blumen-insekten"] == "de"
     assert set(sets["language"]) == {"ja"} and set(sets["translation"]) == {"human"}
     assert xweat[0].language == "en+de"
     english = pl.DataFrame({"test": ["weat1"], "language": ["en"]})
-    assert "language" not in paper_tables.read_columns(english)  # an English-only family shows no language column
+    assert "language" not in views_results.read_columns(english)  # an English-only family shows no language column
 
 
 # --------------------------------------------------------------------------- languages of a test and an encoder

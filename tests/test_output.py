@@ -13,9 +13,10 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from stimkit import store, StimkitError, output
+from stimkit import store, StimkitError
 from stimkit.cli import app
-from stimkit.cli.common import handles_errors
+from stimkit.cli.common import format_option, handles_errors
+from stimkit.views import emit as output
 
 TRICKY = 'a [bold]x[/] :x: | b, "q"\nline2'
 TEX = "50% & $x_1$ {y} ~ ^ \\"
@@ -274,7 +275,7 @@ def test_format_option_is_validated_by_the_command_line(monkeypatch):
     demo = typer.Typer()
 
     @demo.command()
-    def show(fmt: Annotated[str | None, output.format_option("sentbias")] = None):
+    def show(fmt: Annotated[str | None, format_option("sentbias")] = None):
         output.emit(pl.DataFrame({"a": [1, 2]}), None if fmt == "sentbias" else fmt)
 
     runner = CliRunner()

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 import stimkit
 from stimkit.cli import app
-from stimkit.output import FORMATS
+from stimkit.views.emit import FORMATS
 
 from conftest import snapshot
 

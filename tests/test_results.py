@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from stimkit.analysis import consistency, families as analysis
 from stimkit.catalog import definitions as catalog
-from stimkit.analysis import tables
+from stimkit.views import results as views_results
 from stimkit.encoders import embeddings
 from stimkit.run import plan
 from stimkit.run.execute import execute
@@ -216,7 +216,7 @@ def test_cli_test_results_and_formats(store_copy):
     assert "4 results from 4 tests x 1 encoder, 0 failures.\n    see `stimkit results --run " in r.output
     r = cli_run(store_copy, "results", "--format", "sentbias")
     lines = r.stdout.strip().splitlines()
-    assert lines[0].split("\t") == tables.SENTBIAS_COLUMNS
+    assert lines[0].split("\t") == views_results.SENTBIAS_COLUMNS
     assert len(lines) == 5 and lines[1].startswith("glove-6b-50d\t\t")
     doc = json.loads(cli_run(store_copy, "results", "--format", "json").stdout)
     data = doc["rows"]

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from stimkit import output
+from stimkit.views import emit as output
 from stimkit.cli import app
 
 REPO = Path(__file__).resolve().parent.parent
@@ -142,6 +142,11 @@ def test_results_table_run_and_the_report_print_the_same_cells(religion, inside)
     header, body = [c.strip() for c in lines[0]], lines[1:]
     in_report = {(cells[0].strip(), header[i]): c.strip() for cells in body for i, c in enumerate(cells) if i and c.strip()}
     assert in_report == in_run
+    # the paper's Markdown table: `results --table` and the report write the same grid (one view), captions apart
+    md = invoke(app, ["results", "--table", "--format", "markdown"])
+    assert md.exit_code == 0, md.output
+    grid = md.stdout.split("\n\nTable: ")[0]
+    assert grid == (report / "tables" / "table4.md").read_text().split("\n\nTable: ")[0] and grid.count("\n") == 3
 
 
 def test_a_test_known_to_the_store_but_not_to_the_folders_says_where_it_came_from(religion, tmp_path, monkeypatch):
@@ -194,12 +199,12 @@ def test_init_then_run_in_its_folder(tmp_path, monkeypatch):
 # ----------------------------------------------------------------- one decision rule, one alpha
 
 def test_p_exactly_at_alpha_is_significant_in_every_view_and_check():
-    from stimkit.analysis import paper_tables
+    from stimkit.views import text as views_text
     from stimkit.stats import baseline, decision, difference, metrics
 
     alpha = 0.01
     assert decision.significant(0.01, alpha) and not decision.significant(0.010000001, alpha)
-    assert paper_tables.marks({"p_value": 0.01}, alpha) == "*"
+    assert views_text.marks({"p_value": 0.01}, alpha) == "*"
     assert baseline.rejection_rate(np.array([0.01, 0.02]), alpha) == 0.5
     v = difference.classify(0.5, 0.01, -0.5, 0.01, alpha, None)
     assert v.verdict == "violation" and "both significant" in v.reason

@@ -13,8 +13,8 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from stimkit import output
-from stimkit.analysis import families, paper_tables as paper
+from stimkit.analysis import families
+from stimkit.views import emit as output, table4, text as paper
 from stimkit.cli import app
 from stimkit.cli.common import count
 
@@ -146,7 +146,7 @@ def test_table4_with_display_names(tables_db):
     shown = df.with_columns(display=pl.when(pl.col("encoder") == LONG_ENCODER).then(pl.lit("MPNet (multilingual)"))
                             .otherwise(pl.lit("GloVe 50d")))
     caption = paper.caption(fam, "holm", 0.01, "Effect size d")
-    tex = paper.table4_latex(shown, 0.01, caption, order=["weat6", "weat7", "sent-weat6"])
+    tex = table4.paper(shown, 0.01, "latex", caption, order=["weat6", "weat7", "sent-weat6"])
     assert r"Test & GloVe 50d & MPNet (multilingual) \\" in tex and LONG_ENCODER not in tex
     assert r"\toprule" in tex and r"\caption{Effect size d; * p $\leq$ 0.01; ** also significant after Holm" in tex
     assert "m = 8 hypotheses" in tex
@@ -156,17 +156,17 @@ def test_table4_with_display_names(tables_db):
                  + f" [{by[(test, e)]['ci_low']:.2f}, {by[(test, e)]['ci_high']:.2f}]"  # d with its interval
                  for e in ("glove-6b-50d", LONG_ENCODER)]
         assert f"{test} & {cells[0]} & {cells[1]} \\\\" in tex.replace(r"\_", "_")
-    md = paper.table4_markdown(shown, 0.01, caption)
+    md = table4.paper(shown, 0.01, "markdown", caption)
     assert md.startswith("| Test | GloVe 50d | MPNet (multilingual) |\n|:---|---:|---:|\n") and "\nTable: Effect size d;" in md
     # without a display column the spec is the name
-    assert f"| Test | glove-6b-50d | {LONG_ENCODER} |" in paper.table4_markdown(df, 0.01, caption)
+    assert f"| Test | glove-6b-50d | {LONG_ENCODER} |" in table4.paper(df, 0.01, "markdown", caption)
 
 
 def test_table4_gives_each_hypothesis_a_row(tables_db):
     _, df = family_frame(tables_db)
     two = pl.concat([df, df.filter(pl.col("test") == "weat6").with_columns(alternative=pl.lit("two-sided"),
                                                                           effect_size=pl.lit(-0.5))])
-    t4 = paper.table4(two, 0.01, ["weat6"])
+    t4 = table4.build(two, 0.01, ["weat6"])
     assert t4.rows[:2] == ["weat6 (greater)", "weat6 (two-sided)"] and "alternative" in t4.note
     assert t4.labels[("weat6 (two-sided)", "glove-6b-50d")].startswith("-0.50")
 

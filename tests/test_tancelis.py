@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from stimkit import StimkitError, encoders, store
 from stimkit.catalog import definitions as catalog, sentbias
-from stimkit.analysis import tables
+from stimkit.views import tancelis
 from stimkit.run import cword
 from stimkit.stimuli import generate, wordlists
 from stimkit.stimuli.balance import balance
@@ -251,7 +251,7 @@ def test_layout_places_each_result_and_marks_sent_against_cword():
         ("weat1", "glove", "word", 1.5, True),
         ("nosuchtest", "glove", "word", 9.0, True),               # not a paper row: left out
     ])
-    t = tables.tan_celis(df, tests, tc_rows(), ["glove"])
+    t = tancelis.tan_celis(df, tests, tc_rows(), ["glove"])
     assert t.columns == ["section", "test", "encoding", "glove", "minilm"]
     got = {(r["test"], r["encoding"]): (r["glove"], r["minilm"]) for r in t.iter_rows(named=True)}
     assert got == {
@@ -272,18 +272,18 @@ def test_layout_places_each_result_and_marks_sent_against_cword():
 def test_layout_keeps_the_latest_of_repeated_results():
     df = frame([("weat+12", "glove", "word", 0.1, False), ("weat+12", "glove", "word", -0.15, True)])
     df = df.with_columns(created_at=pl.Series([2, 1]))
-    assert tables.tan_celis(df, catalog.load_toml(), tc_rows())["glove"].to_list() == ["+0.10"]
+    assert tancelis.tan_celis(df, catalog.load_toml(), tc_rows())["glove"].to_list() == ["+0.10"]
 
 
 def test_layout_refuses_a_frame_without_its_columns():
     with pytest.raises(StimkitError, match="lacks column\\(s\\) rejected"):
-        tables.tan_celis(frame([]).drop("rejected"), catalog.load_toml(), tc_rows())
+        tancelis.tan_celis(frame([]).drop("rejected"), catalog.load_toml(), tc_rows())
 
 
 def test_paper_tests_cover_every_row_once_per_encoding():
     every = catalog.load_toml()
     tests = [every[name] for name in study.load("tan-celis-2019").tests]
-    keys = [(t.paper_test, tables.encoding(t, t.context)) for t in tests]
+    keys = [(t.paper_test, tancelis.encoding(t, t.context)) for t in tests]
     assert len(keys) == len(set(keys)) == 64
     assert {f for f, _ in keys} == tc_paper_tests()
     assert sum(e == "sent (u)" for _, e in keys) == 4  # the four double binds
@@ -302,7 +302,7 @@ def test_the_job_on_glove_fills_every_word_and_sent_cell(catalog_db, tmp_path):
         assert "glove-6b-50d: no c-word vectors (NA)" in job.run.notes
         assert job.family.m == df.height == 64 and set(df["context"]) == {"word", "sentence"}
         assert set(df["run_id"]) == {run_id}
-        table = tables.tan_celis(df, catalog.load_toml(), tc_rows())
+        table = tancelis.tan_celis(df, catalog.load_toml(), tc_rows())
         assert table.height == 64 and table["glove-6b-50d"].str.contains(r"^[+-]\d\.\d\d\*? \[-?\d\.\d\d, -?\d\.\d\d\]$").all()
         # the weat+11 cell is that test's d, rounded, with its stored 95% interval
         r = df.filter(pl.col("test") == "weat+11").row(0, named=True)

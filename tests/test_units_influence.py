@@ -174,7 +174,7 @@ def test_test_results_check_and_report_flag_the_fragile_result(planted, tmp_path
 
 
 def test_a_d_large_the_other_way_is_flagged_at_0_8():
-    from stimkit.analysis.paper_tables import OPPOSITE_D, flags
+    from stimkit.views.text import OPPOSITE_D, flags
 
     assert OPPOSITE_D == 0.8
     row = {"alternative": "greater", "effect_size": -1.06}

@@ -95,7 +95,7 @@ def latest_run(con) -> str | None:
     return row[0] if row else None
 
 
-# p as the queries print it: `<= floor` when p is the smallest its procedure can give (output.p_text).
+# p as the queries print it: `<= floor` when p is the smallest its procedure can give (views.text.p_text).
 PTEXT = ("CREATE OR REPLACE TEMP MACRO ptext(p, floor) AS CASE WHEN p IS NULL THEN 'n/a' "
          "WHEN floor IS NOT NULL AND p <= floor * (1 + 1e-9) THEN '<= ' || printf('%.2g', floor) "
          "ELSE printf('%.2g', p) END")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -12,8 +11,8 @@ from .. import DEFAULT_BUDGET, DEFAULT_PAPER, UsageError
 from ..choices import (ALTERNATIVES, BALANCE_POLICIES, CENTERINGS, CONTEXTS, CORRECTIONS, LAYOUTS, METRIC_NAMES, P_METHODS,
                       RESULT_KINDS, SOURCES, UNITS, choices)
 from .common import (OverrideOption, TemplateDirOption, WordlistDirOption, app, check_alpha, check_correction,
-                     count as _count, db_path, emit, emit_document, emit_tables, err, family_line, format_option,
-                     handles_errors, invocation, open_store, out, print_rows, result_lines, current_study, study_value)
+                     count as _count, db_path, emit, err, family_line, format_option,
+                     handles_errors, invocation, open_store, out, result_lines, current_study, study_value)
 from . import procedure
 from .procedure import OUTPUT, PROCEDURE, WHAT
 
@@ -31,7 +30,7 @@ def progress_callbacks(verbose: bool):
     """Progress bar, a line per result (verbose) and a line per failure, all on stderr."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from ..output import p_text, with_interval
+    from ..views.text import p_text, with_interval
     from .encode import progress_for
 
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
@@ -65,7 +64,7 @@ def progress_callbacks(verbose: bool):
 def result_flags(r) -> list[str]:
     """What a person must know about a result just computed, at the run's alpha: the decision
     flips without one word; it is significant only with sentences as units."""
-    from ..analysis.paper_tables import SENTENCES_ONLY, fragile_text
+    from ..views.text import SENTENCES_ONLY, fragile_text
 
     found = []
     if r.fragile and r.influential_word is not None:
@@ -75,19 +74,6 @@ def result_flags(r) -> list[str]:
             and r.p_value <= alpha < r.p_words):
         found.append(f"{SENTENCES_ONLY} significant at {alpha} only over sentences: words as units give p {r.p_words:.2g}")
     return found
-
-
-def emit_rows(rows: list[dict], columns: list[str], title: str, fmt: str | None) -> None:
-    """A table of rows (Table 4): a rich table, or any other format of the output layer."""
-    from ..output import default_format
-
-    if (fmt or default_format()) == "table":
-        print_rows(rows, columns, title)
-    else:
-        import polars as pl
-
-        err.print(title, highlight=False)
-        emit(pl.DataFrame([{c: r.get(c) for c in columns} for r in rows], schema={c: pl.String for c in columns}), fmt)
 
 
 def warn_cannot_reject(report, alpha: float) -> None:
@@ -316,8 +302,8 @@ def results_cmd(
       stimkit results --table --format latex > table4.tex
       stimkit results --format sentbias > results.tsv
     """
-    from ..analysis import paper_tables as paper, tables
-    from ..output import MACHINE_FORMATS, default_format
+    from ..views import results as results_view, table4, tancelis
+    from ..views.emit import default_format
 
     if ctx.invoked_subcommand is not None:
         return
@@ -347,38 +333,11 @@ def results_cmd(
         if note:
             err.print(note, highlight=False)
     if layout:
-        frame = tables.tan_celis(df, tests_def, rows)
-        if fmt in ("latex", "markdown"):
-            sys.stdout.write(paper.tancelis_table(
-                frame, fmt, paper.caption(family, correct, alpha, "Effect size d (Tan and Celis 2019, Tables 7-8); c-word vs "
-                                                                  "sent: ✓ significant for c-word only, ✗ sent only, ▲ both; "
-                                                                  "brackets: the 95% interval of d"),
-                paper.display_names(df)))
-        else:
-            only = "; ^ only with sentences as units" if paper.has_sentence_units(family) else ""
-            err.print(f"d by test, encoding and encoder; * significant after {correct} at {alpha}{only}; c-word vs "
-                      f"sent: ✓ c-word only, ✗ sent only, ▲ both; [95% interval of d]; tested: {family.tested} "
-                      f"({family.settings})", highlight=False)
-            emit(frame, fmt)
+        tancelis.show(tancelis.tan_celis(df, tests_def, rows), df, family, fmt)
     elif table:
-        print_table4(view4, df, family, fmt, paper.sourced("Effect size d by test and encoder",
-                                                           paper.source(current_study(), df, catalog_tests)))
-    elif fmt == "sentbias":
-        sys.stdout.write(tables.sentbias_rows(df).write_csv(separator="\t", quote_style="never"))
+        table4.show(view4, df, family, fmt, table4.title(current_study(), df, catalog_tests))
     else:
-        view = paper.results_view(df) if fmt not in MACHINE_FORMATS or columns else df
-        chosen = paper.choose_columns(view, columns, None if wide or fmt in MACHINE_FORMATS else
-                                      list(paper.PAPER_COLUMNS if fmt in ("latex", "markdown") else paper.read_columns(view)))
-        if fmt in ("latex", "markdown"):
-            sys.stdout.write(paper.paper_table(df, chosen or list(view.columns), fmt, paper.caption(family, correct, alpha),
-                                               paper.display_names(df), alpha=alpha))
-        elif fmt == "json":
-            emit_document({"family": family.as_dict(), "correction": {"method": correct, "alpha": alpha}}, view, fmt, chosen)
-        else:
-            if fmt == "table":  # d carries no marks here: the decision is its own column
-                err.print(f"rejected: adjusted p <= {alpha} ({correct}); tested: {family.tested} ({family.settings})",
-                          highlight=False)
-            emit(view, fmt, chosen, keep=paper.KEEP_COLUMNS, drop_first=paper.DROP_FIRST, stack=paper.STACK)
+        results_view.show(df, family, fmt, columns, wide)
 
 
 @results_app.command("retire")
@@ -439,6 +398,9 @@ def check_cmd(
       stimkit check
       stimkit check --where "encoder LIKE 'minilm%'" --format json
     """
+    from ..views import check as views_check
+    from ..views.emit import default_format
+
     if alpha is not None:
         check_alpha(alpha)
     alpha = alpha if alpha is not None else study_value("alpha")
@@ -446,38 +408,12 @@ def check_cmd(
         with open_store(read_only=True) as store:
             agreement, tau = store.check_metrics(where, run, alpha, include_stale)
             family = agreement.family
-            alpha = family.alpha
-        emit_tables({"agreement": agreement, "kendall_tau": tau}, fmt, meta={"family": family.as_dict(), "alpha": alpha},
-                    titles={"agreement": "Sign and decision of each metric, per test and encoder",
-                            "kendall_tau": "Kendall's tau between metrics (bias strength over the family's tests and encoders)"},
-                    options={"agreement": {"keep": ("signs_agree", "decisions_agree")}})
-        err.print(f"{_count(agreement.height, 'test-encoder pair')} compared across metrics; m = {family.m}", highlight=False)
+        views_check.show_metrics(agreement, tau, family, fmt)
         return
     with open_store(read_only=True) as store:
         df = store.check(where, run, alpha, include_stale)
         family = df.family
-        alpha = family.alpha
-    from ..analysis.paper_tables import SENTENCES_ONLY_NOTE, choose_columns
-    from ..output import MACHINE_FORMATS, default_format
-
-    fmt = fmt or default_format()
-    n = {v: int((df["verdict"] == v).sum()) for v in ("violation", "note", "not comparable")} if df.height else {}
-    summary = (f"{_count(df.height, 'comparison')}, {_count(n.get('violation', 0), 'violation')} (tested), "
-               f"{_count(n.get('note', 0), 'note')}, {n.get('not comparable', 0)} not comparable; "
-               f"{family_line(family, verbose=verbose)}; at alpha {alpha} ({family.settings}); {family.tested}")
-    if df.height and df["detail"].str.contains(r"\^", literal=False).any():
-        summary += f"\n{SENTENCES_ONLY_NOTE.format(alpha=alpha)}"
-    # the ids of the results compared are for programs (and --columns); a person reads the rest
-    reading = None if wide or fmt in MACHINE_FORMATS else [c for c in df.columns if c != "result_ids"]
-    chosen = choose_columns(df, columns, reading)
-    if fmt == "json":
-        emit_document({"family": family.as_dict(), "alpha": alpha, "comparisons": df.height,
-                       "violations": n.get("violation", 0), "notes": n.get("note", 0)}, df, fmt, chosen)
-    elif df.height:
-        # at 80 columns a verdict keeps what it is about and why; the procedure's columns go first
-        emit(df, fmt, chosen, keep=("check_name", "encoder", "tests", "verdict", "reason"),
-             drop_first=("heuristic", "test_used", "diff_p", "detail"))
-    err.print(summary, highlight=False)
+    views_check.show(df, family, fmt or default_format(), columns, wide, verbose)
 
 
 @app.command("query")
@@ -502,7 +438,7 @@ def query_cmd(
       stimkit query "SELECT * FROM latest_results WHERE test = \\$t" --param t=sent-weat6
       stimkit query "SELECT stimulus, vector FROM stimulus_vectors WHERE encoder = 'glove-6b-50d'" --limit 5
     """
-    from ..output import default_format
+    from ..views.emit import default_format
 
     params = {}
     for p in param or []:
@@ -522,42 +458,14 @@ def table4_view(store, results, alpha: float, order: list[str], encoders: list[s
     """Table 4 of these results as the views layer renders it: encoders under the study's display
     names, rows headed by the tests' categories where it says `[table] heads = "category"`
     (`study`: the one run; default: the study in force)."""
-    from ..analysis import paper_tables as paper
     from ..analysis.families import categories
-    from ..views import table4
+    from ..views import table4, text
 
     study = study if study is not None else current_study()
     heads = getattr(study, "heads", "test")
     found = categories(store.con) if heads == "category" else None
-    names = {**paper.display_names(results), **dict(getattr(study, "display", None) or {})}
+    names = {**text.display_names(results), **dict(getattr(study, "display", None) or {})}
     return table4.table4(results, alpha, order, encoders, names=names, categories=found)
-
-
-def print_table4(view, results, family, fmt, what: str, summary: str | None = None) -> None:
-    """Table 4 (views.table4) on the terminal (a legend of the marks it shows, then the grid) or as
-    a paper's LaTeX/Markdown table with its caption. `summary` (a run's id): the fragile results
-    as a count with the command that lists them (run), else a line each (results --table)."""
-    from ..analysis import paper_tables as paper
-
-    if fmt in ("latex", "markdown"):
-        cells = [v for r in view.rows for k, v in r.items() if k != view.columns[0]]
-        sys.stdout.write(paper.render_table4(view.t4, fmt, paper.caption(family, family.correction, family.alpha, what,
-                                                                         cells), view.names, view.heads))
-        return
-    legend = view.legend(family.correction, family.alpha, family)
-    err.print(f"Effect size d by test and encoder; {legend}; {family.correction} over all {family.m} rows at alpha "
-              f"{family.alpha}; tested: {family.tested}", highlight=False)
-    fragile = paper.fragile_lines(results)
-    if summary:
-        if fragile:
-            err.print(f"{_count(len(fragile), 'result')} fragile (the decision flips without one word): "
-                      f"`stimkit results --run {summary} --columns test,encoder,d,p_value,flags` lists them",
-                      highlight=False)
-    else:
-        for line in fragile:
-            err.print(line, highlight=False)
-    grid = view.frame()
-    emit(grid, fmt, keep=tuple(grid.columns))  # every encoder's column: names fold, none is dropped
 
 
 @app.command("init")
@@ -605,6 +513,8 @@ def run_cmd(
       stimkit run -e glove-6b-50d --budget 10000
       stimkit run tan-celis-2019 --format markdown
     """
+    from ..views import table4, tancelis
+
     if study and paper and study != paper:
         raise UsageError(f"name one study: {study!r} or --paper {paper!r}")
     overrides = {k: v for k, v in {"budget": budget, "seed": seed, "alpha": alpha}.items() if v is not None}
@@ -620,20 +530,10 @@ def run_cmd(
         finish(job.run)
         return
     warn_cannot_reject(job.run, alpha)
-    from ..analysis import paper_tables as paper
-
     if s.layout == "tan-celis":
-        what = (f"{s.name}: d by test, encoding and encoder; * significant after {s.correction} at {alpha}"
-                + ("; ^ only with sentences as units" if paper.has_sentence_units(job.family) else "")
-                + "; c-word vs sent: ✓ c-word only, ✗ sent only, ▲ both; [95% interval of d]")
-        if fmt in ("latex", "markdown"):  # a paper's table: booktabs or pipes, with its caption
-            sys.stdout.write(paper.tancelis_table(view, fmt, paper.caption(job.family, s.correction, alpha, what),
-                                                  paper.display_names(job.results)))
-        else:
-            emit_rows(view.to_dicts(), view.columns, f"{what}; tested: {job.family.tested}", fmt)
+        tancelis.show_run(view, job.results, job.family, s, alpha, fmt)
     else:
-        print_table4(view, job.results, job.family, fmt, paper.sourced("Effect size d by test and encoder",
-                                                                        paper.source(s)), summary=job.run.run_id)
+        table4.show(view, job.results, job.family, fmt, table4.title(s), summary=job.run.run_id)
     run_summary(job, alpha)
     finish(job.run, summary=True)
 
@@ -641,11 +541,11 @@ def run_cmd(
 def run_view(store, job):
     """The run's table, rendered by the views layer: Table 4, or Tan and Celis's Tables 7-8."""
     if job.study.layout == "tan-celis":
-        from ..analysis import tables
         from ..catalog import definitions as catalog
+        from ..views import tancelis
 
         order = list(dict.fromkeys(r.encoder for r in job.run.results))
-        return tables.tan_celis(job.results, catalog.load(store.con, store.catalog_dir), list(job.study.rows), order)
+        return tancelis.tan_celis(job.results, catalog.load(store.con, store.catalog_dir), list(job.study.rows), order)
     order = list(dict.fromkeys(r.encoder for r in job.run.results))
     return table4_view(store, job.results, job.family.alpha, job.tests, order, study=job.study)
 
@@ -653,12 +553,12 @@ def run_view(store, job):
 def run_summary(job, alpha: float) -> None:
     """Beside the run's table, counts only (the details stay in `check`, `results`, the report),
     each with the command that lists them: sentence-only results, inconsistencies, WEFATs."""
-    from ..analysis import paper_tables as paper
+    from ..views.text import SENTENCES_ONLY
 
     r = job.results
     if "sentences_only" in r.columns and r["sentences_only"].fill_null(False).any():
         n = int(r["sentences_only"].fill_null(False).sum())
-        err.print(f"{_count(n, 'result')} significant only with sentences as units ({paper.SENTENCES_ONLY}): "
+        err.print(f"{_count(n, 'result')} significant only with sentences as units ({SENTENCES_ONLY}): "
                   f"`stimkit results --run {job.run.run_id} --columns test,encoder,d,p_value,flags` lists them",
                   highlight=False)
     if job.checks is not None:

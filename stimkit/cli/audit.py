@@ -9,7 +9,7 @@ import typer
 
 from .. import DEFAULT_BUDGET, StimkitError
 from ..errors import UsageError
-from ..output import with_interval
+from ..views.text import with_interval
 from . import procedure
 from .common import (OverrideOption, TemplateDirOption, WordlistDirOption, app, emit, emit_tables, err, format_option, invocation, current_study, study_value,
                      handles_errors, open_store, result_lines)

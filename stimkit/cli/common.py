@@ -11,7 +11,8 @@ import typer
 from .. import __version__
 from ..choices import check_alpha, check_correction  # noqa: F401  (commands check these before any work)
 from ..errors import Interrupted, StimkitError, UsageError
-from ..output import FORMATS, emit, emit_document, emit_tables, err, format_option, out, print_rows  # noqa: F401  (one output layer)
+from ..views.emit import FORMATS, check_format, emit, emit_document, emit_tables, err, out, print_rows  # noqa: F401  (one output layer)
+from ..views.text import count, family_line  # noqa: F401  (said as every view says it)
 from ..paths import default_db
 
 def _flags_take_no_value():
@@ -27,7 +28,7 @@ _flags_take_no_value()
 app = typer.Typer(help="stimkit: bias-test stimuli, embeddings and association tests in one DuckDB store.",
                   no_args_is_help=True, add_completion=False)
 
-# `out` and `err` (from output.py) print text as it is: prose that wants markup passes markup=True.
+# `out` and `err` (from views/emit.py) print text as it is: prose that wants markup passes markup=True.
 state = {"db": None}
 
 
@@ -351,6 +352,22 @@ def study_value(key: str, default=None):
     return default if value is None or value == () else value
 
 
+def format_option(*extra: str, help: str | None = None):
+    """`--format/-f` declared the same way by every command: `fmt: Annotated[str | None, format_option()] = None`.
+
+    `extra` adds a command's own formats (e.g. "sentbias"); STIMKIT_FORMAT sets a default."""
+
+    def validate(value):
+        try:
+            return None if value is None else check_format(value, extra)
+        except UsageError as e:
+            raise typer.BadParameter(str(e)) from None
+
+    names = " | ".join(FORMATS + extra)
+    return typer.Option("--format", "-f", envvar="STIMKIT_FORMAT", callback=validate, show_default=False,
+                        help=help or f"{names} (default: table on a terminal, csv otherwise).")
+
+
 # Lines a person reads as a command runs (a result each) fit an 80-column terminal.
 LINE_WIDTH = 80
 
@@ -366,25 +383,3 @@ def result_lines(head: str, *details: str, indent: int = 4) -> str:
                              break_long_words=False, break_on_hyphens=False)
 
     return "\n".join([fill(head, ""), *(fill(d, " " * indent) for d in details if d)])
-
-
-IRREGULAR = {"stimulus": "stimuli", "hypothesis": "hypotheses", "analysis": "analyses"}
-
-
-def count(n: int, noun: str) -> str:
-    """`1 test`, `2 tests`, `1 stimulus`, `3 stimuli`."""
-    return f"{n} {noun}" if n == 1 else f"{n} {IRREGULAR.get(noun, noun + 's')}"
-
-
-def family_line(family, correct: str | None = None, alpha: float | None = None, verbose: bool = False) -> str:
-    """The family in one short line (m, whole store or one run, the filter); `verbose`: its full definition."""
-    if verbose:
-        scope = family.definition
-    else:
-        scope = "latest result per hypothesis, " + (f"run {family.run}" if family.run else "whole store")
-        if family.where:
-            scope += f", where {family.where}"
-    line = f"family: m = {family.m} ({scope})"
-    if correct is not None:
-        line += f"; {correct} at alpha {alpha}"
-    return line

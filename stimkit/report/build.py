@@ -12,9 +12,9 @@ import numpy as np
 import polars as pl
 
 from .. import StimkitError, UsageError
-from ..analysis import paper_tables as paper
-from ..views import table4
 from ..choices import REPORT_FORMATS as FORMATS
+from ..views import table4, text
+from ..views.results import has_ci, results_view
 from . import figures
 from .data import ReportData
 from .debias import before_after_figure
@@ -101,7 +101,7 @@ def write_manifest(out_dir: Path) -> None:
                                     encoding="utf-8")
 
 
-def matrix(t4: paper.Table4, names: dict[str, str]) -> tuple[np.ndarray, list[list[str]], list[list[str | None]]]:
+def matrix(t4: table4.Table4, names: dict[str, str]) -> tuple[np.ndarray, list[list[str]], list[list[str | None]]]:
     """d per hypothesis row (t4.rows: a test with results in two contexts or alternatives has
     a row for each) and encoder, each cell's label (d with * and ** marks over its 95% interval
     where one was computed) and each cell's tooltip."""
@@ -119,14 +119,14 @@ def ci_text(data: ReportData) -> str:
             "ci_scheme column of the exact numbers" if methods else "no interval was computed")
 
 
-SENTENCES_ONLY_TEXT = f"{paper.SENTENCES_ONLY} significant only with sentences as units (not with whole words as units)"
+SENTENCES_ONLY_TEXT = f"{text.SENTENCES_ONLY} significant only with sentences as units (not with whole words as units)"
 
 
 def correction_text(data: ReportData, sentences_only: bool = True) -> str:
     """The marks in words (`sentences_only`: with the ^ mark's, where the family has sentence units)."""
-    text = (f"* p <= {data.alpha}; ** also after {data.correction} correction" if data.correction != "none"
+    said = (f"* p <= {data.alpha}; ** also after {data.correction} correction" if data.correction != "none"
             else f"* p <= {data.alpha}, no correction")
-    return text + (f"; {SENTENCES_ONLY_TEXT}" if sentences_only and sentence_units(data) else "")
+    return said + (f"; {SENTENCES_ONLY_TEXT}" if sentences_only and sentence_units(data) else "")
 
 
 def sentence_units(data: ReportData) -> bool:
@@ -142,13 +142,8 @@ def left_out_line(left_out: pl.DataFrame, shown: int) -> str:
 
 
 def caption(data: ReportData) -> str:
-    name = paper.CORRECTION_NAMES.get(data.correction, data.correction)
-    marks = (f"* p <= {data.alpha}; ** also significant after {name} correction" if data.correction != "none"
-             else f"* p <= {data.alpha}, no correction")
-    if sentence_units(data):
-        marks += f"; {paper.SENTENCES_ONLY} significant only with sentences as units (not with whole words, same correction)"
-    return (f"{paper.sourced('Effect size d by test and encoder', data.source)}; {marks}; † cannot reach p <= {data.alpha}. "
-            f"Tested: {data.tested}. Family: m = {data.results.height} hypotheses ({data.family}).")
+    return table4.file_caption(data.source, data.correction, data.alpha, sentence_units(data), data.tested,
+                               data.results.height, data.family)
 
 
 def write_tables(data: ReportData, grid: table4.Table4View, folder: Path,
@@ -157,9 +152,9 @@ def write_tables(data: ReportData, grid: table4.Table4View, folder: Path,
     exact numbers as CSV."""
     folder.mkdir()
     for name, fmt in (("table4.md", "markdown"), ("table4.tex", "latex")):
-        (folder / name).write_text(paper.render_table4(grid.t4, fmt, caption(data), grid.names, grid.heads))
+        (folder / name).write_text(table4.render(grid.t4, fmt, caption(data), grid.names, grid.heads))
         written.tables.append(folder / name)
-    view = paper.results_view(data.results)
+    view = results_view(data.results)
     results = view.select([c for c in RESULT_COLUMNS if c in view.columns])
     results.write_csv(folder / "results.csv")
     written.tables.append(folder / "results.csv")
@@ -194,9 +189,9 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
     t4, names = view.t4, view.names
     d, labels, cell_tips = matrix(t4, names)
     fig, tips = figures.significance_matrix(d, labels, t4.rows, [names.get(e, e) for e in t4.encoders],
-                                            "d by test and encoder" + (" [95% interval]" if paper.has_ci(data.results) else "")
+                                            "d by test and encoder" + (" [95% interval]" if has_ci(data.results) else "")
                                             + f"\n{correction_text(data, sentences_only=False)} (m = {m}, a cell each)"
-                                            + (f"\n{paper.SENTENCES_ONLY} significant only with sentences as units"
+                                            + (f"\n{text.SENTENCES_ONLY} significant only with sentences as units"
                                                if sentence_units(data) else ""),
                                             cell_tips)
     emit_figure(fig, "significance-matrix", tips)

@@ -39,7 +39,7 @@ class ReportData:
     metrics: pl.DataFrame | None = None                     # test x encoder x metric values, when several
     provenance: dict = field(default_factory=dict)
     family: str = ""                                        # the family's definition (analysis.Family)
-    source: str = ""                                        # where the table comes from (paper_tables.source)
+    source: str = ""                                        # where the table comes from (views.text.source)
     left_out: pl.DataFrame | None = None                    # results of the scope not shown, and why (families.left_out)
     baselines: list[tuple[dict, pl.DataFrame]] = field(default_factory=list)  # matched baseline, its random d
     diagnostics: pl.DataFrame | None = None                 # X's and Y's words per result: Zipf, pieces, reliability
@@ -58,8 +58,12 @@ def has_rows(con, table: str) -> bool:
 
 def gather(con, where: str | None = None, correct: str | None = None, alpha: float | None = None,
            tests: list[str] | None = None, audits: bool = False, baseline: tuple[int, int] | None = None,
-           run: str | None = None) -> ReportData:
-    """What the report shows. `correct`, `alpha` not given: the family's study's, else holm at 0.01."""
+           run: str | None = None, study=None, display: dict[str, str] | None = None) -> ReportData:
+    """What the report shows. `correct`, `alpha` not given: the family's study's, else holm at 0.01.
+    `study` (the one whose run it shows, if any) and `display` (encoder -> name) name the table's
+    source and its encoders."""
+    from ..views import text
+
     if not has_rows(con, "results"):
         raise NothingToReport("nothing to report: run `stimkit test` first")
     family = analysis.define_family(con, where, alpha, run, correct=correct, baseline=baseline)
@@ -69,6 +73,8 @@ def gather(con, where: str | None = None, correct: str | None = None, alpha: flo
     names = [t for t in order if t in set(df["test"])] + sorted(set(df["test"]) - set(order))
     data = ReportData(correct, alpha, where, df, names, sorted(set(df["encoder"])), family=family.definition,
                       tested=family.tested, settings=family.settings)
+    data.source = text.source(study, df, catalog.load_toml())  # the caption names it
+    data.names = {**text.display_names(df), **(display or {})}
     for t in tests or []:
         if t not in set(df["test"]):
             raise StimkitError(f"--test {t}: no result for it in the family (run `stimkit test {t}` first)")

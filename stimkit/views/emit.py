@@ -1,4 +1,6 @@
-"""One output layer: every command that prints data prints a polars frame through `emit`.
+"""The views layer's writer: every table a command prints is a polars frame written through `emit`
+(the views above it choose the columns, the cells' text and the captions; this module only
+writes, in the format asked for, fitted to the terminal).
 
 Formats (modelled on sqlite-utils and Datasette):
 - machine formats carry full precision, every column by default, and nothing else on stdout:
@@ -34,7 +36,7 @@ from typing import IO
 
 from rich.console import Console
 
-from .errors import UsageError
+from ..errors import UsageError
 
 FORMATS = ("table", "csv", "tsv", "json", "ndjson", "parquet", "markdown", "latex")
 MACHINE_FORMATS = ("csv", "tsv", "json", "ndjson", "parquet")
@@ -78,23 +80,6 @@ def check_format(fmt: str | None, extra: tuple[str, ...] = ()) -> str:
     if name not in FORMATS + extra:
         raise UsageError(f"unknown format {fmt!r} (known: {', '.join(FORMATS + extra)})")
     return name
-
-
-def format_option(*extra: str, help: str | None = None):
-    """`--format/-f` declared the same way by every command: `fmt: Annotated[str | None, format_option()] = None`.
-
-    `extra` adds a command's own formats (e.g. "sentbias"); STIMKIT_FORMAT sets a default."""
-    import typer
-
-    def validate(value):
-        try:
-            return None if value is None else check_format(value, extra)
-        except UsageError as e:
-            raise typer.BadParameter(str(e)) from None
-
-    names = " | ".join(FORMATS + extra)
-    return typer.Option("--format", "-f", envvar="STIMKIT_FORMAT", callback=validate, show_default=False,
-                        help=help or f"{names} (default: table on a terminal, csv otherwise).")
 
 
 # ---------------------------------------------------------------- emit
@@ -605,25 +590,3 @@ def _fit(grid: _Grid, available: int, protected: list[int] = (), drop_first: lis
     if excess > 0 and len(keep) == 1:  # a lone column wider than the screen folds
         widths[keep[0]] = max(1, available - _overhead(1))
     return keep, widths
-
-
-def interval_text(low: float | None, high: float | None) -> str:
-    """A 95% interval of d as every view prints it, "[1.37, 1.82]"; "" where none was computed."""
-    return "" if low is None or high is None else f"[{low:.2f}, {high:.2f}]"
-
-
-def with_interval(text: str, low: float | None, high: float | None, sep: str = " ") -> str:
-    """`text` (a d) followed by its interval, where one was computed: "+1.71** [1.37, 1.82]"."""
-    interval = interval_text(low, high)
-    return f"{text}{sep}{interval}" if interval else text
-
-
-def p_text(p: float | None, floor: float | None = None) -> str:
-    """A p-value as people read it: 3 significant digits, and `<= floor` when p is the
-    smallest value its procedure can give (1/budget sampled, 1/C(n) exact): the data may
-    support a smaller p that the procedure cannot show."""
-    if p is None:
-        return "n/a"
-    if floor is not None and p <= floor * (1 + 1e-9):
-        return f"<= {floor:.3g}"
-    return f"{p:.3g}"

@@ -1,0 +1,143 @@
+"""The results as a person reads them (`stimkit results`) and as a paper prints them.
+
+- `results_view`: the results with the columns a person reads (`d`, `ci`, `n`, `flags`,
+  `crossed`) added, and the default column sets: what a terminal shows first, what it never
+  drops, what it drops first.
+- `paper_table`: chosen columns as LaTeX (booktabs) or Markdown, numbers rounded (d to two
+  decimals with its CI and May et al.'s marks, p to three decimals or "<0.001"), encoders under
+  their display names, and a caption.
+- `sentbias_rows`: the original SEAT code's results.tsv layout.
+- `show`: all of it printed, in the format asked for.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import polars as pl
+
+from ..errors import UsageError
+from . import text
+from .emit import MACHINE_FORMATS, emit, emit_document, err
+from .paper import render_table
+from .text import flags, fmt_d, fmt_p, interval_text, marks, n_text, with_interval
+
+# results: what a terminal shows (in reading order), never drops, and drops first to fit
+READ_COLUMNS = ("test", "encoder", "context", "language", "d", "ci", "p_value", "p_adjusted", "rejected", "n", "flags")
+KEEP_COLUMNS = ("test", "encoder", "d", "p_value", "p_adjusted", "rejected")
+# flags first: a narrow table puts them under the test (STACK) before any column goes
+DROP_FIRST = ("flags", "baseline_fpr", "baseline_percentile", "n", "ci", "context", "language")
+BASELINE_COLUMNS = ("baseline_percentile", "baseline_fpr")  # shown where some result has a matched baseline
+STACK = {"ci": "d", "flags": "test"}  # a narrow terminal shows these under d and test rather than leave them out
+PAPER_COLUMNS = ("test", "encoder", "context", "d", "p_value", "p_adjusted", "n")
+SENTBIAS_COLUMNS = ["model", "options", "test", "p_value", "effect_size", "num_targ1", "num_targ2", "num_attr1", "num_attr2"]
+SEAT_NAMES = {"n_x": "num_targ1", "n_y": "num_targ2", "n_a": "num_attr1", "n_b": "num_attr2"}
+
+
+def has_ci(df: pl.DataFrame) -> bool:
+    return "ci_low" in df.columns and "ci_high" in df.columns and df["ci_low"].is_not_null().any()
+
+
+def results_view(df: pl.DataFrame) -> pl.DataFrame:
+    """`df` with `d` (= effect_size), `ci` ("[low, high]" where a bootstrap CI exists), `n`
+    ("n_x/n_y/n_a/n_b") and `crossed` (crossed d with its interval, where one was estimated)
+    added; every original column stays, for --columns and machine formats."""
+    extra = []
+    if "effect_size" in df.columns and "d" not in df.columns:
+        extra.append(pl.col("effect_size").alias("d"))
+    if has_ci(df) and "ci" not in df.columns:
+        extra.append(pl.Series("ci", [interval_text(lo, hi) or None for lo, hi in zip(df["ci_low"], df["ci_high"])],
+                               dtype=pl.String))
+    if {"n_x", "n_y", "n_a", "n_b"} <= set(df.columns) and "n" not in df.columns and df.height:
+        extra.append(pl.Series("n", [n_text(r) for r in df.iter_rows(named=True)], dtype=pl.String))
+    if "flags" not in df.columns and df.height:
+        extra.append(pl.Series("flags", [flags(r) or None for r in df.iter_rows(named=True)], dtype=pl.String))
+    if "crossed_d" in df.columns and "crossed" not in df.columns and df["crossed_d"].is_not_null().any():
+        # words and templates as random factors (stats.crossed): "+0.62 [-0.10, 1.25]", for --columns and --wide
+        extra.append(pl.Series("crossed", [None if d is None else with_interval(f"{d:+.2f}", lo, hi) for d, lo, hi
+                                           in zip(df["crossed_d"], df["crossed_ci_low"], df["crossed_ci_high"])],
+                               dtype=pl.String))
+    return df.with_columns(extra) if extra else df
+
+
+def read_columns(df: pl.DataFrame) -> list[str]:
+    """The default terminal columns present in `df` (`ci` only where a CI exists; `language`
+    only where a result is not in English; the baseline's only where some result has one)."""
+    english = "language" not in df.columns or df["language"].drop_nulls().is_in(["en"]).all()
+    shown = [c for c in READ_COLUMNS if c in df.columns and not (c == "language" and english)]
+    return shown + [c for c in BASELINE_COLUMNS if c in df.columns and df[c].null_count() < df.height]
+
+
+def choose_columns(df: pl.DataFrame, spec: str | None, default: list[str] | None) -> list[str] | None:
+    """`--columns a,b,c` checked against `df` (a usage error names the unknown ones and the known);
+    without it, `default` (None: every column)."""
+    if not spec:
+        return default
+    names = [c.strip() for c in spec.split(",") if c.strip()]
+    unknown = [c for c in names if c not in df.columns]
+    if unknown:
+        raise UsageError(f"--columns: no column {', '.join(map(repr, unknown))} (known: {', '.join(df.columns)})")
+    return names
+
+
+def _cell(row: dict, column: str, alpha: float, names: dict[str, str], ci_in_d: bool) -> str:
+    value = row.get(column)
+    if column == "d":
+        shown = fmt_d(value) + marks(row, alpha)
+        return with_interval(shown, row.get("ci_low"), row.get("ci_high")) if ci_in_d else shown
+    if column in ("p_value", "p_adjusted", "min_p"):
+        return fmt_p(value)
+    if column == "encoder":
+        return names.get(value, value or "")
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return "" if math.isnan(value) else f"{value:.3g}"
+    return "" if value is None else str(value)
+
+
+def paper_table(df: pl.DataFrame, columns: list[str] | None, fmt: str, caption: str,
+                display_names: dict[str, str] | None = None, *, alpha: float = 0.01) -> str:
+    """Results as a LaTeX (booktabs `table`) or Markdown table ready for a paper.
+
+    columns: from `results_view(df)` (None: PAPER_COLUMNS present); d carries its marks and,
+    when the `ci` column is not asked for separately, its CI."""
+    view = results_view(df)
+    columns = [c for c in (columns or PAPER_COLUMNS) if c in view.columns]
+    names = display_names if display_names is not None else text.display_names(view)
+    ci_in_d = "ci" not in columns
+    rows = [[_cell(r, c, alpha, names, ci_in_d) for c in columns] for r in view.iter_rows(named=True)]
+    numeric = [c in ("d", "p_value", "p_adjusted") or view.schema[c].is_numeric() for c in columns]
+    return render_table(columns, rows, numeric, fmt, caption)
+
+
+def sentbias_rows(df: pl.DataFrame) -> pl.DataFrame:
+    """The original SEAT code's results.tsv layout (its column names, and `options`: the
+    encoder's options), so its analysis scripts read it. Only this format renames."""
+    options = pl.col("encoder").str.splitn(",", 2).struct.field("field_1").fill_null("").str.replace_all(",", ";")
+    return df.rename(SEAT_NAMES).with_columns(options=options).select(SENTBIAS_COLUMNS)
+
+
+def show(df: pl.DataFrame, family, fmt: str, columns: str | None = None, wide: bool = False) -> None:
+    """`stimkit results` printed: a paper's table (latex, markdown: rounded, d with its marks, a
+    caption with the family), the original SEAT code's layout (sentbias), one json document
+    with the family, or the rows (a terminal table: the reading columns, the decision's legend on
+    stderr; csv and the other machine formats: every column unless --columns)."""
+    correct, alpha = family.correction, family.alpha
+    if fmt == "sentbias":
+        sys.stdout.write(sentbias_rows(df).write_csv(separator="\t", quote_style="never"))
+        return
+    view = results_view(df) if fmt not in MACHINE_FORMATS or columns else df
+    chosen = choose_columns(view, columns, None if wide or fmt in MACHINE_FORMATS else
+                            list(PAPER_COLUMNS if fmt in ("latex", "markdown") else read_columns(view)))
+    if fmt in ("latex", "markdown"):
+        sys.stdout.write(paper_table(df, chosen or list(view.columns), fmt, text.caption(family, correct, alpha),
+                                     text.display_names(df), alpha=alpha))
+    elif fmt == "json":
+        emit_document({"family": family.as_dict(), "correction": {"method": correct, "alpha": alpha}}, view, fmt, chosen)
+    else:
+        if fmt == "table":  # d carries no marks here: the decision is its own column
+            err.print(f"rejected: adjusted p <= {alpha} ({correct}); tested: {family.tested} ({family.settings})",
+                      highlight=False)
+        emit(view, fmt, chosen, keep=KEEP_COLUMNS, drop_first=DROP_FIRST, stack=STACK)
