@@ -35,6 +35,8 @@ from . import DEFAULT_BUDGET, DEFAULT_PAPER, store
 from .analysis import families as analysis
 from .errors import InputError, StimkitError, UsageError, first_line as _first_line
 from .paths import default_db
+from .stimuli.folders import Folders
+from .stimuli.limits import Limits
 from .store import usersql
 
 if TYPE_CHECKING:  # the run layer pulls in numpy and the statistics: imported where used
@@ -118,16 +120,31 @@ class Store:
 
     def __init__(self, path: str | Path | None = None, read_only: bool = False, on_wait=None, allow_files: bool = False,
                  *, catalog_dir: str | Path | None = None, wordlist_dir: str | Path | None = None,
-                 template_dir: str | Path | None = None, override: bool = False):
+                 template_dir: str | Path | None = None, override: bool = False, limits: Limits | None = None):
         self.path = Path(path) if path is not None else default_db()
         self.read_only = read_only
         # Your own study's inputs: test definitions (else STIMKIT_CATALOG_DIR), word lists and
         # template sets beside the built-in ones (used where a command generates missing sets).
-        self.catalog_dir, self.wordlist_dir, self.template_dir = catalog_dir, wordlist_dir, template_dir
-        self.override = override
+        # Built once; a study's run passes its own (folders.using), leaving these as they are.
+        self.folders = Folders(catalog_dir, wordlist_dir, template_dir, override)
+        self._limits = limits  # None: the environment's, read when first needed (Store.limits)
         self._on_wait, self._allow_files = on_wait, allow_files
         self._con = None
         self.con  # open now: a missing store (read-only) or a newer schema is refused here
+
+    @property
+    def limits(self) -> Limits:
+        """The bounds on what this store's commands render (stimuli.limits): those it was opened
+        with, else the environment's (STIMKIT_MAX_*), read once, when it first renders."""
+        if self._limits is None:
+            self._limits = Limits.from_env()
+        return self._limits
+
+    # the folders by their keyword names (`stimkit.open(path, wordlist_dir=...)`), read-only
+    catalog_dir = property(lambda self: self.folders.catalog_dir)
+    wordlist_dir = property(lambda self: self.folders.wordlist_dir)
+    template_dir = property(lambda self: self.folders.template_dir)
+    override = property(lambda self: self.folders.override)
 
     @property
     def con(self):
@@ -160,46 +177,42 @@ class Store:
 
     def generate(self, wordlist_names: list[str] | None = None, template_sets: list[str] | None = None,
                  wordlist_dir: str | Path | None = None, template_dir: str | Path | None = None,
-                 override: bool = False) -> list[dict]:
+                 override: bool = False, limits: Limits | None = None) -> list[dict]:
         """Render word lists through template sets into versioned sets (a no-op when nothing
         changed). Your own lists (`wordlist_dir`) and template sets (`template_dir`) join the
         built-in ones; one with a built-in name is refused unless `override` (recorded in the
         set's provenance). With `wordlist_dir` and no names, only your lists are generated.
-        The folders default to the ones the store was opened with (`stimkit.open(path, wordlist_dir=...)`)."""
+        The folders default to the ones the store was opened with (`stimkit.open(path, wordlist_dir=...)`),
+        the render `limits` to the store's (Store.limits)."""
         from .catalog.definitions import default_specs
-        from .stimuli import generate, templates, wordlists
+        from .stimuli import generate
 
         self._writable("generate")
-        wordlist_dir, template_dir = wordlist_dir or self.wordlist_dir, template_dir or self.template_dir
-        override = override or self.override
-        lists = wordlists.load_all()
-        own = None
-        if wordlist_dir:
-            own = wordlists.load_all(wordlist_dir)
-            lists = wordlists.merge(lists, own, override)
+        folders = self.folders.using(wordlist_dir=wordlist_dir, template_dir=template_dir, override=override)
+        own = folders.own_lists()
+        lists = folders.lists(own)
         specs = generate.plan(lists, wordlist_names, template_sets, list(own) if own else None, default_specs(lists))
-        tsets = {name: templates.load_set(name, template_dir, override) for name in dict.fromkeys(s.template_set for s in specs)}
+        tsets = {name: folders.template_set(name) for name in dict.fromkeys(s.template_set for s in specs)}
         specs = generate.for_template_sets(specs, tsets, bool(wordlist_names))
-        return generate.generate(self.con, specs, lists, tsets)
+        return generate.generate(self.con, specs, lists, tsets, limits=limits if limits is not None else self.limits)
 
-    def _generate_missing(self, specs) -> list[str]:
+    def _generate_missing(self, specs, folders: Folders | None = None) -> list[str]:
         """Render the sets a plan names that the store lacks (from the built-in word lists and
-        template sets); a set whose word list is unknown is left to fail where it is used."""
-        from .stimuli import generate, templates, wordlists
+        template sets, and `folders`' own: default the store's); a set whose word list is
+        unknown is left to fail where it is used."""
+        from .stimuli import generate
 
+        folders = folders or self.folders
         current = {name for (name,) in store.rows(self.con, "SELECT name FROM current_sets")}
         missing = [s for s in specs if s.name not in current]
         if not missing:
             return []
-        lists = wordlists.load_all()
-        if self.wordlist_dir:
-            lists = wordlists.merge(lists, wordlists.load_all(self.wordlist_dir), self.override)
+        lists = folders.lists()
         known = [s for s in missing if s.wordlist in lists or (s.slot and s.wordlist == "*")]
         if not known:
             return []
-        tsets = {name: templates.load_set(name, self.template_dir, self.override)
-                 for name in dict.fromkeys(s.template_set for s in known)}
-        generate.generate(self.con, known, lists, tsets)
+        tsets = {name: folders.template_set(name) for name in dict.fromkeys(s.template_set for s in known)}
+        generate.generate(self.con, known, lists, tsets, limits=self.limits)
         names = [s.name for s in known]
         return [f"generated {len(names)} missing set{'s' if len(names) != 1 else ''}: "
                 + ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")]
@@ -225,13 +238,13 @@ class Store:
         """The tests (catalog and imported; `paper`: one paper's) and the WEFAT entries, a row each."""
         from .catalog import definitions as catalog
 
-        return catalog.table(self.con, paper, self.catalog_dir)
+        return catalog.table(self.con, paper, self.folders.catalog_dir)
 
     def test_sets(self, name: str) -> tuple[TestDef, pl.DataFrame]:
         """A test's definition and its four set queries with the number of stimuli each selects."""
         from .catalog import definitions as catalog
 
-        test = catalog.get(self.con, name, self.catalog_dir)
+        test = catalog.get(self.con, name, self.folders.catalog_dir)
         return test, catalog.sizes(self.con, test)
 
     def export_sentbias(self, outdir: str | Path, tests: list[str] | None = None, balance: str | None = None,
@@ -248,7 +261,8 @@ class Store:
         from .catalog import sentbias
 
         self._writable("import")
-        return sentbias.import_dir(self.con, Path(directory), prefix, override or self.override, units)
+        return sentbias.import_dir(self.con, Path(directory), prefix, override or self.folders.override, units,
+                                   limits=self.limits)
 
     def import_weathub(self, directory: str | Path, only: list[str] | None = None) -> list[dict]:
         """WEATHub as published (its data/ folder of <lang>_<variant> folders): word tests named
@@ -257,7 +271,7 @@ class Store:
         from .catalog import weathub
 
         self._writable("import")
-        return weathub.import_dir(self.con, Path(directory), only)
+        return weathub.import_dir(self.con, Path(directory), only, limits=self.limits)
 
     def import_holisticbias(self, source: str | Path, out: str | Path, force: bool = False,
                             generate: bool = True) -> dict:
@@ -282,12 +296,9 @@ class Store:
         stored as sets `<list>@corpus:<name>` with their provenance. Returns a CorpusImport
         (its `few`: the words with fewer than `min_contexts` contexts)."""
         from .catalog import corpus
-        from .stimuli import wordlists
 
         self._writable("import corpus")
-        lists = wordlists.load_all()
-        if self.wordlist_dir:
-            lists = wordlists.merge(lists, wordlists.load_all(self.wordlist_dir), self.override)
+        lists = self.folders.lists()
         return corpus.import_corpus(self.con, list(paths), lists, list(wordlists_), name=name, per_word=per_word,
                                     seed=seed, min_contexts=min_contexts, case=case,
                                     max_chars=max_line_chars or corpus.MAX_LINE_CHARS)
@@ -385,15 +396,15 @@ class Store:
                 raise UsageError("an ad-hoc test needs all four of --x --y --a --b")
             adhoc = catalog.adhoc(name, (x, y, a, b), context, opts.balance or "none", opts.alternative, cross_lingual,
                                   opts.units)
-            known = catalog.load(None, self.catalog_dir)
-            if name in known and not (self.override or rerun):
+            known = catalog.load(None, self.folders.catalog_dir)
+            if name in known and not (self.folders.override or rerun):
                 raise UsageError(f"ad-hoc test {name!r} has the name of a {known[name].source} test: choose another "
                                  "--name, or pass --override")
             chosen = [adhoc]
         else:
             if not (tests or everything):
                 raise UsageError("name tests (or patterns), or pass --all, or give an ad-hoc test with --x --y --a --b")
-            chosen = catalog.select(self.con, list(tests or []), everything, source, self.catalog_dir)
+            chosen = catalog.select(self.con, list(tests or []), everything, source, self.folders.catalog_dir)
             if context is not None:  # c-word runs a sentence test's inserted word
                 chosen = [cword.in_context(t, context) for t in chosen]
         if save is not None:
@@ -422,28 +433,13 @@ class Store:
         started = time.perf_counter()
         self._writable("run")
         study = study if isinstance(study, studies.Study) else studies.load(study)
-        with self._inputs(study.catalog_dir, study.wordlist_dir, study.template_dir):
-            return self._run(study, encoders, options, progress, on_result, on_failure, command, started, option_values)
+        folders = self.folders.using(catalog_dir=study.catalog_dir, wordlist_dir=study.wordlist_dir,
+                                     template_dir=study.template_dir)  # the study's own, where it names them
+        return self._run(study, folders, encoders, options, progress, on_result, on_failure, command, started,
+                         option_values)
 
-    def _inputs(self, catalog_dir=None, wordlist_dir=None, template_dir=None):
-        """For the duration of a `with`: a study's own input folders in place of the store's."""
-        import contextlib
-
-        @contextlib.contextmanager
-        def using():
-            before = self.catalog_dir, self.wordlist_dir, self.template_dir
-            self.catalog_dir = catalog_dir or self.catalog_dir
-            self.wordlist_dir = wordlist_dir or self.wordlist_dir
-            self.template_dir = template_dir or self.template_dir
-            try:
-                yield
-            finally:
-                self.catalog_dir, self.wordlist_dir, self.template_dir = before
-
-        return using()
-
-    def _run(self, study: Study, encoders, options, progress, on_result, on_failure, command, started,
-             option_values) -> StudyRun:
+    def _run(self, study: Study, folders: Folders, encoders, options, progress, on_result, on_failure, command,
+             started, option_values) -> StudyRun:
         import time
         from fnmatch import fnmatchcase
 
@@ -454,7 +450,7 @@ class Store:
 
         opts = options or Options(**{"alpha": study.alpha, **study.options, **option_values})
         analysis.check_correction(study.correction)
-        chosen = [t for t in catalog.select(self.con, list(study.tests) or ["*"], directory=self.catalog_dir)
+        chosen = [t for t in catalog.select(self.con, list(study.tests) or ["*"], directory=folders.catalog_dir)
                   if study.paper is None or t.paper == study.paper]
         if study.paper is not None:
             catalog.by_paper(catalog.load_toml(), study.paper)  # an unknown paper is refused
@@ -469,8 +465,9 @@ class Store:
             raise UsageError(f"{study.path or study.name}: [options.{unmatched[0]!r}] matches none of the study's tests")
         plan = run_plan.make(self.con, chosen, list(encoders or study.encoders), opts, wefats=wefats,
                              wefat_options=WefatOptions(budget=opts.budget, seed=opts.seed), cword_optional=True,
-                             generate_missing=self._generate_missing, per_test=lambda t: study.options_for(t.name))
-        plan = self._with_baselines(plan, study.baseline, opts.seed)
+                             generate_missing=lambda specs: self._generate_missing(specs, folders),
+                             per_test=lambda t: study.options_for(t.name))
+        plan = self._with_baselines(plan, study.baseline, opts.seed, folders=folders)
         # the study's name leads the command (and is recorded on the run, with its alpha and
         # correction: the defaults of reading its results), so `report --study` finds its runs
         report = self._execute(plan, f"run {study.name}" + (f" ({command})" if command else ""), progress, on_result,
@@ -489,18 +486,16 @@ class Store:
 
     # ------------------------------------------------------------------ baselines
 
-    def _baseline_inputs(self):
-        """Where a baseline renders its drawn words: this store's template sets and word lists."""
+    def _baseline_inputs(self, folders: Folders | None = None):
+        """Where a baseline renders its drawn words: the template sets and word lists of
+        `folders` (default the store's), within the store's render limits."""
         from .run.baseline import Inputs
-        from .stimuli import templates, wordlists
 
-        def lists():
-            found = wordlists.load_all()
-            return wordlists.merge(found, wordlists.load_all(self.wordlist_dir), self.override) if self.wordlist_dir else found
+        folders = folders or self.folders
+        return Inputs(folders.template_set, folders.lists, self.limits)
 
-        return Inputs(lambda name: templates.load_set(name, self.template_dir, self.override), lists)
-
-    def _with_baselines(self, plan: Plan, baseline, seed: int, keep_tests: bool = True) -> Plan:
+    def _with_baselines(self, plan: Plan, baseline, seed: int, keep_tests: bool = True,
+                        folders: Folders | None = None) -> Plan:
         from .run.baseline import BaselineOptions, with_baselines
 
         if baseline is None or baseline == 0:
@@ -508,7 +503,7 @@ class Store:
         if isinstance(baseline, dict):  # a study's [baseline] table
             baseline = BaselineOptions(**{"seed": seed, **baseline})
         b = baseline if isinstance(baseline, BaselineOptions) else BaselineOptions(sets=baseline, seed=seed)
-        return with_baselines(self.con, plan, b, self._baseline_inputs(), keep_tests)
+        return with_baselines(self.con, plan, b, self._baseline_inputs(folders), keep_tests)
 
     def baseline(self, tests: list[str], *, encoders: list[str] = ("glove-6b-50d",), sets: int = 1000, seed: int = 0,
                  tolerance: float = 0.25, vocabulary: str | Path | None = None, language: str | None = None,
@@ -533,7 +528,7 @@ class Store:
                             vocabulary=str(vocabulary) if vocabulary is not None else None, language=language)
         if not tests:
             raise UsageError("name the tests (or patterns) to draw a baseline for")
-        chosen = catalog.select(self.con, list(tests), directory=self.catalog_dir)
+        chosen = catalog.select(self.con, list(tests), directory=self.folders.catalog_dir)
         plan = run_plan.make(self.con, chosen, list(encoders), opts, generate_missing=self._generate_missing)
         plan = self._with_baselines(plan, b, seed, keep_tests=False)
         return self._execute(plan, command, progress, None, on_failure)
@@ -692,7 +687,7 @@ class Store:
         from .catalog import definitions as catalog
         from .run import audit, plan as run_plan
 
-        chosen = [catalog.get(self.con, n, self.catalog_dir) for n in tests]
+        chosen = [catalog.get(self.con, n, self.folders.catalog_dir) for n in tests]
         audited = audit.audited(chosen, template_sets, min_template_sets)
         plan = run_plan.make(self.con, [audit.retemplate(t, s) for t, s in audited], list(encoders), opts,
                              generate_missing=self._generate_missing)
@@ -756,10 +751,10 @@ class Store:
         alone: its size is known, and bounded, before anything renders."""
         from .catalog import definitions as catalog
         from .run.wording import perturbed_set
-        from .stimuli import perturb, templates
+        from .stimuli import perturb
 
-        chosen = [catalog.get(self.con, n, self.catalog_dir) for n in tests]
-        return {s: perturb.plan(templates.load_set(s, self.template_dir, self.override), limit=max_variants, only=rules)
+        chosen = [catalog.get(self.con, n, self.folders.catalog_dir) for n in tests]
+        return {s: perturb.plan(self.folders.template_set(s), limit=max_variants, only=rules)
                 for s in dict.fromkeys(perturbed_set(t) for t in chosen)}
 
     def audit_perturb(self, tests: list[str] | None = None, encoders: list[str] | None = None, *,
@@ -774,38 +769,36 @@ class Store:
         from .catalog import definitions as catalog
         from .run import plan as run_plan, wording
         from .run.options import Options
-        from .stimuli import generate, perturb, templates, wordlists
+        from .stimuli import generate, perturb
 
         self._writable("audit")
         if study is not None:
             from .study import study as studies
 
             st = studies.load(study)
-            chosen = [t for t in catalog.select(self.con, list(st.tests) or ["*"], directory=self.catalog_dir)
+            chosen = [t for t in catalog.select(self.con, list(st.tests) or ["*"], directory=self.folders.catalog_dir)
                       if t.context == "sentence"]
             encoders, alpha = encoders or list(st.encoders), alpha if alpha is not None else st.alpha
             option_values = {**st.options, **option_values}
         else:
             if not tests:
                 raise UsageError("audit perturb needs tests: --test/-t (repeatable) or --study")
-            chosen = [catalog.get(self.con, n, self.catalog_dir) for n in tests]
+            chosen = [catalog.get(self.con, n, self.folders.catalog_dir) for n in tests]
         if not chosen:
             raise UsageError(f"study {study}: no sentence test to reword")
         encoders = list(encoders or ["minilm"])
         alpha = alpha if alpha is not None else self.study_alpha([t.name for t in chosen])
         opts = Options(**{"alpha": alpha, **option_values})
-        lists = wordlists.load_all()
-        if self.wordlist_dir:
-            lists = wordlists.merge(lists, wordlists.load_all(self.wordlist_dir), self.override)
+        lists = self.folders.lists()
         families, tsets, provenance = {}, {}, []
         with tempfile.TemporaryDirectory(prefix="stimkit-perturb-") as tmp:
             for name in dict.fromkeys(wording.perturbed_set(t) for t in chosen):
-                tset = templates.load_set(name, self.template_dir, self.override)
+                tset = self.folders.template_set(name)
                 family = perturb.plan(tset, limit=max_variants, only=rules)  # size known, bounded: nothing rendered yet
                 words = [tset.inflected(w) for t in chosen if wording.perturbed_set(t) == name
                          for s in t.set_specs() if s.wordlist in lists for w in lists[s.wordlist].words]
                 candidates = perturb.materialize(family, tset, Path(tmp) / f"{name}.candidates")
-                family = perturb.check(family, tset, candidates, words)
+                family = perturb.check(family, tset, candidates, words, self.limits)
                 tsets[name] = tset
                 tsets.update(perturb.materialize(family, tset, Path(tmp) / name))
                 provenance += [row for v in family.variants for row in perturb.provenance(v, tsets[v.name])]
@@ -814,7 +807,7 @@ class Store:
                     on_family(family)
             tests_all = [vt for t in chosen for vt in wording.variant_tests(t, families[wording.perturbed_set(t)])]
             specs = list(dict.fromkeys(s for t in tests_all for s in t.set_specs()))
-            generate.generate(self.con, specs, lists, tsets)
+            generate.generate(self.con, specs, lists, tsets, limits=self.limits)
         plan = run_plan.make(self.con, tests_all, encoders, opts, generate_missing=self._generate_missing)
         if plan.refused:
             raise plan.refused[0].as_error()
@@ -836,7 +829,7 @@ class Store:
         from .run.options import Options
 
         self._writable("ceat")
-        chosen = [cword.in_context(catalog.get(self.con, n, self.catalog_dir), context) for n in tests]
+        chosen = [cword.in_context(catalog.get(self.con, n, self.folders.catalog_dir), context) for n in tests]
         plan = run_plan.make(self.con, chosen, list(encoders), Options(**{"seed": seed, **option_values}),
                              generate_missing=self._generate_missing)
         if plan.refused:
@@ -924,7 +917,8 @@ def _defaults(study: Study | None) -> tuple[str, float, str] | None:
 
 def open(path: str | Path | None = None, read_only: bool = False, **inputs) -> Store:  # noqa: A001  (like duckdb.connect)
     """Open (read-write: create if missing) a stimkit store; `inputs`: catalog_dir,
-    wordlist_dir, template_dir, override (your own study's test definitions, lists, templates)."""
+    wordlist_dir, template_dir, override (your own study's test definitions, lists, templates:
+    `store.folders`), limits (the bounds on rendering, stimuli.limits.Limits: `store.limits`)."""
     return Store(path, read_only, **inputs)
 
 

@@ -23,7 +23,8 @@ from stimkit.encoders.base import file_identity
 from stimkit.encoders.imported import read_vectors
 from stimkit.errors import StoreError
 from stimkit.stimuli import generate, wordlists
-from stimkit.stimuli.templates import Limits, TemplateSet, use_limits
+from stimkit.stimuli.limits import Limits
+from stimkit.stimuli.templates import TemplateSet
 from stimkit.store import usersql
 
 from conftest import snapshot
@@ -551,9 +552,9 @@ def test_nested_loops_are_bounded(tmp_path):
     lists = {"mine": wordlists.WordList("mine", "mine", "", "", "x", (wordlists._resolve_word("apple", {}, {}, "x"),))}
     with pytest.raises(StimkitError, match="over 2000 characters"):
         generate.render(generate.SetSpec("mine", "evil"), lists, {"evil": TemplateSet("evil", tmp_path)})
-    with use_limits(Limits(sentence_chars=10**9, render_seconds=0.3)):
-        with pytest.raises(StimkitError, match="took over 0.3 s.*--max-render-seconds"):
-            generate.render(generate.SetSpec("mine", "evil"), lists, {"evil": TemplateSet("evil", tmp_path)})
+    with pytest.raises(StimkitError, match="took over 0.3 s.*--max-render-seconds"):
+        generate.render(generate.SetSpec("mine", "evil"), lists, {"evil": TemplateSet("evil", tmp_path)},
+                        limits=Limits(sentence_chars=10**9, render_seconds=0.3))
 
 
 def test_raised_limit_lets_a_long_sentence_through(tmp_path):
@@ -562,8 +563,8 @@ def test_raised_limit_lets_a_long_sentence_through(tmp_path):
     lists = {"mine": wordlists.WordList("mine", "mine", "", "", "x", (wordlists._resolve_word("apple", {}, {}, "x"),))}
     with pytest.raises(StimkitError, match="--max-sentence-chars"):
         generate.render(generate.SetSpec("mine", "long"), lists, {"long": TemplateSet("long", tmp_path)})
-    with use_limits(Limits(sentence_chars=5000)):
-        r = generate.render(generate.SetSpec("mine", "long"), lists, {"long": TemplateSet("long", tmp_path)})
+    r = generate.render(generate.SetSpec("mine", "long"), lists, {"long": TemplateSet("long", tmp_path)},
+                        limits=Limits(sentence_chars=5000))
     assert len(r.rows["stimulus"][0]) == len("apple ") + 3000
 
 
@@ -732,12 +733,12 @@ def test_fuzz_templates(tmp_path_factory, text):
     (folder / "own").mkdir()
     (folder / "own" / "default.j2").write_text(text.replace("\n", " "))
     lists = {"mine": wordlists.WordList("mine", "mine", "", "", "x", (wordlists._resolve_word("apple", {}, {}, "x"),))}
-    with use_limits(Limits(sentence_chars=500, render_seconds=0.5)):
-        try:
-            r = generate.render(generate.SetSpec("mine", "own"), lists, {"own": TemplateSet("own", folder)})
-        except StimkitError as e:
-            assert "\n" not in str(e)
-            return
+    try:
+        r = generate.render(generate.SetSpec("mine", "own"), lists, {"own": TemplateSet("own", folder)},
+                            limits=Limits(sentence_chars=500, render_seconds=0.5))
+    except StimkitError as e:
+        assert "\n" not in str(e)
+        return
     assert all(len(s) <= 500 for s in r.rows["stimulus"])
 
 

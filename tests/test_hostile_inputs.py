@@ -125,7 +125,7 @@ def test_pruned_product_is_the_full_product_filtered(tmp_path):
     lists, tsets = lists_and_sets(wl, tpl)
     spec = SetSpec.parse("descriptor=*@people")
     plan = generate.SlotPlan(spec, lists, tsets["people"])
-    got = [(tuple(w), tuple(files)) for _, _, w, _, files in plan.combinations(templates.current_limits(), False)]
+    got = [(tuple(w), tuple(files)) for _, _, w, _, files in plan.combinations(plan.limits, False)]
     expected = []
     for d, n in itertools.product(*(plan.fill.fillers[s] for s in plan.names)):
         dg, ng = d.word.gender, n.word.gender
@@ -690,17 +690,17 @@ def test_fuzz_set_toml(tmp_path_factory, files):
     set_toml, line = files
     folder = tmp_path_factory.mktemp("fs")
     wl, tpl = people(folder, set_toml, {"default.j2": line + "\n"})
-    with templates.use_limits(templates.Limits(sentence_chars=500, render_seconds=0.5, combinations=10_000)):
-        try:
-            lists, tsets = lists_and_sets(wl, tpl)
-            decl = tsets["people"].declaration
-            slot = decl.names[0] if decl else None
-            rendered = generate.render(SetSpec("*" if slot else "young", "people", slot=slot), lists, tsets)
-            rows, slotted = rendered.materialize()
-        except StimkitError as e:
-            assert "\n" not in str(e) and str(e)
-            event("refused")
-            return
+    limits = templates.Limits(sentence_chars=500, render_seconds=0.5, combinations=10_000)
+    try:
+        lists, tsets = lists_and_sets(wl, tpl)
+        decl = tsets["people"].declaration
+        slot = decl.names[0] if decl else None
+        rendered = generate.render(SetSpec("*" if slot else "young", "people", slot=slot), lists, tsets, limits=limits)
+        rows, slotted = rendered.materialize()
+    except StimkitError as e:
+        assert "\n" not in str(e) and str(e)
+        event("refused")
+        return
     from stimkit.stimuli import grammar
 
     event("rendered")

@@ -111,7 +111,7 @@ def test_a_test_definition_names_its_metrics_and_a_run_may_override_them(store, 
     defs.mkdir()
     (defs / "t.toml").write_text('[mine]\nsets = ["flowers@word", "insects@word", "pleasant@word", "unpleasant@word"]\n'
                                  'metrics = ["weat", "semaxis"]\n')
-    store.catalog_dir = defs
+    store.folders = store.folders.using(catalog_dir=defs)  # as `stimkit.open(path, catalog_dir=defs)` would
     own = store.test(["mine"], encoders=["glove-6b-50d"], budget=500)
     assert [r.metric for r in own.results] == ["weat", "semaxis"]
     given = store.test(["mine"], encoders=["glove-6b-50d"], budget=500, metrics=("rnd",))

@@ -18,6 +18,7 @@ from stimkit.stimuli.balance import balance
 from stimkit.study import study
 from stimkit.cli import app
 from stimkit.stimuli.generate import SetSpec
+from stimkit.stimuli.limits import Limits
 from stimkit.stimuli.templates import TemplateSet
 
 from conftest import FIXTURES, snapshot
@@ -211,15 +212,15 @@ def snapshot_of(db):
         con.close()
 
 
-def test_a_word_beyond_the_models_reach_is_refused_with_template_and_sentence(catalog_con, tmp_path, monkeypatch):
-    monkeypatch.setenv("STIMKIT_MAX_SENTENCE_CHARS", "10000")  # a 3,000-character sentence, on purpose
+def test_a_word_beyond_the_models_reach_is_refused_with_template_and_sentence(catalog_con, tmp_path):
     root = tmp_path / "templates"
     (root / "toolong").mkdir(parents=True)
     (root / "toolong" / "name.j2").write_text("{# the word lands past the model's 512 tokens #}\n"
                                                "This is {{ word }}.\n" + "It is {{ 'very ' * 600 }}much {{ word }}.\n")
     lists = wordlists.load_all()
     tsets = {"toolong": TemplateSet("toolong", root)}
-    generate.generate(catalog_con, [SetSpec("male_names", "toolong"), SetSpec("female_names", "toolong")], lists, tsets)
+    generate.generate(catalog_con, [SetSpec("male_names", "toolong"), SetSpec("female_names", "toolong")], lists, tsets,
+                      limits=Limits(sentence_chars=10_000))  # a 3,000-character sentence, on purpose
     test = catalog.TestDef("long", ("male_names@toolong", "female_names@toolong", "pleasant@may2019", "unpleasant@may2019"),
                            "c-word", source="adhoc")
     sets = {"long": catalog.fetch_sets(catalog_con, test)}

@@ -19,6 +19,7 @@ from ..stimuli.generate import GENERATOR_VERSION, insert_sets, set_record
 from ..stimuli.balance import balance as balance_sets
 from ..stimuli.inputs import check_name, read_text
 from ..stimuli.language import Provenance
+from ..stimuli.limits import Limits
 from ..stimuli.wordlists import clean_text
 
 
@@ -80,15 +81,10 @@ def replace_file(path: Path, text: str) -> None:
         raise
 
 
-def _sentence_chars() -> int:
-    from ..stimuli.templates import current_limits
-
-    return current_limits().sentence_chars
-
-
-def read(path: Path, repeats: list[str] | None = None) -> dict:
+def read(path: Path, repeats: list[str] | None = None, limits: Limits = Limits()) -> dict:
     """A published-format file, checked. An example that repeats one before it is refused,
-    unless `repeats` is a list: then it is left out and named there ("targ1 'idiot'")."""
+    unless `repeats` is a list: then it is left out and named there ("targ1 'idiot'").
+    An example over `limits.sentence_chars` is refused, as a generated sentence would be."""
     try:
         data = json.loads(read_text(path))
     except json.JSONDecodeError as e:
@@ -103,7 +99,7 @@ def read(path: Path, repeats: list[str] | None = None) -> dict:
             raise StimkitError(f"{path}: {key!r} has a category that is not a string")
         # as word lists are: NFC, no invisible or control character, no stimulus twice
         cleaned, seen = [], {}
-        cap = _sentence_chars()
+        cap = limits.sentence_chars
         for i, text in enumerate(entry["examples"]):
             if len(text) > cap:  # the cap of a generated sentence holds for an imported one
                 raise StimkitError(f"{path}: {key!r} example {i + 1} is {len(text):,} characters, over {cap:,} "
@@ -134,7 +130,7 @@ class ImportedTest:
 
 
 def import_dir(con, directory: Path, prefix: str = "import:", override: bool = False,
-               units: str | None = None) -> list[dict]:
+               units: str | None = None, *, limits: Limits = Limits()) -> list[dict]:
     """Every published-format file of `directory` as a test `<prefix><file stem>`. A name
     that is a catalog test's would replace it: refused unless `override`, and then
     recorded in the imported sets' provenance. `units`: the tests' units (None: words, the
@@ -144,11 +140,12 @@ def import_dir(con, directory: Path, prefix: str = "import:", override: bool = F
 
     if units is not None and units not in UNITS:
         raise UsageError(f"--units {units!r}: unknown units (known: {', '.join(UNITS)})")
-    return write_tests(con, parse_dir(directory, prefix, override, units=units))
+    return write_tests(con, parse_dir(directory, prefix, override, units=units, limits=limits))
 
 
 def parse_dir(directory: Path, prefix: str = "import:", override: bool = False, origin: Provenance = Provenance(),
-              context: str | None = None, drop_repeats: bool = False, units: str | None = None) -> list[ImportedTest]:
+              context: str | None = None, drop_repeats: bool = False, units: str | None = None, *,
+              limits: Limits = Limits()) -> list[ImportedTest]:
     """Every published-format file of `directory`, read and checked (nothing written), as
     tests named `<prefix><file stem>` whose sets have the language and provenance `origin`.
     drop_repeats: an example repeating one before it is left out (named in the test's
@@ -165,7 +162,7 @@ def parse_dir(directory: Path, prefix: str = "import:", override: bool = False, 
             raise StimkitError(f"{p}: test {name!r} would replace the catalog test of that name; "
                                "choose a --prefix, or pass --override")
         repeats: list[str] | None = [] if drop_repeats else None
-        found.append(ImportedTest(name, p, read(p, repeats), origin, context, tuple(repeats or ()), units))
+        found.append(ImportedTest(name, p, read(p, repeats, limits), origin, context, tuple(repeats or ()), units))
     return found
 
 

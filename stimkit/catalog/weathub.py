@@ -28,6 +28,7 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ..stimuli.language import Provenance, normalise
+from ..stimuli.limits import Limits
 from . import sentbias
 
 FOLDER = re.compile(r"^([a-z]{2,3})(?:_(human|gt|all|new|india))?$")
@@ -68,11 +69,11 @@ def folders(directory: Path, only: list[str] | None = None) -> list[Path]:
     return [p for p in found if not only or any(fnmatchcase(p.name, pat) for pat in only)]
 
 
-def import_dir(con, directory: Path, only: list[str] | None = None) -> list[dict]:
+def import_dir(con, directory: Path, only: list[str] | None = None, *, limits: Limits = Limits()) -> list[dict]:
     """Every WEATHub file of the chosen folders as a word test with its language and
     provenance; every file is read and checked before anything is written, then all are
     stored in one transaction."""
     tests = [t for folder in folders(directory, only)
              for t in sentbias.parse_dir(folder, PREFIX.format(folder=folder.name), origin=provenance(folder.name),
-                                         context="word", drop_repeats=True)]
+                                         context="word", drop_repeats=True, limits=limits)]
     return sentbias.write_tests(con, tests)

@@ -52,16 +52,16 @@ def generate_cmd(
     import dataclasses
 
     from ..errors import UsageError
-    from ..stimuli.templates import Limits, current_limits, use_limits
+    from ..stimuli.limits import Limits
 
     asked = {"sentence_chars": max_sentence_chars, "per_template": max_per_template, "per_set": max_per_set,
              "render_seconds": max_render_seconds, "combinations": max_combinations}
     for key, value in asked.items():
         if value is not None and not value > 0:
             raise UsageError(f"{Limits.OPTIONS[key][0]} must be > 0, not {value}")
-    limits = dataclasses.replace(current_limits(), **{k: v for k, v in asked.items() if v is not None})
-    with use_limits(limits), open_store() as store:
-        report = store.generate(wordlist, template_set, wordlist_dir, template_dir, override)
+    limits = dataclasses.replace(Limits.from_env(), **{k: v for k, v in asked.items() if v is not None})
+    with open_store() as store:
+        report = store.generate(wordlist, template_set, wordlist_dir, template_dir, override, limits=limits)
     counts = {s: sum(r["status"] == s for r in report) for s in ("new", "restored", "unchanged")}
     if not quiet:
         for r in report:
@@ -312,17 +312,17 @@ def import_holisticbias(
     """
     import dataclasses
 
-    from ..stimuli.templates import current_limits, use_limits
+    from ..stimuli.limits import Limits
 
     if max_per_set is not None and not max_per_set > 0:
         raise UsageError(f"--max-per-set must be > 0, not {max_per_set}")
-    limits = dataclasses.replace(current_limits(), **({"per_set": max_per_set} if max_per_set else {}))
+    limits = dataclasses.replace(Limits.from_env(), **({"per_set": max_per_set} if max_per_set else {}))
     if no_generate:  # no store opened: only the files
         from ..catalog import holisticbias
 
         report = {**holisticbias.import_files(directory, out_dir, force), "sets": []}
     else:
-        with use_limits(limits), open_store() as store:
+        with open_store(limits=limits) as store:
             report = store.import_holisticbias(directory, out_dir, force)
     for note in report["notes"]:
         err.print(f"note: {note}", highlight=False, markup=False, emoji=False)

@@ -38,6 +38,7 @@ from ..seeding import rng_for
 from ..stats import baseline as bstats
 from ..stimuli import diagnostics, grammar
 from ..stimuli.sets import SetSpec
+from ..stimuli.limits import Limits
 from ..stimuli.wordlists import Word, fold, load_lexicon
 from . import association, diagnose
 from .options import Options
@@ -81,9 +82,10 @@ class BaselineOptions:
 @dataclass(frozen=True)
 class Inputs:
     """Where drawn words are rendered from: the template sets and word lists of the store's
-    command (the user's folders before the built-in ones)."""
+    command (the user's folders before the built-in ones), within its render limits."""
     template_set: Callable[[str], object]   # name -> stimuli.templates.TemplateSet
     wordlists: Callable[[], dict]           # -> {name: WordList}
+    limits: Limits = Limits()               # the store's bounds on each render
 
 
 @dataclass(frozen=True)
@@ -338,8 +340,9 @@ def _render(planned: PlannedTest, targets: list[_Target], rows: list[int], picks
         for d, form in enumerate(drawn):
             key = (form, t.kind, t.person, gender, t.set_name, t.template_ids, t.keys if multi else ())
             if key not in rendered:
-                rendered[key] = _render_slots(tset, spec, form, t, gender, lists, slot_words, span_slot, prepared) if multi \
-                    else _render_word(tset, spec, form, t, gender)
+                rendered[key] = _render_slots(tset, spec, form, t, gender, lists, slot_words, span_slot, prepared,
+                                              inputs.limits) if multi \
+                    else _render_word(tset, spec, form, t, gender, inputs.limits)
             index[t.role][t.rows, d] = [stimulus_id(item) for item in rendered[key]]
             words[t.role][d].append(form)
     order = sorted(texts.items(), key=lambda kv: kv[1])
@@ -377,14 +380,12 @@ def _as_item(form: str, frame: pl.DataFrame, row: int) -> tuple[str, int | None,
 
 
 def _render_slots(tset, spec: SetSpec, form: str, t: _Target, gender: str | None, lists: dict, slot_words: dict | None,
-                  span_slot: str | None, prepared: dict):
+                  span_slot: str | None, prepared: dict, limits: Limits):
     """A drawn word in its target's multi-slot sentences: each row's template line over the
     row's own words in the other slots (its phrases rebuilt around them), the drawn word in
     the set's slot; the span the test reads (its slot's, or c-word:<slot>'s)."""
     from ..stimuli.product import phrases_of
     from ..stimuli.slots import SlotValue
-    from ..stimuli.templates import current_limits
-
     decl = tset.declaration
     names = decl.names
     own = spec.slot or names[0]
@@ -394,7 +395,6 @@ def _render_slots(tset, spec: SetSpec, form: str, t: _Target, gender: str | None
                                {tpl.id: tpl for f in tset.file_names for tpl in tset.templates(f)})
     phrases, by_id = prepared[tset.name]
     word = tset.inflected(Word(form, t.kind, t.person, form, grammar.plural(form), gender))
-    limits = current_limits()
     out = []
     for template_id, key in zip(t.template_ids, t.keys or [None] * len(t.template_ids)):
         tpl = by_id.get(template_id)
@@ -424,7 +424,7 @@ def _render_slots(tset, spec: SetSpec, form: str, t: _Target, gender: str | None
     return out
 
 
-def _render_word(tset, spec: SetSpec, form: str, t: _Target, gender: str | None):
+def _render_word(tset, spec: SetSpec, form: str, t: _Target, gender: str | None, limits: Limits):
     """A drawn word rendered by the template lines its target word's rows came from."""
     word = tset.inflected(Word(form, t.kind, t.person, form, grammar.plural(form), gender))
     file = tset.file_for(word, spec.template_file)
@@ -435,7 +435,7 @@ def _render_word(tset, spec: SetSpec, form: str, t: _Target, gender: str | None)
         if tpl is None:
             raise InputError(f"template line {template_id} of set {t.set_name!r} is no longer in template set "
                              f"{spec.template_set!r}: regenerate the set")
-        got = tpl.render(word)
+        got = tpl.render(word, limits)
         if got is None:
             raise InputError(f"template line {template_id} renders nothing for the drawn word {form!r} "
                              f"(standing for {t.word!r}): its condition depends on the word itself")

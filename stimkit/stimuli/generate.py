@@ -24,7 +24,8 @@ from . import grammar
 from .language import Provenance
 from .sets import SetSpec  # noqa: F401  (generate.SetSpec: a set to render)
 from .product import SlotPlan
-from .templates import TemplateSet, check_language, current_limits
+from .limits import Limits
+from .templates import TemplateSet, check_language
 from .wordlists import WordList
 
 # Bump when rendering changes in a way the hashed inputs do not show.
@@ -69,10 +70,12 @@ def template_set(spec: SetSpec, template_sets: dict[str, TemplateSet]) -> Templa
     return template_sets[spec.template_set]
 
 
-def render(spec: SetSpec, wordlists: dict[str, WordList], template_sets: dict[str, TemplateSet]) -> RenderedSet:
+def render(spec: SetSpec, wordlists: dict[str, WordList], template_sets: dict[str, TemplateSet], *,
+           limits: Limits = Limits()) -> RenderedSet:
+    """One set rendered, within `limits` (the caller's: a Store's; else the defaults)."""
     tset = template_set(spec, template_sets)
     if tset.declaration is not None:
-        return render_slots(spec, wordlists, tset)
+        return render_slots(spec, wordlists, tset, limits=limits)
     if spec.slot is not None:
         raise StimkitError(f"set {spec.name!r}: template set {tset.name!r} has one slot, the word: "
                            f"name the set {spec.wordlist}@{spec.template_set}")
@@ -86,7 +89,6 @@ def render(spec: SetSpec, wordlists: dict[str, WordList], template_sets: dict[st
     where = f"{wl.name!r} ({wl.path}:{wl.line})"
     rows: dict[str, list] = {c: [] for c in STIMULUS_COLUMNS}
     files_used = []
-    limits = current_limits()
     per_file: dict[str, int] = {}
     words = [tset.inflected(w) for w in wl.words]  # the singular and plural of the set's grammar
     for word_ordinal, word in enumerate(words):
@@ -136,19 +138,21 @@ def _provenance(lists: list[WordList], tset: TemplateSet) -> dict | None:
     return {"overrides": replaced} if replaced else None
 
 
-def render_slots(spec: SetSpec, wordlists: dict[str, WordList], tset: TemplateSet) -> RenderedSet:
+def render_slots(spec: SetSpec, wordlists: dict[str, WordList], tset: TemplateSet, *,
+                 limits: Limits = Limits()) -> RenderedSet:
     """A set of a multi-slot template set (stimuli.product): its version comes from its inputs
     alone, so its sentences are rendered as they are written, a chunk at a time (half a million
     of them never sit in memory at once), and not at all when the version is stored already."""
-    plan = SlotPlan(spec, wordlists, tset)
+    plan = SlotPlan(spec, wordlists, tset, limits)
     return RenderedSet(spec, plan.first_list, plan.version(GENERATOR_VERSION), None,
                        _provenance(list(plan.lists.values()), tset),
                        plan.rows, plan.slot_words(), plan.n_words)
 
 
-def count_slots(spec: SetSpec, wordlists: dict[str, WordList], template_sets: dict[str, TemplateSet]) -> int:
+def count_slots(spec: SetSpec, wordlists: dict[str, WordList], template_sets: dict[str, TemplateSet], *,
+                limits: Limits = Limits()) -> int:
     """How many sentences a multi-slot set has, without rendering a line (SlotPlan.count)."""
-    return SlotPlan(spec, wordlists, template_set(spec, template_sets)).count()
+    return SlotPlan(spec, wordlists, template_set(spec, template_sets), limits).count()
 
 
 def write(con, rendered: list[RenderedSet]) -> list[dict]:
@@ -241,10 +245,12 @@ def _append(con, table: str, version: str, columns: dict[str, list]) -> None:
         store.insert(con, table, frame.with_columns(pl.lit(version, pl.String).alias("set_version")))
 
 
-def generate(con, specs: list[SetSpec], wordlists: dict[str, WordList], template_sets=None) -> list[dict]:
-    """Render every spec first (so a bad template fails before the store is touched), then write."""
+def generate(con, specs: list[SetSpec], wordlists: dict[str, WordList], template_sets=None, *,
+             limits: Limits = Limits()) -> list[dict]:
+    """Render every spec first (so a bad template fails before the store is touched), then write.
+    `limits`: the bounds on the rendering (a Store passes its own)."""
     template_sets = template_sets if template_sets is not None else {}
-    rendered = [render(s, wordlists, template_sets) for s in dict.fromkeys(specs)]
+    rendered = [render(s, wordlists, template_sets, limits=limits) for s in dict.fromkeys(specs)]
     return write(con, rendered)
 
 

@@ -36,6 +36,7 @@ from ..errors import InputError, UsageError
 from ..paths import data_dir
 from . import grammar
 from .inputs import check_name, read_text, read_toml
+from .limits import Limits
 from .template_sets import SET_FILE
 
 RULES_FILE = "_perturb.toml"
@@ -316,8 +317,8 @@ def grammar_errors(text: str, span: tuple[int | None, int | None], singular: str
     return errors
 
 
-def _render_errors(template, word, tset) -> tuple[str | None, set[str]]:
-    out = template.render(word)
+def _render_errors(template, word, tset, limits: Limits) -> tuple[str | None, set[str]]:
+    out = template.render(word, limits)
     if out is None:
         return None, set()
     text, start, end = out
@@ -325,11 +326,11 @@ def _render_errors(template, word, tset) -> tuple[str | None, set[str]]:
     return text, grammar_errors(text, (start, end), word.singular, word.plural, article)
 
 
-def check(family: Family, tset, variant_sets: dict, words: list) -> Family:
+def check(family: Family, tset, variant_sets: dict, words: list, limits: Limits = Limits()) -> Family:
     """The family with every rewritten line that breaks grammar for one of `words` (where its
     parent line does not) dropped, and every variant left with no line dropped; `variant_sets`:
     the candidate variants materialized (`materialize`). The words are those the variants will
-    render (the test's lists, inflected by the set's grammar)."""
+    render (the test's lists, inflected by the set's grammar), within `limits`."""
     kept, dropped = [], list(family.dropped)
     by_file: dict[str, list] = {}
     for w in words:
@@ -346,13 +347,13 @@ def check(family: Family, tset, variant_sets: dict, words: list) -> Family:
             reason = None
             for w in by_file.get(c.file, []):
                 try:
-                    text, errs = _render_errors(mine, w, tset)
+                    text, errs = _render_errors(mine, w, tset, limits)
                 except Exception as e:  # noqa: BLE001 -- a line that cannot render for a word is dropped, saying why
                     reason = f"does not render for {w.text!r}: {e}"
                     break
                 if not errs:
                     continue
-                _, before = _render_errors(parent, w, tset)
+                _, before = _render_errors(parent, w, tset, limits)
                 new = sorted(errs - before)
                 if new:
                     reason = f"{new[0]} in {text!r}"

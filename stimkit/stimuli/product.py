@@ -16,7 +16,8 @@ from ..choices import suggest
 from . import slots as slotting
 from .sandbox import begin
 from .sets import SetSpec
-from .templates import TemplateSet, current_limits, deadlines, refuse_marker_literals
+from .limits import Limits
+from .templates import TemplateSet, deadlines, refuse_marker_literals
 from .wordlists import WordList
 
 # A multi-slot set's stimuli rows (the set's own slot's word and span) and its rows of
@@ -31,9 +32,11 @@ CHUNK = 1 << 16   # stimuli rendered and appended at a time
 
 class SlotPlan:
     """What a multi-slot set is made of: its fillers, template lines, constraints and phrases,
-    and the combinations of slot words the constraints keep (with the files each may use)."""
+    and the combinations of slot words the constraints keep (with the files each may use).
+    `limits`: the bounds on its size and on each render (the caller's: a Store's)."""
 
-    def __init__(self, spec: SetSpec, wordlists: dict[str, WordList], tset: TemplateSet):
+    def __init__(self, spec: SetSpec, wordlists: dict[str, WordList], tset: TemplateSet, limits: Limits = Limits()):
+        self.limits = limits
         decl = self.decl = tset.declaration
         if spec.slot is None:
             raise StimkitError(f"set {spec.name!r}: template set {tset.name!r} has slots {', '.join(decl.names)}: name "
@@ -44,7 +47,7 @@ class SlotPlan:
         self.spec, self.tset = spec, tset
         self.fill = slotting.fills(decl, spec.slot, spec.wordlist, wordlists, spec.name)
         self.names = [s.name for s in self.fill.order]
-        self.check_size(current_limits())  # before a word is inflected or a line rendered
+        self.check_size(limits)  # before a word is inflected or a line rendered
         wordlists = _inflected(wordlists, {spec.wordlist, *(n for s in decl.slots for n in s.lists)}, tset, spec.name)
         self.fill = slotting.fills(decl, spec.slot, spec.wordlist, wordlists, spec.name)
         self.names = [s.name for s in self.fill.order]                   # the set's slot first
@@ -62,7 +65,7 @@ class SlotPlan:
         constraints keep times the lines of the files they keep (a line that renders empty,
         which HolisticBias's do not, would make it fewer)."""
         lines = {f: len(ts) for f, ts in self.templates.items()}
-        return sum(lines[f] for *_, files in self.combinations(current_limits(), phrases=False) for f in files)
+        return sum(lines[f] for *_, files in self.combinations(self.limits, phrases=False) for f in files)
 
     def slot_words(self) -> dict[str, list]:
         """The words that fill each slot, once each, with their tags (the slot_words table)."""
@@ -74,7 +77,7 @@ class SlotPlan:
         """(STIMULUS_COLUMNS, SLOT_COLUMNS) for `chunk` stimuli at a time: every
         template line of every file over the product of the slots' words that the constraints
         keep, the set's own slot outermost, its word and span the stimulus'."""
-        spec, names, limits = self.spec, self.names, current_limits()
+        spec, names, limits = self.spec, self.names, self.limits
         marks = [self.marks[n] for n in names]  # each slot's marker pair: its declared position
         stimuli, slotted, per_line = [], [], dict.fromkeys((t.id for ts in self.templates.values() for t in ts), 0)
         ordinal = 0

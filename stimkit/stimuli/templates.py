@@ -19,12 +19,11 @@ import contextlib
 import dataclasses
 import hashlib
 import json
-import os
 import re
 import signal
 import threading
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
@@ -42,6 +41,7 @@ from . import template_sets
 from .language import ANY, DEFAULT_LANGUAGE, inflected, normalise, same_language
 from .template_sets import SET_FILE
 from ..paths import data_dir
+from .limits import Limits
 from .wordlists import PRONOUNS, Word
 
 _COMMENT = re.compile(r"\{#.*?#\}", re.S)
@@ -50,64 +50,6 @@ _WORDLESS = re.compile(r"\{#-?\s*word-less\s*-?#\}")
 # What makes English forms: filters (stimuli.grammar) and the pronoun variables (wordlists.PRONOUNS).
 ENGLISH_FILTERS = frozenset({"a", "article", "plural", "singular"})
 ENGLISH_VARIABLES = frozenset({"he", "him", "his"})
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Bounds on the work one `generate` may do; each names its option and variable to raise it.
-    They refuse, never change, what is rendered, so they are not part of a set's version."""
-
-    sentence_chars: int = 2_000      # characters in one rendered sentence
-    per_template: int = 100_000      # sentences one template file yields in one set
-    per_set: int = 1_000_000         # sentences in one set
-    render_seconds: float = 5.0      # time to render one sentence
-    combinations: int = 10_000_000   # combinations of slot words in a multi-slot set, before its constraints
-
-    OPTIONS = {"sentence_chars": ("--max-sentence-chars", "STIMKIT_MAX_SENTENCE_CHARS"),
-               "per_template": ("--max-per-template", "STIMKIT_MAX_PER_TEMPLATE"),
-               "per_set": ("--max-per-set", "STIMKIT_MAX_PER_SET"),
-               "render_seconds": ("--max-render-seconds", "STIMKIT_MAX_RENDER_SECONDS"),
-               "combinations": ("--max-combinations", "STIMKIT_MAX_COMBINATIONS")}
-
-    @classmethod
-    def from_env(cls) -> "Limits":
-        values = {}
-        for f in fields(cls):
-            raw = os.environ.get(cls.OPTIONS[f.name][1])
-            if raw is not None:
-                values[f.name] = _positive(raw, f.type, cls.OPTIONS[f.name][1])
-        return cls(**values)
-
-    def how_to_raise(self, name: str) -> str:
-        option, variable = self.OPTIONS[name]
-        return f"raise it with `generate {option}` or {variable}"
-
-
-def _positive(raw, kind, name: str):
-    try:
-        value = (float if kind in (float, "float") else int)(str(raw).strip())
-    except ValueError:
-        value = 0
-    if not value > 0:
-        raise StimkitError(f"{name} must be a number > 0, not {raw!r}")
-    return value
-
-
-_override: list[Limits] = []
-
-
-@contextlib.contextmanager
-def use_limits(limits: Limits):
-    """Limits for the renders inside the block (the CLI's options), instead of the environment's."""
-    _override.append(limits)
-    try:
-        yield limits
-    finally:
-        _override.pop()
-
-
-def current_limits() -> Limits:
-    return _override[-1] if _override else Limits.from_env()
 
 
 class _TooSlow(BaseException):
@@ -172,10 +114,9 @@ class Template:
     # text or name), joined without Jinja, 20x faster and the same output. None otherwise.
     plain: tuple[tuple[bool, str], ...] | None = None
 
-    def render(self, word: Word, limits: Limits | None = None) -> tuple[str, int | None, int | None] | None:
+    def render(self, word: Word, limits: Limits = Limits()) -> tuple[str, int | None, int | None] | None:
         """(stimulus, span_start, span_end), or None when the line renders to nothing; a
         sentence over the limits' length or time is a one-line error naming line and word."""
-        limits = limits or current_limits()
         out = self._generate(context_for(word), limits, f"word {word.text!r}")
         if len(out) > 4 * limits.sentence_chars + 64:
             text = out
