@@ -78,3 +78,21 @@ def test_a_run_with_two_poolings_gives_the_numbers_of_separate_encodes(catalog_d
 
     together, apart = run(tmp_path / "a.duckdb", True), run(tmp_path / "b.duckdb", False)
     assert len(together) == 2 and together == apart
+
+
+def test_what_is_missing_comes_in_the_items_order(tmp_path):
+    """The texts to encode keep the order they were asked in, whatever order DuckDB's join
+    gives: a transformer's batches (and so the last bits of its vectors) follow that order,
+    so a shared pass and separate encodes store the same vectors."""
+    con = store.connect(tmp_path / "s.duckdb")
+    glove = resolve("glove-6b-50d")
+    words = [f"w{i}" for i in range(5000)][::-1]  # more than one DuckDB vector (2048 rows), not sorted
+    stored = pl.DataFrame({"stimulus": words[::7]})
+    embeddings.encode_missing(con, glove, stored)
+    items = embeddings.items_for(glove, pl.DataFrame({"stimulus": words}))
+    todo = embeddings.missing(con, glove, items)
+    keep = set(words[::7])
+    assert todo["text"].to_list() == [w for w in words if w not in keep]
+    joined = SharedPass([resolve("minilm"), resolve("minilm,pooling=cls")])
+    embeddings.register(con, joined)
+    assert embeddings.missing(con, joined, items)["text"].to_list() == words

@@ -99,19 +99,24 @@ def keys(enc: Encoder, stimuli: pl.DataFrame) -> pl.DataFrame:
 
 
 def missing(con, enc: Encoder, items: pl.DataFrame) -> pl.DataFrame:
-    """The items without a stored vector (for a layer sweep: without one in any of its layers)."""
+    """The items without a stored vector (for a layer sweep or a shared pass: without one in any
+    of its encoders), in the items' order: a transformer batches texts by length in the order
+    it gets them, and another order gives other batches, other padding and vectors that differ
+    in the last float bits (a join's output order is DuckDB's to choose)."""
     table = vector_table(enc.dim)
     fps = [e.fingerprint for e in enc.layer_encoders()]
-    con.register("_wanted", items.to_arrow())
+    con.register("_wanted", items.with_row_index("_order").to_arrow())
     try:
         return store.frame(con, f"""
-            SELECT w.* FROM _wanted w
+            SELECT w.* EXCLUDE (_order) FROM _wanted w
             WHERE (SELECT count(*) FROM {table} e WHERE e.fingerprint IN ({", ".join("?" * len(fps))})
-                     AND e.text = w.text AND e.span_start = w.span_start AND e.span_end = w.span_end) < {len(fps)}""",
+                     AND e.text = w.text AND e.span_start = w.span_start AND e.span_end = w.span_end) < {len(fps)}
+            ORDER BY w._order""",
             fps) if len(fps) > 1 else store.frame(con, f"""
-            SELECT w.* FROM _wanted w
+            SELECT w.* EXCLUDE (_order) FROM _wanted w
             ANTI JOIN (SELECT text, span_start, span_end FROM {table} WHERE fingerprint = ?) e
-              USING (text, span_start, span_end)""", fps)
+              USING (text, span_start, span_end)
+            ORDER BY w._order""", fps)
     finally:
         con.unregister("_wanted")
 
