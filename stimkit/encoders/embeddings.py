@@ -61,9 +61,7 @@ def register(con, enc: Encoder) -> str:
 def shared(needs: list[tuple[Encoder, pl.DataFrame]]) -> list[tuple[Encoder, pl.DataFrame]]:
     """(encoder, stimuli) pairs with the poolings of one transformer's forward pass joined into
     one SharedPass (encoders.transformer) over the stimuli any of them reads."""
-    if sum(type(enc).__name__ == "TransformerEncoder" for enc, _ in needs) < 2:
-        return needs  # nothing to share: transformers not imported
-    from .transformer import shared_passes
+    from .transformer import shared_passes  # numpy and the standard library only: no torch
 
     return shared_passes(needs, lambda frames: pl.concat(frames, how="vertical_relaxed").unique(maintain_order=True))
 

@@ -295,10 +295,13 @@ class TransformerEncoder(Encoder):
         shape = (len(texts), self.n_layers() + 1, self.dim) if self.layer == "all" else (len(texts), self.dim)
         return gathered(self.encode_stream(texts, spans), shape)
 
-    def encode_stream(self, texts: list[str], spans: list[Span]) -> Iterator[tuple[np.ndarray, Encoded]]:
+    def encode_stream(self, texts: list[str], spans: list[Span],
+                      poolers: list[TransformerEncoder] | None = None) -> Iterator[tuple[np.ndarray, Encoded]]:
+        """Batches of `texts` (rows into them, their vectors), a window of SORT_WINDOW texts
+        sorted by length at a time; `poolers`: a shared pass's members (_encode_window)."""
         for start in range(0, len(texts), SORT_WINDOW):
             window = slice(start, start + SORT_WINDOW)
-            for rows, got in self._encode_window(texts[window], spans[window]):
+            for rows, got in self._encode_window(texts[window], spans[window], poolers):
                 yield rows + start, got
 
     def _tokenize(self, tokenizer, texts, max_len):
@@ -433,11 +436,7 @@ class SharedPass(Encoder):
         return gathered(self.encode_stream(texts, spans), (len(texts), len(self.members), self.dim))
 
     def encode_stream(self, texts: list[str], spans: list[Span]) -> Iterator[tuple[np.ndarray, Encoded]]:
-        first = self.members[0]
-        for start in range(0, len(texts), SORT_WINDOW):
-            window = slice(start, start + SORT_WINDOW)
-            for rows, got in first._encode_window(texts[window], spans[window], self.members):
-                yield rows + start, got
+        return self.members[0].encode_stream(texts, spans, self.members)
 
 
 def gathered(stream: Iterator[tuple[np.ndarray, Encoded]], shape: tuple[int, ...]) -> Encoded:
