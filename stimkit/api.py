@@ -29,19 +29,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import polars as pl
-
 from . import DEFAULT_BUDGET, DEFAULT_PAPER, store
 from .analysis import families as analysis
 from .errors import InputError, StimkitError, UsageError, first_line as _first_line
 from .paths import default_db
+from .rows import Rows
 from .stimuli.folders import Folders
 from .stimuli.limits import Limits
 from .store import usersql
 
-if TYPE_CHECKING:  # the run layer pulls in numpy and the statistics: imported where used
+# Imported where used: the run layer pulls in numpy and the statistics, and polars is a third of
+# a small store's reading (which `result_rows` prints without).
+if TYPE_CHECKING:
     import numpy as np
+    import polars as pl
 
+    from .analysis.frame import FamilyFrame
     from .catalog.definitions import TestDef
     from .catalog.wefat import WefatDef
     from .run.baseline import BaselineOptions
@@ -537,7 +540,7 @@ class Store:
 
     def results(self, where: str | None = None, run: str | None = None, correct: str | None = None,
                 alpha: float | None = None, include_stale: bool = False, kind: str = "test",
-                baseline: tuple[int, int] | None = None, study: Study | None = None) -> analysis.FamilyFrame:
+                baseline: tuple[int, int] | None = None, study: Study | None = None) -> FamilyFrame:
         """The family's results with adjusted p (`correct`: holm | bonferroni | bh | by | none),
         carrying their family (`.family`: its definition, m, alpha, correction, and how many
         stale results it left out). `kind`: audit or compare results instead of the tests you
@@ -545,25 +548,38 @@ class Store:
         agreeing), else holm at 0.01; `.family.settings` says which. `study`: the study in force
         (a Study), whose alpha, correction and baseline apply where none is given. `baseline`:
         (K, seed) of the study's matched baselines, read first."""
+        rel, family = self._corrected(where, run, correct, alpha, include_stale, kind, baseline, study)
+        return _framed(store.as_frame(rel), family)
+
+    def result_rows(self, where: str | None = None, run: str | None = None, correct: str | None = None,
+                    alpha: float | None = None, include_stale: bool = False, kind: str = "test",
+                    baseline: tuple[int, int] | None = None, study: Study | None = None) -> analysis.FamilyRows:
+        """`results` as plain rows (rows.Rows: Python values, no polars frame), for a reading
+        that only prints them; the same query, so the same rows in the same order."""
+        rel, family = self._corrected(where, run, correct, alpha, include_stale, kind, baseline, study)
+        rows = Rows.of(rel)
+        return analysis.FamilyRows(rows.columns, rows.types, rows.rows, family)
+
+    def _corrected(self, where, run, correct, alpha, include_stale, kind, baseline, study):
         if baseline is None and study is not None:
             baseline = study.baseline_key
         family = analysis.define_family(self.con, where, alpha, run, include_stale=include_stale, kind=kind,
                                         correct=correct, baseline=baseline, study=_defaults(study))
-        return analysis.FamilyFrame.of(analysis.corrected(self.con, family.correction), family)
+        return analysis.corrected_relation(self.con, family.correction), family
 
     def check(self, where: str | None = None, run: str | None = None, alpha: float | None = None,
-              include_stale: bool = False, study: Study | None = None) -> analysis.FamilyFrame:
+              include_stale: bool = False, study: Study | None = None) -> FamilyFrame:
         """Every consistency comparison the family allows, with its verdict (at `alpha`; not
         given: as `results`), carrying the family (`.family`)."""
         from .analysis.consistency import consistency
 
         family = analysis.define_family(self.con, where, alpha, run, allow_empty=True, include_stale=include_stale,
                                         study=_defaults(study))
-        return analysis.FamilyFrame.of(consistency(self.con, family.alpha), family)
+        return _framed(consistency(self.con, family.alpha), family)
 
     def check_metrics(self, where: str | None = None, run: str | None = None, alpha: float | None = None,
                       include_stale: bool = False, study: Study | None = None
-                      ) -> tuple[analysis.FamilyFrame, analysis.FamilyFrame]:
+                      ) -> tuple[FamilyFrame, FamilyFrame]:
         """How far the association metrics agree over the family: per test and encoder, whether
         they agree in sign and decision; over the family, Kendall's tau of each pair of metrics
         (their bias strength over the tests and encoders both measured). Both carry the family (`.family`)."""
@@ -575,9 +591,9 @@ class Store:
                                    "CASE WHEN coalesce(metric, 'weat') = 'weat' THEN effect_size ELSE statistic END AS value, "
                                    "p_value AS p FROM family ORDER BY test, encoder, metric")
         if df.height == 0:
-            return analysis.FamilyFrame.of(df, family), analysis.FamilyFrame.of(df, family)
-        return (analysis.FamilyFrame.of(metrics.sign_agreement(df, family.alpha), family),
-                analysis.FamilyFrame.of(metrics.kendall_tau_matrix(df, by_strength=True), family))
+            return _framed(df, family), _framed(df, family)
+        return (_framed(metrics.sign_agreement(df, family.alpha), family),
+                _framed(metrics.kendall_tau_matrix(df, by_strength=True), family))
 
     def retire(self, where: str, reason: str) -> int:
         """Take the results matching `where` (an SQL condition on `results`) out of every
@@ -611,14 +627,14 @@ class Store:
             raise InputError(f"--where {where!r}: {usersql.first_line(e)}") from None
 
     def query(self, sql: str, params: dict | None = None, where: str | None = None, run: str | None = None,
-              alpha: float | None = None, study: Study | None = None) -> analysis.FamilyFrame:
+              alpha: float | None = None, study: Study | None = None) -> FamilyFrame:
         """A named query (queries/NAME.sql) or one reading statement with named parameters
         ($name); the temp view `family` (see `results`) is defined first, and the answer
         carries it (`.family`). Host files are reachable only from a store opened with
         allow_files=True."""
         family = analysis.define_family(self.con, where, alpha, run, allow_empty=True, study=_defaults(study))
         sql = usersql.check_reading(analysis.named_query(sql) or sql)
-        return analysis.FamilyFrame.of(usersql.read(self.con, sql, params), family)
+        return _framed(usersql.read(self.con, sql, params), family)
 
     def has_study_run(self, study: str | Path | Study) -> bool:
         """Whether the store holds a run of this study (`Store.run` records its name)."""
@@ -725,6 +741,8 @@ class Store:
                       alpha: float | None = None, command: str = "library", progress=None,
                       **option_values) -> tuple[str, pl.DataFrame]:
         """The same tests under each template set: d, its shift and flips against the first set."""
+        import polars as pl
+
         from .run import audit
         from .run.options import Options
 
@@ -907,6 +925,12 @@ def debias_checks(specs: list[str], n: int = 500, seed: int = 0, resamples: int 
 
     built = {spec: encoders.resolve(spec) for spec in specs}
     return {spec: checks(enc, n, seed, resamples) for spec, enc in built.items()}
+
+
+def _framed(df: pl.DataFrame, family: analysis.Family) -> FamilyFrame:
+    from .analysis.frame import FamilyFrame
+
+    return FamilyFrame.of(df, family)
 
 
 def _defaults(study: Study | None) -> tuple[str, float, str] | None:

@@ -65,13 +65,17 @@ def test_a_read_command_builds_only_its_own_commands_and_imports_nothing_heavy(c
     assert "stimkit.cli.association" in modules
     assert not {"stimkit.cli.audit", "stimkit.cli.wefat", "stimkit.cli.report", "stimkit.cli.encode"} & modules
     assert not {m for m in modules if m.split(".")[0] in HEAVY}
-    # a read pays for the store and its frames (DuckDB hands them to polars through the Arrow C
-    # stream interface), not for pyarrow, pandas or the statistics
+    # a read that prints a table or csv pays for the store, not for a frame (it prints rows.Rows),
+    # pyarrow, pandas or the statistics
     tops = {m.split(".")[0] for m in modules}
-    assert {"duckdb", "polars"} <= tops and not {"pyarrow", "pandas", "statsmodels"} & tops
+    assert "duckdb" in tops and not {"polars", "numpy", "pyarrow", "pandas", "statsmodels"} & tops
     assert not {m for m in modules if m.startswith(("stimkit.run", "stimkit.encoders"))}
     # of the statistics only the significance rule (stats.decision); the package's face loads lazily
     assert {m for m in modules if m.startswith("stimkit.stats.")} <= {"stimkit.stats.decision"}
+    # json takes a frame (DuckDB hands it to polars through the Arrow C stream, not pyarrow)
+    proc, modules = probe(db, "results", "--format", "json")
+    assert proc.returncode == 0 and proc.stdout.startswith('{"family": ')
+    assert "polars" in {m.split(".")[0] for m in modules} and "pyarrow" not in {m.split(".")[0] for m in modules}
 
 
 def test_frames_from_the_arrow_stream_equal_duckdbs_own_conversion():
@@ -114,7 +118,7 @@ def test_help_lists_every_command(tmp_path):
     # --help imports the CLI's own light modules and Typer, nothing of the store or the data
     assert not {m.split(".")[0] for m in modules} & {"duckdb", "polars", "pyarrow", "numpy", *HEAVY}
     assert {m for m in modules if m.startswith("stimkit.") and not m.startswith("stimkit.cli")} <= {
-        f"stimkit.{m}" for m in ("choices", "errors", "views", "views.emit", "views.text", "paths")}
+        f"stimkit.{m}" for m in ("choices", "errors", "views", "views.emit", "views.text", "paths", "rows")}
 
 
 def run_main(capsys, *args):

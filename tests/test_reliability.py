@@ -150,7 +150,7 @@ def test_an_unexpected_error_is_one_line_and_debug_shows_the_traceback(db, capsy
     def broken(*a, **k):
         raise RuntimeError("planted bug")
 
-    monkeypatch.setattr(analysis, "corrected", broken)
+    monkeypatch.setattr(analysis, "corrected_relation", broken)
     code, out, err = run_main(capsys, "--db", db, "results")
     assert code == 1 and "internal error: RuntimeError: planted bug" in err and "Traceback" not in err
     with pytest.raises(RuntimeError, match="planted bug"):

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-
-import polars as pl
+from typing import TYPE_CHECKING
 
 import duckdb
 
@@ -14,7 +13,11 @@ from .. import store
 from ..choices import CORRECTIONS, RESULT_KINDS as KINDS, check_alpha, check_correction  # noqa: F401  (re-exported)
 from ..paths import data_dir
 from ..errors import InputError, UsageError
+from ..rows import Rows
 from ..store import usersql
+
+if TYPE_CHECKING:
+    import polars as pl
 
 HYPOTHESIS = ("test, encoder fingerprint, context, alternative, balance, units (sentences or words), p-value procedure, "
               "set versions, metric, centring")
@@ -76,18 +79,12 @@ class Family:
                 if n else None)
 
 
-class FamilyFrame(pl.DataFrame):
-    """A frame read over a family (results, checks, a query): the rows, and the family they were
-    read over (`.family`: its m, alpha, correction, what was tested) with them, so no reader
-    depends on what was read last. Operations on it give plain DataFrames."""
+@dataclass(frozen=True)
+class FamilyRows(Rows):
+    """Rows read over a family (rows.Rows, no polars frame: what `stimkit results` prints), with
+    the family they were read over (`.family`), as analysis.frame.FamilyFrame carries it."""
 
     family: Family | None = None
-
-    @classmethod
-    def of(cls, df: pl.DataFrame, family: Family) -> FamilyFrame:
-        framed = cls._from_pydf(df._df)
-        framed.family = family
-        return framed
 
 
 def latest_run(con) -> str | None:
@@ -288,11 +285,18 @@ def run_sql(con, sql: str) -> pl.DataFrame:
 
 
 def corrected(con, method: str) -> pl.DataFrame:
-    """The family with adjusted p-values and decisions; `can_reject`: whether the test
-    could reach p <= alpha at all (min_p); `rejected_words`: the decision of the same
-    correction over the p's with whole words as units (p_words), and `sentences_only`: rejected
-    only with sentences as units; `flip_word`, `flip_role`, `flip_d`, `flip_p`: the word whose
-    removal flips the decision at alpha (the one moving d most), from result_influence."""
+    """The family with adjusted p-values and decisions (`corrected_relation`) as a polars frame."""
+    return store.as_frame(corrected_relation(con, method))
+
+
+def corrected_relation(con, method: str):
+    """The family with adjusted p-values and decisions, as a relation (read it as a polars
+    frame, `corrected`, or as rows.Rows); `can_reject`: whether the test could reach p <= alpha at
+    all (min_p); `rejected_words`: the decision of the same correction over the p's with whole
+    words as units (p_words), and `sentences_only`: rejected only with sentences as units;
+    `flip_word`, `flip_role`, `flip_d`, `flip_p`: the word whose removal flips the decision at
+    alpha (the one moving d most), from result_influence. Rows in the order of p, then result_id
+    (the corrections' own order: each ranks by them)."""
     check_correction(method)
     if method == "none":
         sql = ("SELECT *, count(*) OVER () AS m, p_value AS p_adjusted, p_value <= getvariable('alpha') AS rejected "
@@ -300,26 +304,29 @@ def corrected(con, method: str) -> pl.DataFrame:
     else:
         sql = named_query(method)
     sql = sql.strip().rstrip(";")
-    # In SQL rather than polars: a polars literal imports numpy, a tenth of `results`' start-up.
-    # DuckDB keeps the subquery's ORDER BY through this projection.
-    main = run_sql(con, f"SELECT *, min_p IS NULL OR min_p <= getvariable('alpha') AS can_reject FROM ({sql})")
+    # The same correction with whole words as units: the family's p while `word_units` is set,
+    # so held (a temp table, which a read-only store allows) before the variable is reset.
     con.execute("SET VARIABLE word_units = true")
     try:
-        by_words = run_sql(con, f"SELECT result_id, rejected AS rejected_words FROM ({sql})")
+        con.execute(f"CREATE OR REPLACE TEMP TABLE family_words AS SELECT result_id, rejected AS rejected_words "
+                    f"FROM ({sql})")
     finally:
         con.execute("RESET VARIABLE word_units")
-    flips = run_sql(con, """
-        SELECT i.result_id, i.word AS flip_word, i.role AS flip_role, i.d_without AS flip_d, i.p_without AS flip_p
-        FROM result_influence i JOIN family f USING (result_id)
-        WHERE (i.p_without <= getvariable('alpha')) <> (f.p_value <= getvariable('alpha'))
-        QUALIFY row_number() OVER (PARTITION BY i.result_id
-                                   ORDER BY abs(i.d_without - f.effect_size) DESC NULLS LAST, i.role, i.word) = 1""")
-    out = main.join(by_words, on="result_id", how="left", maintain_order="left") \
-              .join(flips, on="result_id", how="left", maintain_order="left")
-    if "units" in out.columns:
-        out = out.with_columns(sentences_only=pl.col("rejected") & ~pl.col("rejected_words").fill_null(True)
-                               & (pl.col("units") == "sentences").fill_null(False))
-    return out
+    # In SQL rather than polars: a reading that prints needs no frame (a third of its start-up).
+    return con.sql(f"""
+        SELECT c.*, w.rejected_words, fl.flip_word, fl.flip_role, fl.flip_d, fl.flip_p,
+               c.rejected AND NOT coalesce(w.rejected_words, true) AND coalesce(c.units = 'sentences', false)
+                   AS sentences_only
+        FROM (SELECT *, min_p IS NULL OR min_p <= getvariable('alpha') AS can_reject FROM ({sql})) c
+        LEFT JOIN family_words w USING (result_id)
+        LEFT JOIN (
+            SELECT i.result_id, i.word AS flip_word, i.role AS flip_role, i.d_without AS flip_d, i.p_without AS flip_p
+            FROM result_influence i JOIN family f USING (result_id)
+            WHERE (i.p_without <= getvariable('alpha')) <> (f.p_value <= getvariable('alpha'))
+            QUALIFY row_number() OVER (PARTITION BY i.result_id
+                                       ORDER BY abs(i.d_without - f.effect_size) DESC NULLS LAST, i.role, i.word) = 1
+        ) fl USING (result_id)
+        ORDER BY c.p_value, c.result_id""")
 
 
 def categories(con) -> dict[str, str]:

@@ -37,6 +37,7 @@ from typing import IO
 from rich.console import Console
 
 from ..errors import UsageError
+from ..rows import Rows
 
 FORMATS = ("table", "csv", "tsv", "json", "ndjson", "parquet", "markdown", "latex")
 MACHINE_FORMATS = ("csv", "tsv", "json", "ndjson", "parquet")
@@ -88,7 +89,8 @@ def emit(df, fmt: str | None = None, columns: list[str] | None = None, *, title:
          limit: int | None = None, more: int = 0, stream: IO[str] | None = None, width: int | None = None,
          notes: IO[str] | None = None, keep: tuple[str, ...] = (), drop_first: tuple[str, ...] = (),
          stack: dict[str, str] | None = None) -> None:
-    """Print a polars frame in one of FORMATS (None: `default_format()`).
+    """Print a polars frame in one of FORMATS (None: `default_format()`), or rows.Rows as a
+    table, csv, tsv, markdown or latex (the same text as the same rows in a frame).
 
     columns: the columns to show, in order (missing ones are skipped). limit: print the first
     `limit` rows and say on stderr how many more there are; `more` adds rows the caller already
@@ -98,6 +100,8 @@ def emit(df, fmt: str | None = None, columns: list[str] | None = None, *, title:
     columns a narrow table drops first, in this order; stack: {column: under} for a column that
     a narrow table shows on a second line of another's cells rather than drop it."""
     fmt = check_format(fmt)
+    if isinstance(df, Rows) and fmt in ("json", "ndjson", "parquet"):
+        raise ValueError(f"rows.Rows print as table, csv, tsv, markdown or latex, not {fmt}: read a polars frame")
     df, more = _select(df, columns, limit, more)
     if fmt == "table":
         _print_table(_grid_from_frame(df), title, stream, width, notes, keep, drop_first, stack)
@@ -196,6 +200,10 @@ def render(df, fmt: str) -> str:
         return _latex(_grid_from_frame(df))
     if fmt in ("table", "parquet"):
         raise ValueError(f"render {fmt} with emit")
+    if isinstance(df, Rows):
+        if fmt not in ("csv", "tsv"):
+            raise ValueError(f"rows.Rows print as table, csv, tsv, markdown or latex, not {fmt}: read a polars frame")
+        return _csv_from_rows(df, "," if fmt == "csv" else "\t")
     df = _machine_frame(df)
     if fmt == "json":
         return df.write_json() + "\n"
@@ -266,6 +274,60 @@ def _nested_as_json_text(df):
     return df.with_columns(as_json(n) for n in nested) if nested else df
 
 
+def _csv_from_rows(rows: Rows, sep: str) -> str:
+    """rows.Rows as polars' write_csv writes the same rows in a frame, byte for byte (a test
+    holds the two together): a null as an empty cell, an empty string as "", true/false,
+    floats as `polars_float`, times as ISO 8601 to the microsecond, lists as compact JSON, a
+    cell quoted where it holds the separator, a quote or a line break."""
+    def cell(value, type_: str) -> str:
+        if value is None:
+            return ""
+        if type_ == "DOUBLE":
+            return polars_float(value)
+        if type_ == "BOOLEAN":
+            return "true" if value else "false"
+        if type_ == "TIMESTAMP":
+            return value.isoformat(timespec="microseconds")
+        if type_.endswith("[]"):
+            text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        else:
+            text = str(value)
+        if text == "" or sep in text or any(c in text for c in '"\n\r'):
+            return '"' + text.replace('"', '""') + '"'
+        return text
+
+    lines = [sep.join(cell(c, "VARCHAR") for c in rows.columns)]
+    lines += [sep.join(cell(v, t) for v, t in zip(row, rows.types)) for row in rows.rows]
+    return "\n".join(lines) + "\n"
+
+
+def polars_float(x: float) -> str:
+    """A float as polars writes it in csv: its shortest round-trip digits (Python's repr), in
+    positional notation from 1e-5 up to 1e16 and in scientific notation (`1.5e-7`, `1e+16`)
+    outside; `NaN`, `inf`, `-inf`."""
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    text = repr(x)
+    sign, text = ("-", text[1:]) if text.startswith("-") else ("", text)
+    mantissa, _, exp = text.partition("e")
+    whole, _, fraction = mantissa.partition(".")
+    digits = (whole + fraction).lstrip("0").rstrip("0")
+    if not digits:
+        return sign + "0.0"
+    # the power of ten of the first significant digit
+    if whole.strip("0"):
+        power = len(whole.lstrip("0")) - 1 + int(exp or 0)
+    else:
+        power = -(len(fraction) - len(fraction.lstrip("0"))) - 1 + int(exp or 0)
+    if -5 <= power < 16:
+        if power >= 0:
+            return f"{sign}{digits[:power + 1].ljust(power + 1, '0')}.{digits[power + 1:] or '0'}"
+        return f"{sign}0.{'0' * (-power - 1)}{digits}"
+    return f"{sign}{digits[0]}{'.' + digits[1:] if len(digits) > 1 else ''}e{'+' if power >= 0 else '-'}{abs(power)}"
+
+
 def _finite(value):
     """NaN and infinities as None, through dicts and lists (JSON has no NaN)."""
     if isinstance(value, float) and not math.isfinite(value):
@@ -327,6 +389,8 @@ def _is_float_vector(values) -> bool:
 
 
 def _grid_from_frame(df) -> _Grid:
+    if isinstance(df, Rows):
+        return _grid_from_plain(df)
     import polars as pl
 
     def float_vector(dtype):
@@ -341,6 +405,17 @@ def _grid_from_frame(df) -> _Grid:
     rows = [[_display(v) for v in row] for row in shown.iter_rows()]
     numeric = [t.is_numeric() for t in df.schema.values()]
     return _Grid(list(df.columns), rows, numeric, vector)
+
+
+# DuckDB's numeric types among store.PLAIN_TYPES (right-aligned in a table, as polars' numeric dtypes)
+_NUMERIC = frozenset({"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT",
+                      "DOUBLE"})
+
+
+def _grid_from_plain(rows: Rows) -> _Grid:
+    """rows.Rows as the grid of the same rows in a frame (PLAIN_TYPES hold no float vectors)."""
+    cells = [[_display(v) for v in row] for row in rows.rows]
+    return _Grid(list(rows.columns), cells, [t in _NUMERIC for t in rows.types], [False] * len(rows.columns))
 
 
 def _grid_from_rows(rows: list[dict], columns: list[str]) -> _Grid:

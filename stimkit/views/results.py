@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import math
 import sys
-
-import polars as pl
+from typing import TYPE_CHECKING
 
 from ..errors import UsageError
+from ..rows import Rows
 from . import text
 from .emit import MACHINE_FORMATS, emit, emit_document, err
 from .paper import render_table
@@ -30,46 +30,59 @@ KEEP_COLUMNS = ("test", "encoder", "d", "p_value", "p_adjusted", "rejected")
 DROP_FIRST = ("flags", "baseline_fpr", "baseline_percentile", "n", "ci", "context", "language")
 BASELINE_COLUMNS = ("baseline_percentile", "baseline_fpr")  # shown where some result has a matched baseline
 STACK = {"ci": "d", "flags": "test"}  # a narrow terminal shows these under d and test rather than leave them out
+ROWS_FORMATS = ("table", "csv", "tsv")  # what `show` prints from rows.Rows; the rest from a polars frame
 PAPER_COLUMNS = ("test", "encoder", "context", "d", "p_value", "p_adjusted", "n")
 SENTBIAS_COLUMNS = ["model", "options", "test", "p_value", "effect_size", "num_targ1", "num_targ2", "num_attr1", "num_attr2"]
 SEAT_NAMES = {"n_x": "num_targ1", "n_y": "num_targ2", "n_a": "num_attr1", "n_b": "num_attr2"}
 
+if TYPE_CHECKING:  # a reading that prints rows.Rows never builds a frame (views.emit)
+    import polars as pl
 
-def has_ci(df: pl.DataFrame) -> bool:
-    return "ci_low" in df.columns and "ci_high" in df.columns and df["ci_low"].is_not_null().any()
+    Frame = pl.DataFrame | Rows
 
 
-def results_view(df: pl.DataFrame) -> pl.DataFrame:
-    """`df` with `d` (= effect_size), `ci` ("[low, high]" where a bootstrap CI exists), `n`
-    ("n_x/n_y/n_a/n_b") and `crossed` (crossed d with its interval, where one was estimated)
-    added; every original column stays, for --columns and machine formats."""
-    extra = []
+def has_ci(df: Frame) -> bool:
+    return "ci_low" in df.columns and "ci_high" in df.columns and any(v is not None for v in df["ci_low"])
+
+
+def results_view(df: Frame) -> Frame:
+    """`df` (a polars frame or rows.Rows) with `d` (= effect_size), `ci` ("[low, high]" where a
+    bootstrap CI exists), `n` ("n_x/n_y/n_a/n_b") and `crossed` (crossed d with its interval,
+    where one was estimated) added; every original column stays, for --columns and machine formats."""
+    extra = {}  # name: (values, DuckDB type)
     if "effect_size" in df.columns and "d" not in df.columns:
-        extra.append(pl.col("effect_size").alias("d"))
+        extra["d"] = df["effect_size"], "DOUBLE"
     if has_ci(df) and "ci" not in df.columns:
-        extra.append(pl.Series("ci", [interval_text(lo, hi) or None for lo, hi in zip(df["ci_low"], df["ci_high"])],
-                               dtype=pl.String))
+        extra["ci"] = [interval_text(lo, hi) or None for lo, hi in zip(df["ci_low"], df["ci_high"])], "VARCHAR"
     if {"n_x", "n_y", "n_a", "n_b"} <= set(df.columns) and "n" not in df.columns and df.height:
-        extra.append(pl.Series("n", [n_text(r) for r in df.iter_rows(named=True)], dtype=pl.String))
+        extra["n"] = [n_text(r) for r in df.iter_rows(named=True)], "VARCHAR"
     if "flags" not in df.columns and df.height:
-        extra.append(pl.Series("flags", [flags(r) or None for r in df.iter_rows(named=True)], dtype=pl.String))
-    if "crossed_d" in df.columns and "crossed" not in df.columns and df["crossed_d"].is_not_null().any():
+        extra["flags"] = [flags(r) or None for r in df.iter_rows(named=True)], "VARCHAR"
+    if "crossed_d" in df.columns and "crossed" not in df.columns and any(d is not None for d in df["crossed_d"]):
         # words and templates as random factors (stats.crossed): "+0.62 [-0.10, 1.25]", for --columns and --wide
-        extra.append(pl.Series("crossed", [None if d is None else with_interval(f"{d:+.2f}", lo, hi) for d, lo, hi
-                                           in zip(df["crossed_d"], df["crossed_ci_low"], df["crossed_ci_high"])],
-                               dtype=pl.String))
-    return df.with_columns(extra) if extra else df
+        extra["crossed"] = [None if d is None else with_interval(f"{d:+.2f}", lo, hi) for d, lo, hi
+                            in zip(df["crossed_d"], df["crossed_ci_low"], df["crossed_ci_high"])], "VARCHAR"
+    if isinstance(df, Rows):
+        for name, (values, type_) in extra.items():
+            df = df.with_column(name, values, type_)
+        return df
+    if not extra:
+        return df
+    import polars as pl
+
+    return df.with_columns(pl.col("effect_size").alias(name) if name == "d" else pl.Series(name, values, dtype=pl.String)
+                           for name, (values, _) in extra.items())
 
 
-def read_columns(df: pl.DataFrame) -> list[str]:
+def read_columns(df: Frame) -> list[str]:
     """The default terminal columns present in `df` (`ci` only where a CI exists; `language`
     only where a result is not in English; the baseline's only where some result has one)."""
-    english = "language" not in df.columns or df["language"].drop_nulls().is_in(["en"]).all()
+    english = "language" not in df.columns or all(v == "en" for v in df["language"] if v is not None)
     shown = [c for c in READ_COLUMNS if c in df.columns and not (c == "language" and english)]
-    return shown + [c for c in BASELINE_COLUMNS if c in df.columns and df[c].null_count() < df.height]
+    return shown + [c for c in BASELINE_COLUMNS if c in df.columns and any(v is not None for v in df[c])]
 
 
-def choose_columns(df: pl.DataFrame, spec: str | None, default: list[str] | None) -> list[str] | None:
+def choose_columns(df: Frame, spec: str | None, default: list[str] | None) -> list[str] | None:
     """`--columns a,b,c` checked against `df` (a usage error names the unknown ones and the known);
     without it, `default` (None: every column)."""
     if not spec:
@@ -115,15 +128,18 @@ def paper_table(df: pl.DataFrame, columns: list[str] | None, fmt: str, caption: 
 def sentbias_rows(df: pl.DataFrame) -> pl.DataFrame:
     """The original SEAT code's results.tsv layout (its column names, and `options`: the
     encoder's options), so its analysis scripts read it. Only this format renames."""
+    import polars as pl
+
     options = pl.col("encoder").str.splitn(",", 2).struct.field("field_1").fill_null("").str.replace_all(",", ";")
     return df.rename(SEAT_NAMES).with_columns(options=options).select(SENTBIAS_COLUMNS)
 
 
-def show(df: pl.DataFrame, family, fmt: str, columns: str | None = None, wide: bool = False) -> None:
+def show(df: Frame, family, fmt: str, columns: str | None = None, wide: bool = False) -> None:
     """`stimkit results` printed: a paper's table (latex, markdown: rounded, d with its marks, a
     caption with the family), the original SEAT code's layout (sentbias), one json document
     with the family, or the rows (a terminal table: the reading columns, the decision's legend on
-    stderr; csv and the other machine formats: every column unless --columns)."""
+    stderr; csv and the other machine formats: every column unless --columns). rows.Rows
+    print as a table, csv or tsv (ROWS_FORMATS); the other formats take a polars frame."""
     correct, alpha = family.correction, family.alpha
     if fmt == "sentbias":
         sys.stdout.write(sentbias_rows(df).write_csv(separator="\t", quote_style="never"))
