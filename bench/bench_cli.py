@@ -4,7 +4,7 @@
 
 Each case runs its command with this tree first on PYTHONPATH, then (where v0.3.x has the
 command) with the v0.3.x tree, alternating, `--runs` times each, each tree's bytecode kept
-as a user's is (--dont-write-bytecode: compiled on every run); it prints the median of
+as a user's is (see env_for); it prints the median of
 each side, their ratio (this tree / v0.3.x) and the goal. v0.3.x is commit 08744c8, checked
 out with `git worktree add /tmp/v03 08744c8` (left out, with its column blank, if absent).
 The machine's load is printed first: timings on a loaded machine are noisy, read the spread.
@@ -37,19 +37,13 @@ CALISKAN = [f"weat{i}" for i in range(1, 11)]
 METRICS = "weat,gweat,ripa,rnd,semaxis,ect,rnsb,mac,same,direct_bias"
 
 
-# As a user runs them: Python keeps each tree's bytecode (__pycache__, written by the setup runs;
-# pip compiles an installed package's at install). PYTHONDONTWRITEBYTECODE in the environment
-# (this sandbox sets it) would compile every stimkit module on every run, for both trees;
-# --dont-write-bytecode measures that way.
-KEEP_BYTECODE = True
-
-
 def env_for(tree: Path) -> dict:
+    """As a user runs them: Python keeps each tree's bytecode (__pycache__, written by the setup
+    runs; pip compiles an installed package's at install). With PYTHONDONTWRITEBYTECODE in the
+    environment (this sandbox sets it) and no __pycache__ yet, every stimkit module would be
+    compiled on every run, about 0.1 s of a small reading, for both trees."""
     env = {**os.environ, "PYTHONPATH": str(tree), "OMP_WAIT_POLICY": "PASSIVE", "HF_HUB_OFFLINE": "1"}
-    if KEEP_BYTECODE:
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-    else:
-        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
 
 
@@ -90,16 +84,12 @@ def main() -> None:
     parser.add_argument("--run-pairs", type=int, default=3)
     parser.add_argument("--v03", type=Path, default=Path("/tmp/v03"))
     parser.add_argument("--keep", type=Path, help="copy this tree's last fresh-store run here (for compare_runs.py)")
-    parser.add_argument("--dont-write-bytecode", action="store_true",
-                        help="compile the trees' modules on every run (PYTHONDONTWRITEBYTECODE=1), as no user's install does")
     args = parser.parse_args()
-    global KEEP_BYTECODE
-    KEEP_BYTECODE = not args.dont_write_bytecode
     trees = {"now": HERE}
     if (args.v03 / "stimkit" / "__init__.py").exists():
         trees["v03"] = args.v03
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; this tree {HERE}; "
-          f"v0.3.x {trees.get('v03', 'absent')}; bytecode {'kept' if KEEP_BYTECODE else 'compiled on every run'}")
+          f"v0.3.x {trees.get('v03', 'absent')}; bytecode kept (__pycache__)")
     with tempfile.TemporaryDirectory() as tmp:
         dirs = {k: Path(tmp) / k for k in trees}
         for d in dirs.values():
