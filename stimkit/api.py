@@ -33,7 +33,7 @@ from . import DEFAULT_BUDGET, DEFAULT_PAPER, store
 from .analysis import families as analysis
 from .errors import InputError, StimkitError, UsageError, first_line as _first_line
 from .paths import default_db
-from .rows import Rows
+from .plain import Rows
 from .stimuli.folders import Folders
 from .stimuli.limits import Limits
 from .store import usersql
@@ -554,7 +554,7 @@ class Store:
     def result_rows(self, where: str | None = None, run: str | None = None, correct: str | None = None,
                     alpha: float | None = None, include_stale: bool = False, kind: str = "test",
                     baseline: tuple[int, int] | None = None, study: Study | None = None) -> analysis.FamilyRows:
-        """`results` as plain rows (rows.Rows: Python values, no polars frame), for a reading
+        """`results` as plain rows (plain.Rows: Python values, no polars frame), for a reading
         that only prints them; the same query, so the same rows in the same order."""
         rel, family = self._corrected(where, run, correct, alpha, include_stale, kind, baseline, study)
         rows = Rows.of(rel)

@@ -65,7 +65,7 @@ def test_a_read_command_builds_only_its_own_commands_and_imports_nothing_heavy(c
     assert "stimkit.cli.association" in modules
     assert not {"stimkit.cli.audit", "stimkit.cli.wefat", "stimkit.cli.report", "stimkit.cli.encode"} & modules
     assert not {m for m in modules if m.split(".")[0] in HEAVY}
-    # a read that prints a table or csv pays for the store, not for a frame (it prints rows.Rows),
+    # a read that prints a table or csv pays for the store, not for a frame (it prints plain.Rows),
     # pyarrow, pandas or the statistics
     tops = {m.split(".")[0] for m in modules}
     assert "duckdb" in tops and not {"polars", "numpy", "pyarrow", "pandas", "statsmodels"} & tops
@@ -118,7 +118,7 @@ def test_help_lists_every_command(tmp_path):
     # --help imports the CLI's own light modules and Typer, nothing of the store or the data
     assert not {m.split(".")[0] for m in modules} & {"duckdb", "polars", "pyarrow", "numpy", *HEAVY}
     assert {m for m in modules if m.startswith("stimkit.") and not m.startswith("stimkit.cli")} <= {
-        f"stimkit.{m}" for m in ("choices", "errors", "views", "views.emit", "views.text", "paths", "rows")}
+        f"stimkit.{m}" for m in ("choices", "errors", "views", "views.emit", "views.text", "paths", "plain")}
 
 
 def run_main(capsys, *args):

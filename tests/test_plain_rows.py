@@ -1,4 +1,4 @@
-"""`stimkit results` prints its table, csv and tsv from plain rows (stimkit.rows.Rows), without
+"""`stimkit results` prints its table, csv and tsv from plain rows (stimkit.plain.Rows), without
 building a polars frame (issue 41: a third of a small store's reading was importing polars).
 These tests hold the two paths together: the same query, the same rows in the same order, and
 the same text, byte for byte, with polars' own writers as the oracle."""
@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import stimkit
 from stimkit import store
 from stimkit.analysis import families
-from stimkit.rows import PLAIN_TYPES, Rows
+from stimkit.plain import PLAIN_TYPES, Rows
 from stimkit.views import emit, results as results_view
 
 

@@ -13,7 +13,7 @@ from .. import store
 from ..choices import CORRECTIONS, RESULT_KINDS as KINDS, check_alpha, check_correction  # noqa: F401  (re-exported)
 from ..paths import data_dir
 from ..errors import InputError, UsageError
-from ..rows import Rows
+from ..plain import Rows
 from ..store import usersql
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ class Family:
 
 @dataclass(frozen=True)
 class FamilyRows(Rows):
-    """Rows read over a family (rows.Rows, no polars frame: what `stimkit results` prints), with
+    """Rows read over a family (plain.Rows, no polars frame: what `stimkit results` prints), with
     the family they were read over (`.family`), as analysis.frame.FamilyFrame carries it."""
 
     family: Family | None = None
@@ -291,7 +291,7 @@ def corrected(con, method: str) -> pl.DataFrame:
 
 def corrected_relation(con, method: str):
     """The family with adjusted p-values and decisions, as a relation (read it as a polars
-    frame, `corrected`, or as rows.Rows); `can_reject`: whether the test could reach p <= alpha at
+    frame, `corrected`, or as plain.Rows); `can_reject`: whether the test could reach p <= alpha at
     all (min_p); `rejected_words`: the decision of the same correction over the p's with whole
     words as units (p_words), and `sentences_only`: rejected only with sentences as units;
     `flip_word`, `flip_role`, `flip_d`, `flip_p`: the word whose removal flips the decision at

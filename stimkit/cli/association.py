@@ -314,7 +314,7 @@ def results_cmd(
     if layout is not None and layout not in LAYOUTS:
         raise UsageError(f"unknown layout {layout!r} (known: {', '.join(LAYOUTS)})")
     fmt = fmt or default_format()
-    # A table, csv or tsv of the rows prints them as they come (rows.Rows): no polars frame, a
+    # A table, csv or tsv of the rows prints them as they come (plain.Rows): no polars frame, a
     # third of the start-up of a small store's reading.
     plain = fmt in results_view.ROWS_FORMATS and not (layout or table)
     with open_store(read_only=True) as store:  # what the user typed; the library fills in the study's

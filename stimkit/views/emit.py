@@ -37,7 +37,7 @@ from typing import IO
 from rich.console import Console
 
 from ..errors import UsageError
-from ..rows import Rows
+from ..plain import Rows
 
 FORMATS = ("table", "csv", "tsv", "json", "ndjson", "parquet", "markdown", "latex")
 MACHINE_FORMATS = ("csv", "tsv", "json", "ndjson", "parquet")
@@ -89,7 +89,7 @@ def emit(df, fmt: str | None = None, columns: list[str] | None = None, *, title:
          limit: int | None = None, more: int = 0, stream: IO[str] | None = None, width: int | None = None,
          notes: IO[str] | None = None, keep: tuple[str, ...] = (), drop_first: tuple[str, ...] = (),
          stack: dict[str, str] | None = None) -> None:
-    """Print a polars frame in one of FORMATS (None: `default_format()`), or rows.Rows as a
+    """Print a polars frame in one of FORMATS (None: `default_format()`), or plain.Rows as a
     table, csv, tsv, markdown or latex (the same text as the same rows in a frame).
 
     columns: the columns to show, in order (missing ones are skipped). limit: print the first
@@ -101,7 +101,7 @@ def emit(df, fmt: str | None = None, columns: list[str] | None = None, *, title:
     a narrow table shows on a second line of another's cells rather than drop it."""
     fmt = check_format(fmt)
     if isinstance(df, Rows) and fmt in ("json", "ndjson", "parquet"):
-        raise ValueError(f"rows.Rows print as table, csv, tsv, markdown or latex, not {fmt}: read a polars frame")
+        raise ValueError(f"plain.Rows print as table, csv, tsv, markdown or latex, not {fmt}: read a polars frame")
     df, more = _select(df, columns, limit, more)
     if fmt == "table":
         _print_table(_grid_from_frame(df), title, stream, width, notes, keep, drop_first, stack)
@@ -202,7 +202,7 @@ def render(df, fmt: str) -> str:
         raise ValueError(f"render {fmt} with emit")
     if isinstance(df, Rows):
         if fmt not in ("csv", "tsv"):
-            raise ValueError(f"rows.Rows print as table, csv, tsv, markdown or latex, not {fmt}: read a polars frame")
+            raise ValueError(f"plain.Rows print as table, csv, tsv, markdown or latex, not {fmt}: read a polars frame")
         return _csv_from_rows(df, "," if fmt == "csv" else "\t")
     df = _machine_frame(df)
     if fmt == "json":
@@ -275,7 +275,7 @@ def _nested_as_json_text(df):
 
 
 def _csv_from_rows(rows: Rows, sep: str) -> str:
-    """rows.Rows as polars' write_csv writes the same rows in a frame, byte for byte (a test
+    """plain.Rows as polars' write_csv writes the same rows in a frame, byte for byte (a test
     holds the two together): a null as an empty cell, an empty string as "", true/false,
     floats as `polars_float`, times as ISO 8601 to the microsecond, lists as compact JSON, a
     cell quoted where it holds the separator, a quote or a line break."""
@@ -413,7 +413,7 @@ _NUMERIC = frozenset({"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "U
 
 
 def _grid_from_plain(rows: Rows) -> _Grid:
-    """rows.Rows as the grid of the same rows in a frame (PLAIN_TYPES hold no float vectors)."""
+    """plain.Rows as the grid of the same rows in a frame (PLAIN_TYPES hold no float vectors)."""
     cells = [[_display(v) for v in row] for row in rows.rows]
     return _Grid(list(rows.columns), cells, [t in _NUMERIC for t in rows.types], [False] * len(rows.columns))
 

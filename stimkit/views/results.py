@@ -17,7 +17,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from ..errors import UsageError
-from ..rows import Rows
+from ..plain import Rows
 from . import text
 from .emit import MACHINE_FORMATS, emit, emit_document, err
 from .paper import render_table
@@ -30,12 +30,12 @@ KEEP_COLUMNS = ("test", "encoder", "d", "p_value", "p_adjusted", "rejected")
 DROP_FIRST = ("flags", "baseline_fpr", "baseline_percentile", "n", "ci", "context", "language")
 BASELINE_COLUMNS = ("baseline_percentile", "baseline_fpr")  # shown where some result has a matched baseline
 STACK = {"ci": "d", "flags": "test"}  # a narrow terminal shows these under d and test rather than leave them out
-ROWS_FORMATS = ("table", "csv", "tsv")  # what `show` prints from rows.Rows; the rest from a polars frame
+ROWS_FORMATS = ("table", "csv", "tsv")  # what `show` prints from plain.Rows; the rest from a polars frame
 PAPER_COLUMNS = ("test", "encoder", "context", "d", "p_value", "p_adjusted", "n")
 SENTBIAS_COLUMNS = ["model", "options", "test", "p_value", "effect_size", "num_targ1", "num_targ2", "num_attr1", "num_attr2"]
 SEAT_NAMES = {"n_x": "num_targ1", "n_y": "num_targ2", "n_a": "num_attr1", "n_b": "num_attr2"}
 
-if TYPE_CHECKING:  # a reading that prints rows.Rows never builds a frame (views.emit)
+if TYPE_CHECKING:  # a reading that prints plain.Rows never builds a frame (views.emit)
     import polars as pl
 
     Frame = pl.DataFrame | Rows
@@ -46,7 +46,7 @@ def has_ci(df: Frame) -> bool:
 
 
 def results_view(df: Frame) -> Frame:
-    """`df` (a polars frame or rows.Rows) with `d` (= effect_size), `ci` ("[low, high]" where a
+    """`df` (a polars frame or plain.Rows) with `d` (= effect_size), `ci` ("[low, high]" where a
     bootstrap CI exists), `n` ("n_x/n_y/n_a/n_b") and `crossed` (crossed d with its interval,
     where one was estimated) added; every original column stays, for --columns and machine formats."""
     extra = {}  # name: (values, DuckDB type)
@@ -138,7 +138,7 @@ def show(df: Frame, family, fmt: str, columns: str | None = None, wide: bool = F
     """`stimkit results` printed: a paper's table (latex, markdown: rounded, d with its marks, a
     caption with the family), the original SEAT code's layout (sentbias), one json document
     with the family, or the rows (a terminal table: the reading columns, the decision's legend on
-    stderr; csv and the other machine formats: every column unless --columns). rows.Rows
+    stderr; csv and the other machine formats: every column unless --columns). plain.Rows
     print as a table, csv or tsv (ROWS_FORMATS); the other formats take a polars frame."""
     correct, alpha = family.correction, family.alpha
     if fmt == "sentbias":

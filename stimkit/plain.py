@@ -1,4 +1,4 @@
-"""Rows: a query's rows as plain Python values with their columns and DuckDB types, for a
+"""Plain rows: a query's rows as Python values with their columns and DuckDB types, for a
 reading that only prints them (no polars frame, no duckdb import: the views use it at start-up)."""
 
 from __future__ import annotations
