@@ -54,10 +54,8 @@ class Rows:
         return replace(self, rows=self.rows[:n])
 
     def with_column(self, name: str, values: list, type_: str) -> Rows:
-        """These rows with a column added, or replaced where `name` is one already."""
+        """These rows with a new column last (a name they have already is refused)."""
         if name in self.columns:
-            i = self.columns.index(name)
-            return replace(self, types=self.types[:i] + (type_,) + self.types[i + 1:],
-                           rows=tuple(row[:i] + (v,) + row[i + 1:] for row, v in zip(self.rows, values)))
+            raise ValueError(f"Rows have a column {name!r} already")
         return replace(self, columns=self.columns + (name,), types=self.types + (type_,),
                        rows=tuple(row + (v,) for row, v in zip(self.rows, values)))

@@ -100,8 +100,12 @@ def test_rows_hold_only_the_plain_types_and_say_which_column_is_not():
     with pytest.raises(TypeError, match="a name given twice"):
         Rows.of(con.sql("SELECT 1 AS test, 2 AS test"))
     assert set(COLUMNS) == PLAIN_TYPES   # every type Rows holds is among the random tables' above
+    one = Rows.of(con.sql("SELECT 1 AS a"))
     with pytest.raises(ValueError, match="not json"):
-        emit.emit(Rows.of(con.sql("SELECT 1 AS a")), "json")
+        emit.emit(one, "json")
+    with pytest.raises(ValueError, match="column 'a' already"):
+        one.with_column("a", [2], "BIGINT")
+    assert one.with_column("b", ["x"], "VARCHAR").iter_rows(named=True).__next__() == {"a": 1, "b": "x"}
 
 
 # ------------------------------------------------------------------ results: one query, two readers

@@ -100,8 +100,7 @@ def emit(df, fmt: str | None = None, columns: list[str] | None = None, *, title:
     columns a narrow table drops first, in this order; stack: {column: under} for a column that
     a narrow table shows on a second line of another's cells rather than drop it."""
     fmt = check_format(fmt)
-    if isinstance(df, Rows) and fmt in ("json", "ndjson", "parquet"):
-        raise ValueError(f"plain.Rows print as table, csv, tsv, markdown or latex, not {fmt}: read a polars frame")
+    _printable(df, fmt)  # before a title or note is printed
     df, more = _select(df, columns, limit, more)
     if fmt == "table":
         _print_table(_grid_from_frame(df), title, stream, width, notes, keep, drop_first, stack)
@@ -201,8 +200,7 @@ def render(df, fmt: str) -> str:
     if fmt in ("table", "parquet"):
         raise ValueError(f"render {fmt} with emit")
     if isinstance(df, Rows):
-        if fmt not in ("csv", "tsv"):
-            raise ValueError(f"plain.Rows print as table, csv, tsv, markdown or latex, not {fmt}: read a polars frame")
+        _printable(df, fmt)
         return _csv_from_rows(df, "," if fmt == "csv" else "\t")
     df = _machine_frame(df)
     if fmt == "json":
@@ -210,6 +208,12 @@ def render(df, fmt: str) -> str:
     if fmt == "ndjson":
         return df.write_ndjson()
     return _nested_as_json_text(df).write_csv(separator="," if fmt == "csv" else "\t")
+
+
+def _printable(df, fmt: str) -> None:
+    """plain.Rows print as text a person reads or csv/tsv; json, ndjson and parquet take a frame."""
+    if isinstance(df, Rows) and fmt in ("json", "ndjson", "parquet"):
+        raise ValueError(f"plain.Rows print as table, csv, tsv, markdown or latex, not {fmt}: read a polars frame")
 
 
 def _select(df, columns, limit, more):
