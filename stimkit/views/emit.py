@@ -88,7 +88,7 @@ def check_format(fmt: str | None, extra: tuple[str, ...] = ()) -> str:
 def emit(df, fmt: str | None = None, columns: list[str] | None = None, *, title: str | None = None,
          limit: int | None = None, more: int = 0, stream: IO[str] | None = None, width: int | None = None,
          notes: IO[str] | None = None, keep: tuple[str, ...] = (), drop_first: tuple[str, ...] = (),
-         stack: dict[str, str] | None = None) -> None:
+         stack: dict[str, str] | None = None, order: tuple[str, ...] = ()) -> None:
     """Print a polars frame in one of FORMATS (None: `default_format()`), or plain.Rows as a
     table, csv, tsv, markdown or latex (the same text as the same rows in a frame).
 
@@ -98,12 +98,14 @@ def emit(df, fmt: str | None = None, columns: list[str] | None = None, *, title:
     table width (the terminal's, or unbounded off a terminal); notes: where notes go (stderr).
     keep: columns a narrow table never drops (it folds long names instead); drop_first: the
     columns a narrow table drops first, in this order; stack: {column: under} for a column that
-    a narrow table shows on a second line of another's cells rather than drop it."""
+    a narrow table shows on a second line of another's cells rather than drop it; order: the
+    columns by importance, most important first (a narrow table drops the columns it does not
+    name first, from the right, then these from the last)."""
     fmt = check_format(fmt)
     _printable(df, fmt)  # before a title or note is printed
     df, more = _select(df, columns, limit, more)
     if fmt == "table":
-        _print_table(_grid_from_frame(df), title, stream, width, notes, keep, drop_first, stack)
+        _print_table(_grid_from_frame(df), title, stream, width, notes, keep, drop_first, stack, order)
     elif fmt == "parquet":
         if title:
             _note(title, notes)
@@ -172,9 +174,10 @@ def emit_tables(tables: dict, fmt: str | None = None, *, meta: dict | None = Non
 
 
 def print_rows(rows: list[dict], columns: list[str], title: str | None = None, *, stream: IO[str] | None = None,
-               width: int | None = None, notes: IO[str] | None = None, keep: tuple[str, ...] = ()) -> None:
+               width: int | None = None, notes: IO[str] | None = None, keep: tuple[str, ...] = (),
+               order: tuple[str, ...] = ()) -> None:
     """A table of plain rows (dicts whose values need not share a type per column)."""
-    _print_table(_grid_from_rows(rows, columns), title, stream, width, notes, keep)
+    _print_table(_grid_from_rows(rows, columns), title, stream, width, notes, keep, order=order)
 
 
 def _write_parquet(df, stream) -> None:
@@ -481,7 +484,7 @@ def _latex(grid: _Grid) -> str:
 
 def _print_table(grid: _Grid, title: str | None, stream: IO[str] | None, width: int | None,
                  notes: IO[str] | None, keep_names: tuple[str, ...] = (), drop_first: tuple[str, ...] = (),
-                 stack: dict[str, str] | None = None) -> None:
+                 stack: dict[str, str] | None = None, order: tuple[str, ...] = ()) -> None:
     from rich import box
     from rich.table import Table
     from rich.text import Text
@@ -494,7 +497,7 @@ def _print_table(grid: _Grid, title: str | None, stream: IO[str] | None, width: 
     def fit(grid):  # a stacked column ("d\nci") is known by its first name
         named = [c.split("\n")[0] for c in grid.columns]
         return _fit(grid, available, [named.index(c) for c in keep_names if c in named],
-                    [named.index(c) for c in drop_first if c in named])
+                    [named.index(c) for c in drop_first if c in named], [named.index(c) for c in order if c in named])
 
     keep, widths = fit(grid)
     hidden = [c for i, c in enumerate(grid.columns) if i not in keep]
@@ -513,12 +516,17 @@ def _print_table(grid: _Grid, title: str | None, stream: IO[str] | None, width: 
     # box-drawing characters only for a person at a terminal; a file or pipe gets ASCII rules
     rules = box.HEAVY_HEAD if console.is_terminal else box.ASCII
     table = Table(title=Text(title) if title else None, box=rules, header_style="bold")
-    for i in keep:
+    kinds = _kinds(grid)
+    for i in keep:  # a header folds as a name does (at its `_`)
         table.add_column(Text(_fold(grid.columns[i], widths[i])), width=widths[i], overflow="fold",
                          justify="right" if grid.numeric[i] else "left")
-    for row in grid.rows:
-        table.add_row(*(Text(_fold(row[i], widths[i])) for i in keep))
+    for row in grid.rows:  # a name folds after its break characters; anything else only at a space
+        table.add_row(*(Text(_fold(row[i], widths[i], kinds[i] != "name") if row[i] != "" else EMPTY) for i in keep))
     console.print(table, soft_wrap=False, crop=False)
+
+
+# An empty cell in a table a person reads: a dash, so that a blank is never taken for a lost value.
+EMPTY = "-"
 
 
 def _stacked(grid: _Grid, stack: dict[str, str]) -> _Grid:
@@ -541,20 +549,24 @@ def _overhead(n_columns: int) -> int:
 
 # Where a folded name or header may break: after one of these or a space, or before an @
 # (a set's template stays with it: "pleasant" / "@may2019").
-_PIECE = re.compile(r"@?[^_\-@/,=:\s]*(?:[_\-/,=:]|\s+)?")
-# A cell of figures (sizes "24/24/25/25", "+1.71** [1.37, 1.82]", "<= 5e-06"): a finding, never cut.
-_FIGURES = re.compile(r"[-+−\d.,:;/*†<=>%()\[\]eE ]*\d[-+−\d.,:;/*†<=>%()\[\]eE ]*")
+_PIECE = re.compile(r"@?[^_\-@/,=:~\s]*(?:[_\-/,=:~]|\s+)?")
+_WORD = re.compile(r"\S+\s*")  # what a cell of numbers or prose breaks into: whole tokens, at spaces
+# A cell of figures (sizes "24/24/25/25", "+1.71**^ [1.37, 1.82]", "<= 5e-06", "+0.4*✓"): a finding, never cut.
+_FIGURES = re.compile(r"[-+−\d.,:;/*†^✓✗▲<=>%()\[\]eE ]*\d[-+−\d.,:;/*†^✓✗▲<=>%()\[\]eE ]*")
 
 
-def _pieces(text: str) -> list[str]:
-    """`text` cut after each break character or run of spaces: the units a fold keeps whole."""
-    return [p for p in _PIECE.findall(text) if p]
+def _pieces(text: str, spaces: bool = False) -> list[str]:
+    """`text` cut after each break character or run of spaces (`spaces`: after each run of
+    spaces only): the units a fold keeps whole."""
+    return [p for p in (_WORD if spaces else _PIECE).findall(text) if p]
 
 
-def _fold(text: str, width: int) -> str:
-    """Each line of `text` wrapped to `width` after `_ - / , = :` or a space, or before an `@`,
-    and cut inside a piece only where the piece alone is wider: "european_american_names@may2019"
-    at 12 is "european_\namerican_\nnames\n@may2019"."""
+def _fold(text: str, width: int, spaces: bool = False) -> str:
+    """Each line of `text` wrapped to `width` after `_ - / , = : ~` or a space, or before an `@`
+    (`spaces`: at spaces only, as a cell of numbers or prose: "+0.73* [-0.11, 1.23]" never
+    parts a sign from its number), and cut inside a piece only where the piece alone is wider
+    (the column is made no narrower than its widest piece where it can be):
+    "european_american_names@may2019" at 12 is "european_\namerican_\nnames\n@may2019"."""
     from rich.cells import cell_len
 
     lines = []
@@ -563,7 +575,7 @@ def _fold(text: str, width: int) -> str:
             lines.append(line)
             continue
         current = ""
-        for piece in _pieces(line):
+        for piece in _pieces(line, spaces):
             if current and cell_len(current + piece.rstrip()) > width:
                 lines.append(current.rstrip())
                 current = ""
@@ -595,35 +607,44 @@ def _kinds(grid: _Grid) -> list[str]:
     return kinds
 
 
-def _fit(grid: _Grid, available: int, protected: list[int] = (), drop_first: list[int] = ()) -> tuple[list[int], dict[int, int]]:
+def _fit(grid: _Grid, available: int, protected: list[int] = (), drop_first: list[int] = (),
+         order: list[int] = ()) -> tuple[list[int], dict[int, int]]:
     """Which columns to show and how wide, so that the findings stay and no number is cut.
 
     A table too wide gives way in this order: (1) the columns that say least go: all empty,
     names or text with one value throughout, float vectors (while the names are still whole),
     then the command's `drop_first` (while the names would fold to more than FOLD_WIDTH);
-    (2) names fold over lines (after `_ - / , = :`, before `@`) down to NAME_WIDTH, text wraps at spaces
-    down to MIN_TEXT_WIDTH, and the headers of findings fold at their `_`; (3) only then do
-    columns go, from the right (a command lists its columns in the order a person reads them),
-    never the first or a `keep` (`protected`) one; (4) what must stay
-    folds further. The widest column that may still fold gives way first, one character at a time."""
+    (2) names fold over lines (after `_ - / , = : ~`, before `@`) down to NAME_WIDTH, text wraps at
+    spaces down to MIN_TEXT_WIDTH, and the headers of findings fold at their `_`; (3) only then
+    do columns go by importance: first those `order` does not name, from the right (a command
+    lists its columns in the order a person reads them), then those it names, the least
+    important first; never the first or a `keep` (`protected`) one; (4) names and text fold
+    further, down to their widest piece or word; (5) a `keep` column goes, the least important
+    first, rather than a number be cut. A cell of numbers or figures is never narrower than its
+    widest token: it wraps only at a space between whole tokens. The widest column that may
+    still fold gives way first, one character at a time."""
     from rich.cells import cell_len
 
     kinds = _kinds(grid)
-    natural, tight = [], []
+    natural, tight, floor = [], [], []
     for i, name in enumerate(grid.columns):
         cells = [row[i] for row in grid.rows]
         natural.append(max((cell_len(line) for t in [name, *cells] for line in t.splitlines() or [""]), default=0))
         header = max((cell_len(p.rstrip()) for line in name.splitlines() for p in _pieces(line)), default=0)
+        words = max((cell_len(w) for c in cells for w in c.split()), default=0)
         if kinds[i] in ("number", "decision"):  # values whole, the header folds at its _
-            least = max([header] + [cell_len(line) for c in cells for line in c.splitlines()])
+            least = lowest = max([header] + [cell_len(line) for c in cells for line in c.splitlines()])
         elif kinds[i] == "figures":  # a figure whole, lines break between figures
-            least = max([header] + [cell_len(w) for c in cells for w in c.split()])
+            least = lowest = max(header, words)
         elif kinds[i] == "text":
-            least = max(header, max((cell_len(w) for c in cells for w in c.split()), default=0),
-                        min(natural[i], MIN_TEXT_WIDTH))
-        else:
-            least = min(natural[i], max(header, NAME_WIDTH))
+            lowest = max(header, words)
+            least = max(lowest, min(natural[i], MIN_TEXT_WIDTH))
+        else:  # a name: never cut inside a piece where the column can be as wide as the piece
+            lowest = max([header] + [cell_len(p.rstrip()) for c in cells for line in c.splitlines()
+                                     for p in _pieces(line)])
+            least = max(lowest, min(natural[i], max(header, NAME_WIDTH)))
         tight.append(min(least, natural[i]))
+        floor.append(min(lowest, natural[i]))
     # (1) is judged with headers and figures whole, text wrapped and names whole (say-little
     # columns) or folded to FOLD_WIDTH (the command's drop_first); (2) and (3) with everything folded
     header = [max((cell_len(line) for line in c.splitlines()), default=0) for c in grid.columns]
@@ -647,16 +668,23 @@ def _fit(grid: _Grid, available: int, protected: list[int] = (), drop_first: lis
                 break
             if i in keep:
                 keep.remove(i)
-    for i in reversed(keep[:]):
+    ranked = list(dict.fromkeys(i for i in order if i in keep))  # most important first
+    by_importance = [i for i in reversed(keep) if i not in ranked] + list(reversed(ranked))  # least first
+    for i in by_importance:
         if needed(keep, tight) <= available:
             break
         if i not in stays:
             keep.remove(i)
-    while needed(keep, tight) > available:  # what must stay folds: the widest cell gives way, not a column
-        widest = max(keep, key=lambda i: tight[i])
-        if tight[widest] <= 8:
+    while needed(keep, tight) > available:  # what must stay folds: the widest name or text gives way, to its floor
+        foldable = [i for i in keep if tight[i] > floor[i]]
+        if not foldable:
             break
-        tight[widest] -= 1
+        tight[max(foldable, key=lambda i: tight[i])] -= 1
+    for i in by_importance:  # rather than cut a number, a column that was to stay goes
+        if needed(keep, tight) <= available:
+            break
+        if i in keep and i != 0:
+            keep.remove(i)
     widths = {i: natural[i] for i in keep}
     excess = sum(widths.values()) + _overhead(len(keep)) - available
     while excess > 0:  # narrow the widest column that may still fold, one character at a time
