@@ -10,7 +10,7 @@ import typer
 from .. import DEFAULT_BUDGET, DEFAULT_PAPER, UsageError
 from ..choices import (ALTERNATIVES, BALANCE_POLICIES, CENTERINGS, CONTEXTS, CORRECTIONS, LAYOUTS, METRIC_NAMES, P_METHODS,
                       RESULT_KINDS, SOURCES, UNITS, choices)
-from .common import (OverrideOption, TemplateDirOption, WordlistDirOption, app, check_alpha, check_correction,
+from .common import (FORMATS, ColumnsOption, OverrideOption, TemplateDirOption, WideOption, WordlistDirOption, app, check_alpha, check_correction,
                      count as _count, db_path, emit, err, family_line, format_option,
                      handles_errors, invocation, open_store, out, result_lines, current_study)
 from . import procedure
@@ -97,9 +97,11 @@ def baseline_line(b, reused: bool = False) -> str:
 SUMMARY_LINES = 3  # `stimkit run`: more warnings or baselines than this are a count with the command that lists them
 
 
-def finish(report, summary: bool = False) -> None:
+def finish(report, summary: bool = False, closing=None) -> None:
     """The run's notes, warnings and summary line; exit 1 when any test or encoder failed.
-    `summary` (`stimkit run`): many warnings or baselines become a line each saying how many."""
+    `summary` (`stimkit run`): many warnings or baselines become a line each saying how many.
+    `closing`: what the command prints last (its rows on stdout, or `run`'s summary line), even
+    when some part failed."""
     for note in report.notes:
         err.print(result_lines(note), highlight=False)
     if summary and len(report.warnings) > SUMMARY_LINES:
@@ -117,11 +119,13 @@ def finish(report, summary: bool = False) -> None:
     else:
         for b in report.baselines:
             err.print(baseline_line(b, b.baseline_id in report.reused), highlight=False)
-    if report.run_id:
+    if report.run_id and not summary:  # `run` says its own summary line, last
         err.print(result_lines(f"run {report.run_id}: {_count(len(report.results), 'result')} from "
                                f"{_count(report.n_tests, 'test')} x {_count(report.n_encoders, 'encoder')}, "
                                f"{_count(len(report.failures), 'failure')}.", f"see `stimkit results --run {report.run_id}`"),
                   highlight=False)
+    if closing is not None:
+        closing()
     if report.failures:
         if not report.run_id and len(report.failures) > 1:  # a single failure has said it all in its line
             err.print(f"nothing stored: {_count(len(report.failures), 'failure')}", highlight=False)
@@ -154,12 +158,21 @@ def test_cmd(
     template_dir: TemplateDirOption = None,
     override: OverrideOption = False,
     rerun: Annotated[bool, typer.Option("--rerun", help="Re-run one result (the report's recipe): the ad-hoc test may carry a test's name (its seed streams and cut derive from it) and is not stored, so it never stands in for that test.", rich_help_panel=OUTPUT)] = False,
-    verbose: Annotated[bool, typer.Option("--verbose/--quiet", "-v/-q", help="A line per result.", rich_help_panel=OUTPUT)] = True,
+    verbose: Annotated[bool, typer.Option("--verbose/--quiet", "-v/-q", help="A line per result (on stderr).", rich_help_panel=OUTPUT)] = True,
+    fmt: Annotated[Optional[str], format_option(help=f"The run's results on stdout, as `stimkit results --run` prints "
+                                                     f"them: {' | '.join(FORMATS)} (default: table on a terminal, "
+                                                     "csv otherwise).")] = None,
+    columns: ColumnsOption = None,
+    wide: WideOption = False,
     proc: dict = None,
 ):
     """Run association tests (catalog, imported or ad-hoc) for one or more encoders; results go to the store.
 
+    The run's results go to stdout (as `stimkit results --run ID` prints them: a table on a
+    terminal, csv to a file or pipe); a line per result and the notes go to stderr.
+
     Examples:
+      stimkit test weat6 -e glove-6b-50d -f csv > out.csv
       stimkit test weat6 sent-weat6 -e glove-6b-50d -e use-m3
       stimkit test 'sent-weat*' -e minilm --cuts 20
       stimkit test sent-weat1 --context c-word -e minilm
@@ -186,8 +199,31 @@ def test_cmd(
                                 source=source, x=x, y=y, a=a, b=b, name=name, context=context, command=invocation(),
                                 options=opts, save=save, cross_lingual=cross_lingual, rerun=rerun,
                                 baseline=baseline or None, per_test=per_test, **callbacks)
+        rows = run_rows(store, report.run_id, opts.alpha, fmt, columns, wide)
     warn_cannot_reject(report, opts.alpha)
-    finish(report)
+    finish(report, closing=lambda: rows and show_run_rows(*rows))
+
+
+def run_rows(store, run_id: str | None, alpha: float, fmt: str | None, columns: str | None, wide: bool = False):
+    """The results a command just made, read as `stimkit results --run ID` reads them (the
+    run's family, corrected at the command's alpha), ready for `show_run_rows`; None when the
+    run stored nothing."""
+    from ..views import results as results_view
+    from ..views.emit import default_format
+
+    if not run_id:
+        return None
+    fmt = fmt or default_format()
+    plain = fmt in results_view.ROWS_FORMATS
+    read = store.result_rows if plain else store.results
+    df = read(None, run_id, None, alpha, False, "test", study=current_study())
+    return df, fmt, columns, wide
+
+
+def show_run_rows(df, fmt: str, columns: str | None, wide: bool = False) -> None:
+    from ..views import results as results_view
+
+    results_view.show(df, df.family, fmt, columns, wide)
 
 
 @app.command("baseline")
@@ -253,10 +289,6 @@ def baseline_cmd(
         raise typer.Exit(1)
 
 
-ColumnsOption = Annotated[Optional[str], typer.Option(
-    "--columns", "-c", help="Columns to print, comma-separated, in this order (any column of the results, "
-                            "or d, ci, n); default: the reading set on a terminal, every column in csv/tsv/json/ndjson/parquet.")]
-WideOption = Annotated[bool, typer.Option("--wide", "--all-columns", help="Every column, also in a table.")]
 VerboseFamily = Annotated[bool, typer.Option("--verbose", "-v", help="The family's full definition on stderr.")]
 
 
@@ -537,8 +569,7 @@ def run_cmd(
         tancelis.show_run(view, job.results, job.family, s, alpha, fmt)
     else:
         table4.show(view, job.results, job.family, fmt, table4.title(s), summary=job.run.run_id)
-    run_summary(job, alpha)
-    finish(job.run, summary=True)
+    finish(job.run, summary=True, closing=lambda: run_summary(job, alpha))
 
 
 def run_view(store, job):
@@ -573,5 +604,6 @@ def run_summary(job, alpha: float) -> None:
     if job.run.wefats:
         err.print(f"{_count(len(job.run.wefats), 'WEFAT')} (queries/wefat.toml): `stimkit wefat-results` lists them",
                   highlight=False)
+    failed = f"; {_count(len(job.run.failures), 'failure')}" if job.run.failures else ""
     err.print(f"run {job.run.run_id} in {job.seconds:.1f}s; {job.results['rejected'].sum()} of {job.family.m} "
-              f"significant after {job.study.correction} at {alpha}. Store: {db_path()}", highlight=False)
+              f"significant after {job.study.correction} at {alpha}{failed}. Store: {db_path()}", highlight=False)

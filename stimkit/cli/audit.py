@@ -9,6 +9,7 @@ import typer
 
 from .. import DEFAULT_BUDGET, StimkitError
 from ..errors import UsageError
+from ..views import audit as views_audit
 from ..views.text import with_interval
 from . import procedure
 from .common import (OverrideOption, TemplateDirOption, WordlistDirOption, app, emit, emit_tables, err, format_option, invocation, current_study, study_value,
@@ -43,8 +44,8 @@ def _audit(
     with open_store(wordlist_dir=wordlist_dir, template_dir=template_dir, override=override) as store:
         if not compare:
             run_id, _ = store.audit(test, encoders, template_set, alpha, command, _audit_line, progress_for, **values)
-            if fmt is not None:  # the audits just stored, as `audit show` prints them
-                _show(*store.audits(f"run_id = '{run_id}'", alpha=alpha), fmt)
+            # the audits just stored on stdout, as `audit show` prints them; the lines above went to stderr
+            _show(*store.audits(f"run_id = '{run_id}'", alpha=alpha), fmt)
             err.print(result_lines(f"run {run_id}:", f"see `stimkit audit show --where \"run_id = '{run_id}'\"`"),
                       highlight=False)
             return
@@ -150,7 +151,8 @@ def audit_perturb_cmd(
     tables = {"wording": audits.drop("run_id")}
     if rankings.height:  # one encoder: no order to keep
         tables["rankings"] = rankings.drop("run_id")
-    emit_tables(tables, fmt, titles={"wording": WORDING_TITLE, "rankings": RANKINGS_TITLE})
+    emit_tables(tables, fmt, titles={"wording": WORDING_TITLE, "rankings": RANKINGS_TITLE},
+                options={"wording": views_audit.WORDING, "rankings": views_audit.RANKINGS})
     for f in families.values():
         for d in f.dropped:
             err.print(f"dropped {d.variant}{' ' + d.template if d.template else ''}: {d.reason}", highlight=False)
@@ -195,7 +197,7 @@ def audit_ceat_cmd(
                           samples=samples, seed=seed)
     emit(pl.DataFrame([dataclasses.asdict(r) for r in rows]), fmt,
          title="CEAT's combined effect size (CES, its p) beside stimkit's d and p and the crossed model's d",
-         keep=("ces", "d"))
+         **views_audit.CEAT)
 
 
 @audit_app.command("show")
@@ -225,7 +227,7 @@ def audit_show_cmd(
             rows = store.wording_variants(where)
         if rows.height == 0:
             raise StimkitError("no wording audits" + (f" where {where}" if where else "") + " (run `stimkit audit perturb`)")
-        emit(rows, fmt, title="Wording audits: d and p under each rewording (the original first)", keep=("d", "p"))
+        emit(rows, fmt, title="Wording audits: d and p under each rewording (the original first)", **views_audit.VARIANTS)
         return
     with open_store(read_only=True) as store:
         audits, movers_df = store.audits(where, top, alpha)
@@ -241,7 +243,8 @@ def audit_show_cmd(
         tables.update(wording=wording, **({"rankings": rankings} if rankings.height else {}))
         emit_tables(tables, fmt, titles={"audits": audits_title(audits), "templates": TEMPLATES_TITLE,
                                          "wording": WORDING_TITLE, "rankings": RANKINGS_TITLE},
-                    options={"templates": KEEP_TEMPLATES})
+                    options={"audits": views_audit.AUDITS, "templates": views_audit.TEMPLATES,
+                             "wording": views_audit.WORDING, "rankings": views_audit.RANKINGS})
         return
     if audits.height == 0:
         raise StimkitError("no audits" + (f" where {where}" if where else "") + " (run `stimkit audit templates` "
@@ -258,13 +261,13 @@ def audits_title(audits) -> str:
     return "Template audits: the full test, the pooled d over its templates, flip rates" + (f" at alpha {at}" if at else "")
 
 
-KEEP_TEMPLATES = {"keep": ("d_alone", "decision_flip")}  # what a narrow terminal never drops
 
 
 def _show(audits, movers_df, fmt, movers_only: bool = False) -> None:
     """The audits and the templates that move each most, both in every format (or the templates alone)."""
     if movers_only:
-        emit(movers_df, fmt, title=TEMPLATES_TITLE, **KEEP_TEMPLATES)
+        emit(movers_df, fmt, title=TEMPLATES_TITLE, **views_audit.TEMPLATES)
     else:
         emit_tables({"audits": audits.drop("audit_id"), "templates": movers_df}, fmt,
-                    titles={"audits": audits_title(audits), "templates": TEMPLATES_TITLE}, options={"templates": KEEP_TEMPLATES})
+                    titles={"audits": audits_title(audits), "templates": TEMPLATES_TITLE},
+                    options={"audits": views_audit.AUDITS, "templates": views_audit.TEMPLATES})

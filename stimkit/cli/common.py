@@ -295,7 +295,13 @@ WordlistDirOption = Annotated[Optional[Path], typer.Option(
 TemplateDirOption = Annotated[Optional[Path], typer.Option(
     "--template-dir", help="Folder of your own template sets, searched before the built-in ones.")]
 OverrideOption = Annotated[bool, typer.Option(
-    "--override", help="Let your tests, word lists or template sets replace built-in ones of the same name.")]
+    "--override", help="Let your tests, word lists or template sets replace built-in ones of the same name "
+                       "(a study file: override = true).")]
+# How a command that prints results chooses them: declared once, for `results`, `test` and the others.
+ColumnsOption = Annotated[Optional[str], typer.Option(
+    "--columns", "-c", help="Columns to print, comma-separated, in this order (any column of the results, "
+                            "or d, ci, n); default: the reading set on a terminal, every column in csv/tsv/json/ndjson/parquet.")]
+WideOption = Annotated[bool, typer.Option("--wide", "--all-columns", help="Every column, also in a table.")]
 
 
 def db_path() -> Path:

@@ -9,9 +9,12 @@ from .emit import MACHINE_FORMATS, emit, emit_document, emit_tables, err
 from .results import choose_columns
 from .text import SENTENCES_ONLY_NOTE, count, family_line
 
-# at 80 columns a verdict keeps what it is about and why; the procedure's columns go first
-KEEP = ("check_name", "encoder", "tests", "verdict", "reason")
-DROP_FIRST = ("heuristic", "test_used", "diff_p", "detail")
+# at 80 columns a verdict keeps what it is about, the figures it rests on (detail: d, p) and
+# why (reason, under the verdict where it must); the procedure's columns go first
+KEEP = ("check_name", "encoder", "tests", "verdict", "detail")
+ORDER = ("check_name", "encoder", "tests", "verdict", "detail", "reason", "diff_p", "test_used", "heuristic")
+DROP_FIRST = ("heuristic", "test_used", "diff_p")
+STACK = {"reason": "verdict"}
 
 
 def show(df: pl.DataFrame, family, fmt: str, columns: str | None = None, wide: bool = False,
@@ -32,7 +35,7 @@ def show(df: pl.DataFrame, family, fmt: str, columns: str | None = None, wide: b
         emit_document({"family": family.as_dict(), "alpha": alpha, "comparisons": df.height,
                        "violations": n.get("violation", 0), "notes": n.get("note", 0)}, df, fmt, chosen)
     elif df.height:
-        emit(df, fmt, chosen, keep=KEEP, drop_first=DROP_FIRST)
+        emit(df, fmt, chosen, keep=KEEP, drop_first=DROP_FIRST, stack=STACK, order=ORDER)
     err.print(summary, highlight=False)
 
 

@@ -499,17 +499,25 @@ def _print_table(grid: _Grid, title: str | None, stream: IO[str] | None, width: 
         return _fit(grid, available, [named.index(c) for c in keep_names if c in named],
                     [named.index(c) for c in drop_first if c in named], [named.index(c) for c in order if c in named])
 
-    keep, widths = fit(grid)
-    hidden = [c for i, c in enumerate(grid.columns) if i not in keep]
     # an interval's upper end goes under its lower end rather than away (ci_high under ci_low)
     stack = {**{c: c[:-5] + "_low" for c in grid.columns if c.endswith("_high") and c[:-5] + "_low" in grid.columns},
              **(stack or {})}
-    stacked = {c: u for c, u in stack.items() if c in hidden and u in grid.columns
-               and grid.columns.index(u) in keep}
-    if stacked:  # what would be left out goes on a second line of its partner's cells instead
-        grid = _stacked(grid, stacked)
+    rank = {c: i for i, c in enumerate(order)}
+    for _ in range(len(stack) + 1):
         keep, widths = fit(grid)
         hidden = [c for i, c in enumerate(grid.columns) if i not in keep]
+        shown = {c.split("\n")[0] for i, c in enumerate(grid.columns) if i in keep}
+        movable = {c: u for c, u in stack.items() if c in grid.columns and u in shown}
+        # what would be left out goes on a second line of its partner's cells instead; and where a
+        # column the view ranks would be left out, the least important column that can go under
+        # another does so first, to make room
+        stacked = {c: u for c, u in movable.items() if c in hidden}
+        if not stacked and any(h.split("\n")[0] in rank for h in hidden):
+            room = sorted(movable, key=lambda c: -rank.get(c, len(order)))
+            stacked = {room[0]: movable[room[0]]} if room else {}
+        if not stacked:
+            break
+        grid = _stacked(grid, stacked)
     if hidden:
         _note(f"{len(hidden)} column{'' if len(hidden) == 1 else 's'} not shown to fit {available} characters "
               f"(a wider terminal or another --format shows them): {', '.join(hidden)}", notes)
@@ -532,8 +540,8 @@ EMPTY = "-"
 def _stacked(grid: _Grid, stack: dict[str, str]) -> _Grid:
     """`grid` with each column of `stack` moved under its partner: header "d\nci", cells "1.71\n[1.37, 1.82]"."""
     columns, rows = list(grid.columns), [list(r) for r in grid.rows]
-    for column, under in stack.items():
-        i, j = columns.index(column), columns.index(under)
+    for column, under in stack.items():  # the partner may be stacked already ("d\nci"): known by its first name
+        i, j = columns.index(column), [c.split("\n")[0] for c in columns].index(under)
         columns[j] = f"{under}\n{column}"
         for row in rows:
             row[j] = f"{row[j]}\n{row[i]}" if row[i] else row[j]
@@ -617,9 +625,9 @@ def _fit(grid: _Grid, available: int, protected: list[int] = (), drop_first: lis
     (2) names fold over lines (after `_ - / , = : ~`, before `@`) down to NAME_WIDTH, text wraps at
     spaces down to MIN_TEXT_WIDTH, and the headers of findings fold at their `_`; (3) only then
     do columns go by importance: first those `order` does not name, from the right (a command
-    lists its columns in the order a person reads them), then those it names, the least
-    important first; never the first or a `keep` (`protected`) one; (4) names and text fold
-    further, down to their widest piece or word; (5) a `keep` column goes, the least important
+    lists its columns in the order a person reads them), then, once names and text have
+    folded down to their widest piece or word, those it names, the least important first;
+    never the first or a `keep` (`protected`) one; (4) names and text fold that far; (5) a `keep` column goes, the least important
     first, rather than a number be cut. A cell of numbers or figures is never narrower than its
     widest token: it wraps only at a space between whole tokens. The widest column that may
     still fold gives way first, one character at a time."""
@@ -670,16 +678,22 @@ def _fit(grid: _Grid, available: int, protected: list[int] = (), drop_first: lis
                 keep.remove(i)
     ranked = list(dict.fromkeys(i for i in order if i in keep))  # most important first
     by_importance = [i for i in reversed(keep) if i not in ranked] + list(reversed(ranked))  # least first
+
+    def fold_to_floor():  # the widest name or text gives way, down to its widest piece or word
+        while needed(keep, tight) > available:
+            foldable = [i for i in keep if tight[i] > floor[i]]
+            if not foldable:
+                break
+            tight[max(foldable, key=lambda i: tight[i])] -= 1
+
     for i in by_importance:
+        if i in ranked:  # a column the command ranks goes only once names and text have folded all they can
+            fold_to_floor()
         if needed(keep, tight) <= available:
             break
         if i not in stays:
             keep.remove(i)
-    while needed(keep, tight) > available:  # what must stay folds: the widest name or text gives way, to its floor
-        foldable = [i for i in keep if tight[i] > floor[i]]
-        if not foldable:
-            break
-        tight[max(foldable, key=lambda i: tight[i])] -= 1
+    fold_to_floor()  # what must stay folds
     for i in by_importance:  # rather than cut a number, a column that was to stay goes
         if needed(keep, tight) <= available:
             break

@@ -25,11 +25,16 @@ from .text import flags, fmt_d, fmt_p, interval_text, marks, n_text, with_interv
 
 # results: what a terminal shows (in reading order), never drops, and drops first to fit
 READ_COLUMNS = ("test", "encoder", "context", "language", "d", "ci", "p_value", "p_adjusted", "rejected", "n", "flags")
-KEEP_COLUMNS = ("test", "encoder", "d", "p_value", "p_adjusted", "rejected")
-# flags first: a narrow table puts them under the test (STACK) before any column goes
-DROP_FIRST = ("flags", "baseline_fpr", "baseline_percentile", "n", "ci", "context", "language")
+KEEP_COLUMNS = ("test", "encoder", "d", "p_value", "rejected")
+# what a narrow terminal keeps longest, most important first: who (test, encoder), d with its
+# interval, p, the decision; then the findings (n, the matched baseline, the flags); the
+# adjusted p goes under p and the interval under d (STACK) before any finding is left out
+ORDER = ("test", "encoder", "d", "ci", "p_value", "rejected", "n", "baseline_percentile", "baseline_fpr", "flags",
+         "p_adjusted")
+DROP_FIRST = ("language", "context")
 BASELINE_COLUMNS = ("baseline_percentile", "baseline_fpr")  # shown where some result has a matched baseline
-STACK = {"ci": "d", "flags": "test"}  # a narrow terminal shows these under d and test rather than leave them out
+# a narrow terminal shows these under another column rather than leave them out
+STACK = {"ci": "d", "flags": "test", "p_adjusted": "p_value", "baseline_fpr": "baseline_percentile"}
 ROWS_FORMATS = ("table", "csv", "tsv")  # what `show` prints from plain.Rows; the rest from a polars frame
 PAPER_COLUMNS = ("test", "encoder", "context", "d", "p_value", "p_adjusted", "n")
 SENTBIAS_COLUMNS = ["model", "options", "test", "p_value", "effect_size", "num_targ1", "num_targ2", "num_attr1", "num_attr2"]
@@ -156,4 +161,4 @@ def show(df: Frame, family, fmt: str, columns: str | None = None, wide: bool = F
         if fmt == "table":  # d carries no marks here: the decision is its own column
             err.print(f"rejected: adjusted p <= {alpha} ({correct}); tested: {family.tested} ({family.settings})",
                       highlight=False)
-        emit(view, fmt, chosen, keep=KEEP_COLUMNS, drop_first=DROP_FIRST, stack=STACK)
+        emit(view, fmt, chosen, keep=KEEP_COLUMNS, drop_first=DROP_FIRST, stack=STACK, order=ORDER)
