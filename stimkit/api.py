@@ -437,7 +437,8 @@ class Store:
         self._writable("run")
         study = study if isinstance(study, studies.Study) else studies.load(study)
         folders = self.folders.using(catalog_dir=study.catalog_dir, wordlist_dir=study.wordlist_dir,
-                                     template_dir=study.template_dir)  # the study's own, where it names them
+                                     template_dir=study.template_dir,  # the study's own, where it names them
+                                     override=getattr(study, "override", False))  # its `override = true`
         return self._run(study, folders, encoders, options, progress, on_result, on_failure, command, started,
                          option_values)
 

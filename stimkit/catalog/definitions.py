@@ -217,7 +217,7 @@ def load(con=None, directory=None, override: bool = False) -> dict[str, TestDef]
             if name in tests and tests[name].sets != t.sets:
                 if not override:
                     raise UsageError(f"{t.source[5:]}: test {name!r} has the name of a built-in test with other sets; "
-                                     "rename it, or pass --override")
+                                     "rename it, or pass --override (a study file: override = true)")
                 t = replace(t, source=f"{t.source} (overrides catalog)")
             tests[name] = t
     if con is not None:

@@ -528,13 +528,15 @@ def init_cmd(
 @handles_errors
 def run_cmd(
     study: Annotated[Optional[str], typer.Argument(
-        help="A built-in study (may-2019, tan-celis-2019) or a study file (.toml). Default: may-2019.")] = None,
+        help="A built-in study (may-2019, tan-celis-2019) or a study file (.toml). Default: the study found here "
+             "(study.toml in this folder or the nearest above), else may-2019.")] = None,
     encoder: Annotated[Optional[list[str]], typer.Option("--encoder", "-e", help="Encoders (default: the study's).")] = None,
     budget: Annotated[Optional[int], typer.Option("--budget", help="Permutation sample budget (default: the study's, else 100,000).")] = None,
     seed: Annotated[Optional[int], typer.Option("--seed", help="Seed of the permutation samples (default: the study's, else 0).")] = None,
     alpha: Annotated[Optional[float], typer.Option("--alpha", help="Significance level, in (0, 1) (default: the study's).")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="A line per test as it runs.")] = False,
     paper: Annotated[Optional[str], typer.Option("--paper", help="The same as naming a built-in study: may-2019 | tan-celis-2019.")] = None,
+    override: OverrideOption = False,
     fmt: Annotated[Optional[str], format_option()] = None,
 ):
     """Run a study: its tests on its encoders in one run, its correction, its table.
@@ -553,7 +555,7 @@ def run_cmd(
     if study and paper and study != paper:
         raise UsageError(f"name one study: {study!r} or --paper {paper!r}")
     overrides = {k: v for k, v in {"budget": budget, "seed": seed, "alpha": alpha}.items() if v is not None}
-    with open_store() as store:
+    with open_store(override=override) as store:
         bar, callbacks = progress_callbacks(verbose)
         with bar:
             job = store.run(study or paper or current_study() or DEFAULT_PAPER, encoder,

@@ -130,6 +130,8 @@ def open_store(read_only: bool = False, allow_files: bool = False, **inputs):
         for key, value in (("wordlist_dir", found.wordlist_dir), ("template_dir", found.template_dir)):
             if inputs.get(key) is None and value is not None:
                 inputs[key] = value
+        if getattr(found, "override", False):  # the study file's `override = true`, as --override
+            inputs["override"] = True
     staging = next((s for _, s in _opened if s is not None and s.path in (path, path.resolve())), None)
     if staging is None and not read_only and not path.exists():
         staging = Staging.start(path, lambda message: err.print(message, highlight=False))  # built beside
@@ -175,8 +177,8 @@ GLOBAL_OPTIONS = {
     "db": ("--db", "STIMKIT_DB", "The DuckDB store (default ./stimkit.duckdb)."),
     "catalog_dir": ("--catalog-dir", "STIMKIT_CATALOG_DIR", "Folder of your own test definitions (TOML, the catalog's format)."),
     "study": ("--study", "STIMKIT_STUDY", "The study file (or a built-in study) that gives commands their folders, "
-                                          "tests, encoders, alpha and baseline (default: study.toml here or in "
-                                          "the nearest folder above)."),
+                                          "tests, encoders, alpha and baseline (default: the study found here: "
+                                          "study.toml in this folder or the nearest above)."),
     "debug": ("--debug", None, "Show the traceback of an unexpected error (a flag: no value)."),
 }
 GLOBAL_PANEL = "Global options (before or after the command)"

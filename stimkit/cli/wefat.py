@@ -11,7 +11,7 @@ import typer
 
 from .. import DEFAULT_BUDGET
 from ..choices import WEFAT_CONTEXTS, WORD_P_METHODS, choices
-from .common import app, emit, err, format_option, handles_errors, open_store, result_lines
+from .common import OverrideOption, app, emit, err, format_option, handles_errors, open_store, result_lines
 
 SUMMARY_COLUMNS = ["name", "encoder", "context", "n", "r", "p_value", "rho", "slope", "intercept", "dropped_words"]
 WORD_COLUMNS = ["word", "association", "property", "word_p_value", "n_stimuli", "dropped"]
@@ -63,6 +63,7 @@ def wefat_cmd(
     method: Annotated[str, typer.Option("--method", help=f"Per-word p-value: {choices(WORD_P_METHODS)}.")] = "auto",
     budget: Annotated[int, typer.Option("--budget", help="Partitions per word beyond which p is sampled.")] = DEFAULT_BUDGET,
     seed: Annotated[int, typer.Option("--seed")] = 0,
+    override: OverrideOption = False,
     fmt: Annotated[Optional[str], format_option()] = None,
 ):
     """Word Embedding Factual Association Test: correlate s(w, A, B) of target words with a property.
@@ -79,7 +80,7 @@ def wefat_cmd(
 
     from .encode import progress_for
 
-    with open_store() as store:
+    with open_store(override=override) as store:
         result = store.wefat(name, encoder, targets=targets, a=a, b=b, property=prop, label=label, context=context,
                              templates=templates, progress=progress_for, method=method, budget=budget, seed=seed,
                              bootstrap=bootstrap, drop_least_typical=drop)

@@ -28,6 +28,7 @@ once and checked; `Store.run` executes one through the same plan path as `stimki
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,7 +41,7 @@ LAYOUTS = ("table4", "tan-celis")
 HEADS = ("test", "category")  # what heads a table's rows: the test's name, or its categories
 CONTEXT_CHOICES = ("own", "c-word")
 KEYS = {"name", "description", "paper", "tests", "contexts", "encoders", "options", "correction", "alpha", "wefat",
-        "checks", "table", "wordlists", "templates", "catalog", "baseline", "display"}
+        "checks", "table", "wordlists", "templates", "catalog", "baseline", "display", "override"}
 BASELINE_KEYS = {"sets", "seed", "tolerance", "vocabulary", "language"}
 TABLE_KEYS = {"layout", "rows", "heads"}
 PER_TEST_KEYS = {"units", "alternative"}  # what [options."<test or pattern>"] may set for its tests
@@ -69,6 +70,7 @@ class Study:
     baseline: dict | None = None                 # [baseline] sets = K, seed, tolerance, vocabulary, language
     display: dict = field(default_factory=dict)  # [display] encoder spec -> the name its tables print
     heads: str = "test"                          # [table] heads: a row's head, the test or its categories
+    override: bool = False                       # its lists, templates and tests may replace built-in ones
 
 
     @property
@@ -196,6 +198,7 @@ def _model():
         catalog: Optional[str] = Field(None, min_length=1)
         baseline: Union[int, BaselineModel, None] = None
         display: dict[str, str] = {}
+        override: bool = False
 
     return StudyModel, OptionsModel, PerTestModel
 
@@ -206,6 +209,46 @@ EXPECTED = {"tests": "a name or a list of names", "encoders": "an encoder spec o
             "baseline": "a number of random pairs (baseline = 200) or a [baseline] table with `sets`"}
 
 
+# a key people write for another (the papers' names for it)
+SYNONYMS = {"k": "sets", "K": "sets", "encoder": "encoders", "test": "tests", "context": "contexts",
+            "correct": "correction", "wordlist": "wordlists", "template": "templates"}
+
+
+def _fields(table: str) -> list[str]:
+    """The keys a table of the study file takes ('' the top level; 'options', 'baseline',
+    'table'), read from its pydantic model: what a "did you mean" is checked against."""
+    StudyModel, OptionsModel, _ = _model()
+    fields = {"": [*StudyModel.model_fields, "options"], "options": list(OptionsModel.model_fields)}
+    for name in ("baseline", "table"):
+        shape = StudyModel.model_fields[name].annotation
+        models = [a for a in getattr(shape, "__args__", (shape,)) if hasattr(a, "model_fields")]
+        fields[name] = [f for m in models for f in m.model_fields]
+    return fields.get(table, [])
+
+
+def _suggest(key: str, table: str) -> str:
+    """"did you mean `encoders`?" for a key close to one the table (or another table) takes,
+    else the keys it takes."""
+    import difflib
+
+    def said(t: str, k: str) -> str:
+        return f"[{t}] {k}" if t else f"`{k}`"
+
+    own = _fields(table)
+    if SYNONYMS.get(key) in own:
+        return f"did you mean {said(table, SYNONYMS[key])}?"
+    close = difflib.get_close_matches(key, own, n=1, cutoff=0.6)
+    if close:
+        return f"did you mean {said(table, close[0])}?"
+    for other in ("", "options", "baseline", "table"):  # `budget` at the top: [options] budget
+        if other != table:
+            found = (key if key in _fields(other) else
+                     (difflib.get_close_matches(key, _fields(other), n=1, cutoff=0.75) or [None])[0])
+            if found:
+                return f"did you mean {said(other, found)}?"
+    return f"known: {', '.join(own)}"
+
+
 def _checked(model, body: dict, where: str, prefix: str = ""):
     """`body` validated by `model`, or one line naming the file, the key and what it must be."""
     from pydantic import ValidationError
@@ -213,23 +256,35 @@ def _checked(model, body: dict, where: str, prefix: str = ""):
     try:
         return model.model_validate(body)
     except ValidationError as e:
-        first = e.errors()[0]
-        keys, value, tags = [], body, False
-        for k in first["loc"]:  # the path into the file; a union's shape names are not keys
-            if isinstance(value, dict) and k in value or isinstance(value, list) and isinstance(k, int) and k < len(value):
-                keys.append(str(k))
-                value = value[k]
-            else:
-                tags = True
+        def path(error):  # the keys of the file an error reaches (a union's shape names are not keys)
+            keys, value = [], body
+            for k in error["loc"]:
+                if isinstance(value, dict) and k in value or isinstance(value, list) and isinstance(k, int) and k < len(value):
+                    keys.append(str(k))
+                    value = value[k]
+            return keys
+
+        errors = e.errors()
+        # the error that reaches deepest into what was written: `[baseline] k = 100` is an unknown
+        # key `k` of the table, not a table where a number of pairs could be
+        first = max(errors, key=lambda err: (len(path(err)), err["type"] == "extra_forbidden"))
+        keys = path(first)
+        tags = len(keys) < len(first["loc"])
         key = prefix + ".".join(keys)
         if first["type"] == "extra_forbidden":
-            raise UsageError(f"{where}: unknown key {key!r}") from None
+            table = prefix.rstrip(".") if prefix else (keys[0] if len(keys) > 1 else "")
+            if table.startswith("options."):  # [options."<test>"]
+                hint = f"known: {', '.join(sorted(PER_TEST_KEYS))}"
+            else:
+                hint = _suggest(keys[-1], table)
+            raise UsageError(f"{where}: unknown key {key!r} ({hint})") from None
         if tags and keys and keys[0] in EXPECTED and not prefix:
             got = body[keys[0]]
             raise UsageError(f"{where}: `{keys[0]}` must be {EXPECTED[keys[0]]}, not {got!r}") from None
         got = first.get("input")
-        shown = "" if isinstance(got, dict) else f", not {got!r}"
-        raise UsageError(f"{where}: `{key}`: {first['msg'][0].lower() + first['msg'][1:]}{shown}") from None
+        shown = f", not {got!r}" if not isinstance(got, dict) or len(repr(got)) < 60 else ""
+        msg = re.sub(r" or instance of \w+", "", first["msg"])
+        raise UsageError(f"{where}: `{key}`: {msg[0].lower() + msg[1:]}{shown}") from None
 
 
 def _strings(value) -> tuple[str, ...]:
@@ -242,14 +297,15 @@ def parse(body: dict, path: Path | None = None) -> Study:
     where = str(path) if path else "study"
     if not isinstance(body, dict):
         raise UsageError(f"{where}: a study file is a TOML table")
-    unknown = set(body) - KEYS
-    if unknown:
-        raise UsageError(f"{where}: unknown key {sorted(unknown)[0]!r} (known: {', '.join(sorted(KEYS))})")
     StudyModel, OptionsModel, PerTestModel = _model()
+    unknown = sorted(set(body) - set(StudyModel.model_fields) - {"options"})
+    if unknown:
+        raise UsageError(f"{where}: unknown key {unknown[0]!r} ({_suggest(unknown[0], '')})")
     m = _checked(StudyModel, {k: v for k, v in body.items() if k != "options"}, where)
     options = body.get("options", {})
     if not isinstance(options, dict):
-        raise UsageError(f"{where}: [options] must be a table of test options")
+        raise UsageError(f"{where}: `options` must be a table of test options ([options] budget = 10000), "
+                         f"not {options!r}")
     per_test = tuple((k, v) for k, v in options.items() if isinstance(v, dict))
     for pattern, values in per_test:
         if not values:
@@ -288,4 +344,4 @@ def parse(body: dict, path: Path | None = None) -> Study:
     return Study(name, m.description, m.paper, tests, _strings(m.contexts), _strings(m.encoders), dict(options),
                  per_test, m.correction, float(m.alpha), _strings(m.wefat), m.checks, m.table.layout, rows, path,
                  folders["wordlists"], folders["templates"], folders["catalog"], baseline, dict(m.display),
-                 m.table.heads)
+                 m.table.heads, m.override)
