@@ -152,7 +152,7 @@ one_word AS (
     SELECT 'one word' AS check_name, false AS heuristic, r.encoder, r.test AS tests, list_value(r.result_id) AS result_ids,
            printf('d %s, p %s%s; without ''%s'' (%s): d %s, p %s', dtext(r.effect_size, r.ci_low, r.ci_high),
                   ptext(r.p_value, r.min_p), umark(r.p_value, r.p_words, r.units), i.word, i.role,
-                  coalesce(printf('%.2f', i.d_without), 'n/a'), printf('%.2g', i.p_without)) AS detail,
+                  coalesce(printf('%+.2f', i.d_without), 'n/a'), printf('%.2g', i.p_without)) AS detail,
            NULL AS missing, 'the decision at alpha flips without one word (fragile)' AS findings
     FROM r JOIN result_influence i USING (result_id) CROSS JOIN alpha
     WHERE (i.p_without <= a) <> (r.p_value <= a)

@@ -284,7 +284,7 @@ def test_human_against_machine_translation_in_check(m3):
     for row in pairs.iter_rows(named=True):
         human, machine = row["tests"].split(" / ")
         lang = human.split(":")[1][:2]
-        assert row["detail"].startswith(f"{lang}: d {d[human]:.2f}")
+        assert row["detail"].startswith(f"{lang}: d {d[human]:+.2f}")
         assert f"d human - machine {d[human] - d[machine]:+.2f} [" in row["detail"]
         assert row["test_used"].startswith("jackknife-t") and 0 < row["diff_p"] <= 1
         assert row["verdict"] in ("consistent", "note", "violation") and not row["heuristic"]

@@ -6,6 +6,7 @@ written to figures/ must be on the page with a non-zero size, and a screenshot i
 import base64
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -126,6 +127,13 @@ def test_report_in_chromium(built, browser, tmp_path):  # noqa: F811
           return {id: g.id, hit: cell ? cell.id : null, title: cell ? cell.querySelector("title").textContent : null};
         }))()""")["result"]["value"]
     assert hovered and all(h["hit"] == h["id"] and "95% CI [" in h["title"] and ", p = " in h["title"] for h in hovered), hovered
+
+    # an empty cell reads as a dash, never as "None" (issue 53)
+    cells = browser.call("Runtime.evaluate", returnByValue=True, expression="""
+        Array.from(document.querySelectorAll("td, th")).map(c => c.textContent.trim())""")["result"]["value"]
+    assert cells and "None" not in cells and "" not in [c for c in cells if c != c.strip()]
+    text = browser.call("Runtime.evaluate", returnByValue=True, expression="document.body.innerText")["result"]["value"]
+    assert not re.search(r"\bNone\b", text)
 
     # sorting Table 4 by a column reorders it without an error
     order = browser.call("Runtime.evaluate", returnByValue=True, expression="""(() => {

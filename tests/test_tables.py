@@ -260,8 +260,8 @@ def test_check_shows_each_d_with_its_interval(tables_db):
     _, df = family_frame(tables_db)
     by = {r["test"]: r for r in df.filter(pl.col("encoder") == "glove-6b-50d").iter_rows(named=True)}
     w, s = by["weat6"], by["sent-weat6"]
-    assert row["detail"].startswith(f"d {w['effect_size']:.2f} [{w['ci_low']:.2f}, {w['ci_high']:.2f}] / "
-                                    f"{s['effect_size']:.2f} [{s['ci_low']:.2f}, {s['ci_high']:.2f}], p ")
+    assert row["detail"].startswith(f"d {w['effect_size']:+.2f} [{w['ci_low']:.2f}, {w['ci_high']:.2f}] / "
+                                    f"{s['effect_size']:+.2f} [{s['ci_low']:.2f}, {s['ci_high']:.2f}], p ")
 
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "care-tech"

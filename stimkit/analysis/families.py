@@ -97,7 +97,7 @@ PTEXT = ("CREATE OR REPLACE TEMP MACRO ptext(p, floor) AS CASE WHEN p IS NULL TH
          "WHEN floor IS NOT NULL AND p <= floor * (1 + 1e-9) THEN '<= ' || printf('%.2g', floor) "
          "ELSE printf('%.2g', p) END")
 # d as the queries print it: with its 95% interval where one was computed
-DTEXT = ("CREATE OR REPLACE TEMP MACRO dtext(d, lo, hi) AS printf('%.2f', d) "
+DTEXT = ("CREATE OR REPLACE TEMP MACRO dtext(d, lo, hi) AS printf('%+.2f', d) "
          "|| CASE WHEN lo IS NOT NULL AND hi IS NOT NULL THEN printf(' [%.2f, %.2f]', lo, hi) ELSE '' END")
 
 
@@ -151,7 +151,7 @@ def define_family(con, where: str | None = None, alpha: float | None = None, run
     base = (f"SELECT * FROM result_hypotheses WHERE {chosen} QUALIFY row_number() OVER "
             "(PARTITION BY hypothesis ORDER BY created_at DESC, result_id DESC) = 1")
     # d read against its matched random baseline, where one was computed (db/015: result_baselines)
-    base = (f"SELECT h.*, rb.baseline_percentile, rb.baseline_fpr FROM ({base}) h "
+    base = (f"SELECT h.*, rb.baseline_percentile, rb.baseline_fpr, rb.baseline_id AS matched_baseline FROM ({base}) h "
             "LEFT JOIN result_baselines rb USING (result_id)")
     # the units a side: distinct target words (a sentence test's unit when words are its units)
     base = (f"SELECT b.*, w.words_x, w.words_y FROM ({base}) b LEFT JOIN (SELECT result_id, "
@@ -162,11 +162,17 @@ def define_family(con, where: str | None = None, alpha: float | None = None, run
     # family ten times or so, and each of those would re-run the query above (tens of ms).
     con.execute(f"CREATE OR REPLACE TEMP TABLE family_latest AS {base}")
     # the share of cuts that reject, at the reading's alpha (from the cuts' stored p), not the run's
-    base = ("SELECT b.* REPLACE (coalesce(c.share, b.cut_reject_share) AS cut_reject_share, "
-            "CASE WHEN c.share IS NULL THEN b.cut_alpha ELSE getvariable('alpha') END AS cut_alpha) "
+    # and so the share of the matched baseline's random pairs that reject (its false-positive
+    # rate), from their stored p: the temp table above was filled before the reading's alpha was set
+    base = ("SELECT b.* EXCLUDE (matched_baseline) REPLACE (coalesce(c.share, b.cut_reject_share) AS cut_reject_share, "
+            "CASE WHEN c.share IS NULL THEN b.cut_alpha ELSE getvariable('alpha') END AS cut_alpha, "
+            "coalesce(f.fpr, b.baseline_fpr) AS baseline_fpr) "
             "FROM family_latest b LEFT JOIN (SELECT result_id, avg(CASE WHEN p_value <= getvariable('alpha') THEN 1.0 "
             "ELSE 0.0 END) AS share FROM result_cuts WHERE p_value IS NOT NULL "
-            "AND result_id IN (SELECT result_id FROM family_latest) GROUP BY result_id) c USING (result_id)")
+            "AND result_id IN (SELECT result_id FROM family_latest) GROUP BY result_id) c USING (result_id) "
+            "LEFT JOIN (SELECT baseline_id AS matched_baseline, avg(CASE WHEN p_value <= getvariable('alpha') THEN 1.0 "
+            "ELSE 0.0 END) AS fpr FROM baseline_draws WHERE effect_size IS NOT NULL AND baseline_id IN "
+            "(SELECT matched_baseline FROM family_latest) GROUP BY baseline_id) f USING (matched_baseline)")
     what = {"test": "", "audit": "audit ", "compare": "comparison ", "all": ""}[kind]
     definition = (f"the latest {what}result per hypothesis ({HYPOTHESIS}) {scope}"
                   + (", stale ones included" if include_stale else ""))

@@ -30,7 +30,7 @@ def progress_callbacks(verbose: bool):
     """Progress bar, a line per result (verbose) and a line per failure, all on stderr."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from ..views.text import p_text, with_interval
+    from ..views.text import n_text, p_text, with_interval
     from .encode import progress_for
 
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
@@ -52,7 +52,7 @@ def progress_callbacks(verbose: bool):
             p = p_text(r.p_value, r.min_p) if r.p_value is not None else "n/a"
             err.print(result_lines(f"[{done}/{total}] {r.test}  {r.encoder}",
                                    f"{value} p{'' if p.startswith('<') else '='}{p} ({r.p_method or r.p_null_reason}) "
-                                   f"n={r.n_x}/{r.n_y}/{r.n_a}/{r.n_b}", "; ".join(notes), *result_flags(r)),
+                                   f"n {n_text(vars(r))}", "; ".join(notes), *result_flags(r)),
                       highlight=False)
 
     def on_failure(f):
@@ -499,7 +499,7 @@ def table4_view(store, results, alpha: float, order: list[str], encoders: list[s
     study = study if study is not None else current_study()
     heads = getattr(study, "heads", "test")
     found = categories(store.con) if heads == "category" else None
-    names = {**text.display_names(results), **dict(getattr(study, "display", None) or {})}
+    names = {**text.display_names(results), **text.study_names(results["encoder"], getattr(study, "display", None))}
     return table4.table4(results, alpha, order, encoders, names=names, categories=found)
 
 

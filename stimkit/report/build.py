@@ -21,7 +21,7 @@ from .debias import before_after_figure
 
 FIGURE_FORMATS = ("svg", "png", "pdf")
 OWN = ("report.html", "figures", "tables")  # what --force replaces; nothing else in the folder is touched
-RESULT_COLUMNS = ["test", "encoder", "display", "context", "language", "metric", "alternative", "units", "n_x", "n_y",
+RESULT_COLUMNS = ["test", "encoder", "display", "context", "language", "metric", "alternative", "units", "n", "n_x", "n_y",
                   "n_a", "n_b", "effect_size", "ci_low", "ci_high", "ci_method", "ci_scheme", "p_value", "p_method",
                   "p_adjusted", "rejected", "p_words", "p_words_method", "sentences_only", "influential_word",
                   "influential_d", "influential_p", "flags", "crossed_d", "crossed_ci_low", "crossed_ci_high",
@@ -36,8 +36,13 @@ class Written:
     notes: list[str] = field(default_factory=list)   # what was asked for but is not in the store
 
 
+# An empty value in the report (a cell with no number, a run with no seed) is a dash, as in a
+# terminal's table (views.emit.EMPTY): never the word "None".
+EMPTY = "–"
 ENV = jinja2.Environment(loader=jinja2.PackageLoader("stimkit.report", "templates"),
-                         autoescape=jinja2.select_autoescape(["html"]), keep_trailing_newline=True)
+                         autoescape=jinja2.select_autoescape(["html"]), keep_trailing_newline=True,
+                         finalize=lambda value: EMPTY if value is None else value)
+ENV.globals["EMPTY"] = EMPTY
 
 
 MANIFEST = ".stimkit-report.json"  # what the last report wrote here: the only files --force may replace
@@ -141,9 +146,11 @@ def left_out_line(left_out: pl.DataFrame, shown: int) -> str:
             "the report's 'Left out' section names each and why")
 
 
-def caption(data: ReportData) -> str:
+def caption(data: ReportData, grid: table4.Table4View | None = None) -> str:
+    """Table 4's caption in its files: the marks its cells carry (`grid`; None: every mark)."""
+    cells = None if grid is None else [v for r in grid.rows for k, v in r.items() if k != grid.columns[0]]
     return table4.file_caption(data.source, data.correction, data.alpha, sentence_units(data), data.tested,
-                               data.results.height, data.family)
+                               data.results.height, data.family, cells)
 
 
 def write_tables(data: ReportData, grid: table4.Table4View, folder: Path,
@@ -152,7 +159,7 @@ def write_tables(data: ReportData, grid: table4.Table4View, folder: Path,
     exact numbers as CSV."""
     folder.mkdir()
     for name, fmt in (("table4.md", "markdown"), ("table4.tex", "latex")):
-        (folder / name).write_text(table4.render(grid.t4, fmt, caption(data), grid.names, grid.heads))
+        (folder / name).write_text(table4.render(grid.t4, fmt, caption(data, grid), grid.names, grid.heads))
         written.tables.append(folder / name)
     view = results_view(data.results)
     results = view.select([c for c in RESULT_COLUMNS if c in view.columns])

@@ -74,7 +74,7 @@ def gather(con, where: str | None = None, correct: str | None = None, alpha: flo
     data = ReportData(correct, alpha, where, df, names, sorted(set(df["encoder"])), family=family.definition,
                       tested=family.tested, settings=family.settings)
     data.source = text.source(study, df, catalog.load_toml())  # the caption names it
-    data.names = {**text.display_names(df), **(display or {})}
+    data.names = {**text.display_names(df), **text.study_names(df["encoder"], display)}
     for t in tests or []:
         if t not in set(df["test"]):
             raise StimkitError(f"--test {t}: no result for it in the family (run `stimkit test {t}` first)")

@@ -211,6 +211,7 @@ class ResultEvent:
     influence_alpha: float | None
     units: str | None
     p_words: float | None
+    context: str | None            # word, sentence, c-word: what n counts (views.text.n_text)
 
 
 _shown = attrgetter(*(f.name for f in fields(ResultEvent)[2:]))  # the event's fields after done and total

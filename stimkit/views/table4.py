@@ -141,17 +141,16 @@ def table4(results: pl.DataFrame, alpha: float, order: list[str] | None = None, 
            names: dict[str, str] | None = None, categories: dict[str, str] | None = None) -> Table4View:
     """Table 4 of a family's corrected results at `alpha`: rows in `order` (then the rest by
     name), encoders in `encoders` order under `names` (default: the results' display names);
-    `categories` (test -> "X vs Y / A vs B"): head each row by its test's categories."""
+    `categories` (test -> "X vs Y / A vs B"): head each row by its test's categories, its label
+    beside ("X vs Y / A vs B [weat6 (exact)]")."""
     t4 = build(results, alpha, order, encoders)
     names = names if names is not None else text.display_names(results)
     heads = {}
-    if categories:
+    if categories:  # the categories, and the row's label (its test, and its variant) so a row keeps its test
         for label in t4.rows:
-            test, _, variant = label.partition(" (")
+            test = label.partition(" (")[0]
             if test in categories:
-                heads[label] = categories[test] + (f" ({variant}" if variant else "")
-        shared = {h for h in heads.values() if list(heads.values()).count(h) > 1}
-        heads = {label: f"{h} [{label}]" if h in shared else h for label, h in heads.items()}  # two tests, one head
+                heads[label] = f"{categories[test]} [{label}]"
     columns, rows = t4.grid(names)
     for row in rows:
         row["test"] = heads.get(row["test"], row["test"])
@@ -191,13 +190,16 @@ def title(study=None, results: pl.DataFrame | None = None, tests: dict | None = 
 
 
 def file_caption(source: str, correction: str, alpha: float, sentence_units: bool, tested: str, m: int,
-                 family: str) -> str:
-    """Table 4's caption in the report's files (tables/table4.md, .tex), which stand alone: every
-    mark explained, the family by its definition (`family`) and its size `m`."""
-    name = text.CORRECTION_NAMES.get(correction, correction)
-    said = (f"* p <= {alpha}; ** also significant after {name} correction" if correction != "none"
-            else f"* p <= {alpha}, no correction")
-    if sentence_units:
-        said += f"; {text.SENTENCES_ONLY} significant only with sentences as units (not with whole words, same correction)"
-    return (f"{text.sourced(TITLE, source)}; {said}; † cannot reach p <= {alpha}. "
-            f"Tested: {tested}. Family: m = {m} hypotheses ({family}).")
+                 family: str, cells=None) -> str:
+    """Table 4's caption in the report's files (tables/table4.md, .tex), which stand alone: each
+    mark its `cells` carry explained (None: every mark), the family by its definition (`family`)
+    and its size `m`."""
+    shown = text.marks_in(cells) if cells is not None else {"*", "**", text.SENTENCES_ONLY, "†"}
+    parts = [text.stars_said(shown, correction, alpha)] if shown & {"*", "**"} else []
+    if sentence_units and text.SENTENCES_ONLY in shown:
+        parts.append(f"{text.SENTENCES_ONLY} significant only with sentences as units (not with whole words, "
+                     "same correction)")
+    if "†" in shown:
+        parts.append(f"† cannot reach p <= {alpha}")
+    said = "; ".join(parts) or f"no result significant at p <= {alpha}"
+    return f"{text.sourced(TITLE, source)}; {said}. Tested: {tested}. Family: m = {m} hypotheses ({family})."

@@ -89,15 +89,26 @@ def marks_in(cells) -> set[str]:
     return found
 
 
+def stars_said(shown: set[str], correct: str, alpha: float) -> str:
+    """* and ** in words, each only where a cell carries it: "* p <= 0.01; ** also significant
+    after Holm correction", "** p <= 0.01 and significant after Holm correction", ..."""
+    name = CORRECTION_NAMES.get(correct, correct)
+    if correct == "none":  # every p <= alpha is rejected: one mark, whichever the cells carry
+        return "; ".join(f"{m} p <= {alpha}, no correction" for m in ("*", "**") if m in shown)
+    if "*" in shown and "**" in shown:
+        return f"* p <= {alpha}; ** also significant after {name} correction"
+    if "**" in shown:
+        return f"** p <= {alpha} and significant after {name} correction"
+    if "*" in shown:
+        return f"* p <= {alpha} (not significant after {name} correction)"
+    return ""
+
+
 def mark_note(correct: str, alpha: float, family, cells=None) -> str:
     """The marks, said once: * ** † and, where sentence units are in the family, ^. `cells`:
     the table's cells, so that only the marks that appear in them are explained (None: all)."""
     shown = marks_in(cells) if cells is not None else {"*", "**", SENTENCES_ONLY, "†"}
-    name = CORRECTION_NAMES.get(correct, correct)
-    parts = []
-    if "*" in shown or "**" in shown:
-        parts.append(f"* p <= {alpha}; ** also significant after {name} correction" if correct != "none"
-                     else f"* p <= {alpha}, no correction")
+    parts = [stars_said(shown, correct, alpha)] if shown & {"*", "**"} else []
     if SENTENCES_ONLY in shown and has_sentence_units(family):
         parts.append(f"{SENTENCES_ONLY} significant only with sentences as units (with whole words as units, "
                      f"{'the same correction' if correct != 'none' else f'p > {alpha}'} does not reject)")
@@ -197,6 +208,24 @@ def display_names(df: pl.DataFrame) -> dict[str, str]:
     for r in df.select([c for c in ("encoder", "display") if c in df.columns]).iter_rows(named=True):
         shown = r.get("display")
         names.setdefault(r["encoder"], shown if shown else r["encoder"])
+    return names
+
+
+def study_names(encoders, display: dict[str, str] | None) -> dict[str, str]:
+    """Encoder spec -> the name a study's `[display]` gives it: the spec's own entry, else its
+    model's (`"minilm" = "MiniLM"` names `minilm,pooling=mean` and `minilm,pooling=cls`), with
+    the spec's options beside where the table holds more than one spec of that model
+    ("MiniLM (pooling=cls)"). Specs it does not name are left out."""
+    display = dict(display or {})
+    specs = list(dict.fromkeys(e for e in encoders if e))
+    models = [e.partition(",")[0] for e in specs]
+    names = {}
+    for spec, model in zip(specs, models):
+        if spec in display:
+            names[spec] = display[spec]
+        elif model in display:
+            options = spec.partition(",")[2]
+            names[spec] = display[model] + (f" ({options})" if options and models.count(model) > 1 else "")
     return names
 
 
