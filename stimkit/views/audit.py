@@ -10,7 +10,7 @@ from __future__ import annotations
 # share of templates whose decision flips; then the spread
 AUDITS = {
     "order": ("test", "encoder", "pooled_d", "ci_low", "ci_high", "full_p", "decision_flip_share", "full_d",
-              "sign_flip_share", "tau2", "i2", "n_templates", "template_set", "pi_low", "pi_high", "alpha"),
+              "n_templates", "sign_flip_share", "tau2", "i2", "template_set", "pi_low", "pi_high", "alpha"),
     "keep": ("test", "encoder", "pooled_d", "full_p", "decision_flip_share"),
     "stack": {"full_d": "pooled_d", "sign_flip_share": "decision_flip_share", "i2": "tau2"},
 }

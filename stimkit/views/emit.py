@@ -509,11 +509,11 @@ def _print_table(grid: _Grid, title: str | None, stream: IO[str] | None, width: 
         shown = {c.split("\n")[0] for i, c in enumerate(grid.columns) if i in keep}
         movable = {c: u for c, u in stack.items() if c in grid.columns and u in shown}
         # what would be left out goes on a second line of its partner's cells instead; and where a
-        # column the view ranks would be left out, the least important column that can go under
-        # another does so first, to make room
+        # column the view ranks would be left out, a column that can go under another does so first
+        # (in the order `stack` lists them), to make room
         stacked = {c: u for c, u in movable.items() if c in hidden}
         if not stacked and any(h.split("\n")[0] in rank for h in hidden):
-            room = sorted(movable, key=lambda c: -rank.get(c, len(order)))
+            room = list(movable)  # in the order the command lists them
             stacked = {room[0]: movable[room[0]]} if room else {}
         if not stacked:
             break
@@ -524,12 +524,11 @@ def _print_table(grid: _Grid, title: str | None, stream: IO[str] | None, width: 
     # box-drawing characters only for a person at a terminal; a file or pipe gets ASCII rules
     rules = box.HEAVY_HEAD if console.is_terminal else box.ASCII
     table = Table(title=Text(title) if title else None, box=rules, header_style="bold")
-    kinds = _kinds(grid)
     for i in keep:  # a header folds as a name does (at its `_`)
         table.add_column(Text(_fold(grid.columns[i], widths[i])), width=widths[i], overflow="fold",
                          justify="right" if grid.numeric[i] else "left")
-    for row in grid.rows:  # a name folds after its break characters; anything else only at a space
-        table.add_row(*(Text(_fold(row[i], widths[i], kinds[i] != "name") if row[i] != "" else EMPTY) for i in keep))
+    for row in grid.rows:
+        table.add_row(*(Text(_fold(row[i], widths[i]) if row[i] != "" else EMPTY) for i in keep))
     console.print(table, soft_wrap=False, crop=False)
 
 
@@ -558,22 +557,42 @@ def _overhead(n_columns: int) -> int:
 # Where a folded name or header may break: after one of these or a space, or before an @
 # (a set's template stays with it: "pleasant" / "@may2019").
 _PIECE = re.compile(r"@?[^_\-@/,=:~\s]*(?:[_\-/,=:~]|\s+)?")
-_WORD = re.compile(r"\S+\s*")  # what a cell of numbers or prose breaks into: whole tokens, at spaces
 # A cell of figures (sizes "24/24/25/25", "+1.71**^ [1.37, 1.82]", "<= 5e-06", "+0.4*✓"): a finding, never cut.
 _FIGURES = re.compile(r"[-+−\d.,:;/*†^✓✗▲<=>%()\[\]eE ]*\d[-+−\d.,:;/*†^✓✗▲<=>%()\[\]eE ]*")
 
 
-def _pieces(text: str, spaces: bool = False) -> list[str]:
-    """`text` cut after each break character or run of spaces (`spaces`: after each run of
-    spaces only): the units a fold keeps whole."""
-    return [p for p in (_WORD if spaces else _PIECE).findall(text) if p]
+def _pieces(text: str) -> list[str]:
+    """`text` cut after each break character or run of spaces: the units a fold keeps whole.
+    A number is never parted: not from its sign ("[-" / "0.11" is one unit, "[-0.11,"), and
+    not at a `/` or `,` between digits ("40/40/40/40", "1,000")."""
+    units: list[str] = []
+    done = ""  # the text before `piece`
+    for piece in (p for p in _PIECE.findall(text) if p):
+        last = units[-1] if units else ""
+        before = done[-2:-1]  # the character before `last`'s final one
+        sign = last[-1:] in ("-", "+", "−") and not before.isalnum()  # "[-0.11", "d=-0.11"; not "glove-6b"
+        between = last[-1:] in ("/", ",", ".", ":") and before.isdigit()  # "40/40", "1,000"
+        if last and (piece[:1].isdigit() or piece[:1] == ".") and (sign or between):
+            units[-1] = last + piece
+        else:
+            units.append(piece)
+        done += piece
+    return units
 
 
-def _fold(text: str, width: int, spaces: bool = False) -> str:
-    """Each line of `text` wrapped to `width` after `_ - / , = : ~` or a space, or before an `@`
-    (`spaces`: at spaces only, as a cell of numbers or prose: "+0.73* [-0.11, 1.23]" never
-    parts a sign from its number), and cut inside a piece only where the piece alone is wider
-    (the column is made no narrower than its widest piece where it can be):
+def _widest(cells) -> int:
+    """The widest unit of `cells` (`_pieces`): how narrow a column can be with none of them cut."""
+    from rich.cells import cell_len
+
+    return max((cell_len(p.rstrip()) for c in cells for line in c.splitlines() for p in _pieces(line)),
+               default=0)
+
+
+def _fold(text: str, width: int) -> str:
+    """Each line of `text` wrapped to `width` after `_ - / , = : ~` or a space, or before an `@`,
+    never inside a number ("+0.73* [-0.11, 1.23]" never parts a sign from its number: `_pieces`),
+    and cut inside a piece only where the piece alone is wider (`_fit` makes a column no
+    narrower than its widest piece where it can):
     "european_american_names@may2019" at 12 is "european_\namerican_\nnames\n@may2019"."""
     from rich.cells import cell_len
 
@@ -583,7 +602,7 @@ def _fold(text: str, width: int, spaces: bool = False) -> str:
             lines.append(line)
             continue
         current = ""
-        for piece in _pieces(line, spaces):
+        for piece in _pieces(line):
             if current and cell_len(current + piece.rstrip()) > width:
                 lines.append(current.rstrip())
                 current = ""
@@ -638,18 +657,16 @@ def _fit(grid: _Grid, available: int, protected: list[int] = (), drop_first: lis
     for i, name in enumerate(grid.columns):
         cells = [row[i] for row in grid.rows]
         natural.append(max((cell_len(line) for t in [name, *cells] for line in t.splitlines() or [""]), default=0))
-        header = max((cell_len(p.rstrip()) for line in name.splitlines() for p in _pieces(line)), default=0)
-        words = max((cell_len(w) for c in cells for w in c.split()), default=0)
+        header = _widest([name])
         if kinds[i] in ("number", "decision"):  # values whole, the header folds at its _
             least = lowest = max([header] + [cell_len(line) for c in cells for line in c.splitlines()])
         elif kinds[i] == "figures":  # a figure whole, lines break between figures
-            least = lowest = max(header, words)
+            least = lowest = max(header, _widest(cells))
         elif kinds[i] == "text":
-            lowest = max(header, words)
+            lowest = max(header, _widest(cells))
             least = max(lowest, min(natural[i], MIN_TEXT_WIDTH))
         else:  # a name: never cut inside a piece where the column can be as wide as the piece
-            lowest = max([header] + [cell_len(p.rstrip()) for c in cells for line in c.splitlines()
-                                     for p in _pieces(line)])
+            lowest = max(header, _widest(cells))
             least = max(lowest, min(natural[i], max(header, NAME_WIDTH)))
         tight.append(min(least, natural[i]))
         floor.append(min(lowest, natural[i]))
@@ -679,16 +696,17 @@ def _fit(grid: _Grid, available: int, protected: list[int] = (), drop_first: lis
     ranked = list(dict.fromkeys(i for i in order if i in keep))  # most important first
     by_importance = [i for i in reversed(keep) if i not in ranked] + list(reversed(ranked))  # least first
 
-    def fold_to_floor():  # the widest name or text gives way, down to its widest piece or word
+    def fold_to_floor(kinds_folding=("name", "text", "figures")):
+        """The widest name or text (or figures) gives way, down to its widest piece or word."""
         while needed(keep, tight) > available:
-            foldable = [i for i in keep if tight[i] > floor[i]]
+            foldable = [i for i in keep if tight[i] > floor[i] and kinds[i] in kinds_folding]
             if not foldable:
                 break
             tight[max(foldable, key=lambda i: tight[i])] -= 1
 
     for i in by_importance:
         if i in ranked:  # a column the command ranks goes only once names and text have folded all they can
-            fold_to_floor()
+            fold_to_floor(("name", "text"))  # (figures stay on one line where a column could go instead)
         if needed(keep, tight) <= available:
             break
         if i not in stays:
@@ -701,8 +719,11 @@ def _fit(grid: _Grid, available: int, protected: list[int] = (), drop_first: lis
             keep.remove(i)
     widths = {i: natural[i] for i in keep}
     excess = sum(widths.values()) + _overhead(len(keep)) - available
-    while excess > 0:  # narrow the widest column that may still fold, one character at a time
-        wrappable = [i for i in keep if widths[i] > tight[i]]
+    while excess > 0:  # narrow the widest column that may still fold, one character at a time: names and
+        # text down to their usual width, then down to their widest piece, and only then figures
+        wrappable = ([i for i in keep if widths[i] > tight[i] and kinds[i] != "figures"]
+                     or [i for i in keep if widths[i] > max(floor[i], 1) and kinds[i] in ("name", "text")]
+                     or [i for i in keep if widths[i] > tight[i]])
         if not wrappable:
             break
         widest = max(wrappable, key=lambda i: widths[i])

@@ -30,11 +30,11 @@ KEEP_COLUMNS = ("test", "encoder", "d", "p_value", "rejected")
 # interval, p, the decision; then the findings (n, the matched baseline, the flags); the
 # adjusted p goes under p and the interval under d (STACK) before any finding is left out
 ORDER = ("test", "encoder", "d", "ci", "p_value", "rejected", "n", "baseline_percentile", "baseline_fpr", "flags",
-         "p_adjusted")
-DROP_FIRST = ("language", "context")
+         "p_adjusted", "context", "language")
+DROP_FIRST = ()
 BASELINE_COLUMNS = ("baseline_percentile", "baseline_fpr")  # shown where some result has a matched baseline
 # a narrow terminal shows these under another column rather than leave them out
-STACK = {"ci": "d", "flags": "test", "p_adjusted": "p_value", "baseline_fpr": "baseline_percentile"}
+STACK = {"p_adjusted": "p_value", "flags": "test", "baseline_fpr": "baseline_percentile", "ci": "d", "n": "test"}
 ROWS_FORMATS = ("table", "csv", "tsv")  # what `show` prints from plain.Rows; the rest from a polars frame
 PAPER_COLUMNS = ("test", "encoder", "context", "d", "p_value", "p_adjusted", "n")
 SENTBIAS_COLUMNS = ["model", "options", "test", "p_value", "effect_size", "num_targ1", "num_targ2", "num_attr1", "num_attr2"]
