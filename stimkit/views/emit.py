@@ -503,21 +503,42 @@ def _print_table(grid: _Grid, title: str | None, stream: IO[str] | None, width: 
     stack = {**{c: c[:-5] + "_low" for c in grid.columns if c.endswith("_high") and c[:-5] + "_low" in grid.columns},
              **(stack or {})}
     rank = {c: i for i, c in enumerate(order)}
-    for _ in range(len(stack) + 1):
-        keep, widths = fit(grid)
-        hidden = [c for i, c in enumerate(grid.columns) if i not in keep]
-        shown = {c.split("\n")[0] for i, c in enumerate(grid.columns) if i in keep}
-        movable = {c: u for c, u in stack.items() if c in grid.columns and u in shown}
+
+    def loss(grid, keep) -> list[float]:  # the hidden columns' ranks, most important first
+        return sorted(rank.get(name, len(order)) for i, c in enumerate(grid.columns) if i not in keep
+                      for name in c.split("\n"))
+
+    def better(new, old) -> bool:  # fewer hidden, or a less important one, where they first differ
+        size = max(len(new), len(old)) + 1
+        return [*new, *[math.inf] * (size - len(new))] > [*old, *[math.inf] * (size - len(old))]
+
+    keep, widths = fit(grid)
+    best = (grid, keep, widths)
+    for _ in range(len(stack)):
         # what would be left out goes on a second line of its partner's cells instead; and where a
-        # column the view ranks would be left out, a column that can go under another does so first
-        # (in the order `stack` lists them), to make room
-        stacked = {c: u for c, u in movable.items() if c in hidden}
-        if not stacked and any(h.split("\n")[0] in rank for h in hidden):
-            room = list(movable)  # in the order the command lists them
-            stacked = {room[0]: movable[room[0]]} if room else {}
-        if not stacked:
+        # column the view ranks would be left out, a column that can go under another does so (in
+        # the order `stack` lists them) to make room, one after another while no more is left out;
+        # the table shown is the first of these that leaves out least
+        hidden = [c for i, c in enumerate(grid.columns) if i not in keep]
+        if not hidden:
             break
-        grid = _stacked(grid, stacked)
+        shown = {c.split("\n")[0] for i, c in enumerate(grid.columns) if i in keep}
+        movable = [(c, u) for c, u in stack.items() if c in grid.columns and u in shown]
+        ranked_hidden = any(name in rank for c in hidden for name in c.split("\n"))
+        candidates = [(c, u) for c, u in movable if c in hidden] + \
+                     ([(c, u) for c, u in movable if c not in hidden] if ranked_hidden else [])
+        for column, under in candidates:
+            trial = _stacked(grid, {column: under})
+            trial_keep, trial_widths = fit(trial)
+            if not better(loss(grid, keep), loss(trial, trial_keep)):  # no more left out
+                grid, keep, widths = trial, trial_keep, trial_widths
+                if better(loss(grid, keep), loss(best[0], best[1])):
+                    best = (grid, keep, widths)
+                break
+        else:
+            break
+    grid, keep, widths = best
+    hidden = [name for i, c in enumerate(grid.columns) if i not in keep for name in c.split("\n")]
     if hidden:
         _note(f"{len(hidden)} column{'' if len(hidden) == 1 else 's'} not shown to fit {available} characters "
               f"(a wider terminal or another --format shows them): {', '.join(hidden)}", notes)
@@ -572,7 +593,8 @@ def _pieces(text: str) -> list[str]:
         before = done[-2:-1]  # the character before `last`'s final one
         sign = last[-1:] in ("-", "+", "−") and not before.isalnum()  # "[-0.11", "d=-0.11"; not "glove-6b"
         between = last[-1:] in ("/", ",", ".", ":") and before.isdigit()  # "40/40", "1,000"
-        if last and (piece[:1].isdigit() or piece[:1] == ".") and (sign or between):
+        exponent = re.search(r"\d[eE][-+]$", last) is not None  # "1e-06"
+        if last and (piece[:1].isdigit() or piece[:1] == ".") and (sign or between or exponent):
             units[-1] = last + piece
         else:
             units.append(piece)
