@@ -44,11 +44,11 @@ def state(db):
         con.close()
 
 
-def refused(db, args, *messages):
-    """The command exits 1 with one line naming every part of `messages`; the store is unchanged."""
+def refused(db, args, *messages, code=1):
+    """The command exits `code` with one line naming every part of `messages`; the store is unchanged."""
     before = state(db)
     r = run(db, *args)
-    assert r.exit_code == 1, r.output
+    assert r.exit_code == code, r.output
     lines = r.output.strip().splitlines()
     assert len(lines) == 1, r.output
     for m in messages:
@@ -92,7 +92,8 @@ def test_user_list_named_like_a_builtin_needs_override_and_is_recorded(db, tmp_p
     d = tmp_path / "mine"
     write(d, "mine.toml", '# my lists\n[flowers]\nwords = ["rose", "tulip"]\n')
     refused(db, ["generate", "--wordlist-dir", d, "-w", "flowers", "-t", "word"],
-            f"{d / 'mine.toml'}:2: list 'flowers' would replace the built-in list", "caliskan2017.toml:4", "--override")
+            f"{d / 'mine.toml'}:2: list 'flowers' would replace the built-in list", "caliskan2017.toml:4", "--override",
+            code=2)  # a usage error: the flag (or the study key) says what to do
 
     r = run(db, "generate", "--wordlist-dir", d, "-w", "flowers", "-t", "word", "--override")
     assert r.exit_code == 0, r.output
@@ -121,7 +122,7 @@ def test_user_template_set_named_like_a_builtin_needs_override(db, tmp_path):
     t = tmp_path / "tpl"
     write(t / "word", "default.j2", "The {{ word }}.\n")
     refused(db, ["generate", "-w", "flowers", "-t", "word", "--template-dir", t],
-            f"{t / 'word'}: template set 'word' would replace the built-in set", "--override")
+            f"{t / 'word'}: template set 'word' would replace the built-in set", "--override", code=2)
     r = run(db, "generate", "-w", "flowers", "-t", "word", "--template-dir", t, "--override")
     assert r.exit_code == 0, r.output
     assert current(db, "flowers@word")[0] == ("The aster.", 4, 9)
@@ -137,7 +138,7 @@ def test_an_inherited_user_set_is_a_collision_too(db, tmp_path):
     t = tmp_path / "tpl"
     write(t / "may2019", "count_noun.j2", "A {{ word }} here.\n")
     refused(db, ["generate", "-w", "flowers", "-t", "may2019_fixed", "--template-dir", t],
-            "template set 'may2019' would replace the built-in set")
+            "template set 'may2019' would replace the built-in set", code=2)
 
 
 def test_user_template_set_inherits_and_imports_builtins(db, tmp_path):

@@ -521,7 +521,7 @@ def load_set(name: str, user_root: Path | None = None, override: bool = False) -
         replaced = builtin / s.name
         if s.root == user_root and replaced.is_dir() and _contents(s.path) != _contents(replaced):
             if not override:
-                raise StimkitError(f"{s.path}: template set {s.name!r} would replace the built-in set of that name "
+                raise UsageError(f"{s.path}: template set {s.name!r} would replace the built-in set of that name "
                                    f"({replaced}); rename the folder, or pass --override (a study file: override = true)")
             s.overrides = str(replaced)
     return tset

@@ -358,7 +358,7 @@ def merge(builtin: dict[str, WordList], user: dict[str, WordList], override: boo
         base = builtin.get(name)
         if base is not None and (base.category, base.words, base.provenance.hashed()) != (wl.category, wl.words, wl.provenance.hashed()):
             if not override:
-                raise StimkitError(f"{wl.path}:{wl.line}: list {name!r} would replace the built-in list of that name "
+                raise UsageError(f"{wl.path}:{wl.line}: list {name!r} would replace the built-in list of that name "
                                    f"({base.path}:{base.line}); rename it, or pass --override (a study file: override = true)")
             wl = dataclasses.replace(wl, overrides=f"{base.path}:{base.line}")
         merged[name] = wl
