@@ -9,7 +9,6 @@ import typer
 
 from .. import DEFAULT_BUDGET, StimkitError
 from ..errors import UsageError
-from ..views import audit as views_audit
 from ..views.text import with_interval
 from . import procedure
 from .common import (OverrideOption, TemplateDirOption, WordlistDirOption, app, emit, emit_tables, err, format_option, invocation, current_study, study_value,
@@ -120,6 +119,7 @@ def audit_perturb_cmd(
       stimkit audit perturb -t sent-weat6 -e minilm
       stimkit audit perturb --study my-study.toml --rule tense-past --rule contraction
     """
+    from ..views import audit as views_audit
     from .encode import progress_for
 
     command = invocation()
@@ -192,6 +192,8 @@ def audit_ceat_cmd(
 
     import polars as pl
 
+    from ..views import audit as views_audit
+
     with open_store() as store:
         rows = store.ceat(test, encoder or ["minilm"], context=None if context == "sentence" else context,
                           samples=samples, seed=seed)
@@ -221,6 +223,8 @@ def audit_show_cmd(
       stimkit audit show --templates --format csv
       stimkit audit show --variants --where "test = 'sent-weat6'"
     """
+    from ..views import audit as views_audit
+
     alpha = alpha if alpha is not None else study_value("alpha")
     if variants:
         with open_store(read_only=True) as store:
@@ -265,6 +269,8 @@ def audits_title(audits) -> str:
 
 def _show(audits, movers_df, fmt, movers_only: bool = False) -> None:
     """The audits and the templates that move each most, both in every format (or the templates alone)."""
+    from ..views import audit as views_audit
+
     if movers_only:
         emit(movers_df, fmt, title=TEMPLATES_TITLE, **views_audit.TEMPLATES)
     else:
