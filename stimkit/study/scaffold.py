@@ -26,6 +26,7 @@ checks = true                            # consistency checks over the study's r
 wordlists = "wordlists"                  # your folders, relative to this file
 templates = "templates"
 catalog = "tests"
+# override = true                        # your lists, templates and tests may replace built-in ones of their name
 
 # [display]                              # encoders' display names, for tables and the report
 # "glove-6b-50d" = "GloVe"
