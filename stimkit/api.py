@@ -199,6 +199,29 @@ class Store:
         specs = generate.for_template_sets(specs, tsets, bool(wordlist_names))
         return generate.generate(self.con, specs, lists, tsets, limits=limits if limits is not None else self.limits)
 
+    def generate_study(self, study: str | Path | Study, limits: Limits | None = None) -> list[dict]:
+        """The sets a study's tests and WEFATs read, each made current as today's files give it
+        (`stimkit generate` in a study folder): rows as `generate` returns them (new, restored
+        or unchanged), nothing else rendered."""
+        from .stimuli import current
+        from .study import study as studies
+
+        self._writable("generate")
+        study = study if isinstance(study, studies.Study) else studies.load(study)
+        folders = self.folders.using(catalog_dir=study.catalog_dir, wordlist_dir=study.wordlist_dir,
+                                     template_dir=study.template_dir)
+        _, chosen, wefats = self._study_tests(study, folders, None, {})
+        specs = list(dict.fromkeys([s for t in chosen for s in t.set_specs()] + [s for w in wefats for s in w.set_specs()]))
+        lists = folders.lists()
+        before = current.states(self.con, specs, lists, folders.template_set)
+        current.ensure(self.con, specs, lists, folders.template_set, limits if limits is not None else self.limits)
+        now = {st.spec: st.current for st in current.states(self.con, specs, lists, folders.template_set)}
+        sizes = dict(store.rows(self.con, "SELECT version, n_stimuli FROM stimulus_sets WHERE version IN "
+                                          "(SELECT unnest(?))", [list(now.values())]))
+        status = {"current": "unchanged", "missing": "new", "outdated": "new", "restore": "restored"}
+        return [{"name": st.spec.name, "version": now[st.spec], "status": status[st.status],
+                 "n_stimuli": sizes.get(now[st.spec], 0)} for st in before]
+
     def _generate_missing(self, specs, folders: Folders | None = None) -> list[str]:
         """Make the sets a plan names current as today's files give them (stimuli.current:
         rendered where their input key is new, logged current where another version was), from
@@ -491,7 +514,7 @@ class Store:
             given = opts.alpha if options is not None or "alpha" in option_values else None
             job.results = self.results(run=report.run_id, alpha=given, study=study)
             job.family = job.results.family
-            if study.checks:
+            if study.checks and report.computed:  # nothing changed: the checks stand as `check` lists them
                 job.checks = self.check(run=report.run_id, alpha=given, study=study)
         job.seconds = time.perf_counter() - started
         return job

@@ -44,6 +44,9 @@ def generate_cmd(
 ):
     """Render word lists through template sets into versioned stimulus sets (a no-op when nothing changed).
 
+    In a study's folder, with no list or template set named, the sets the study's tests read,
+    each as today's files give it.
+
     Examples:
       stimkit generate
       stimkit generate -w flowers -t may2019 -t heilman/engineer_attribute
@@ -60,8 +63,12 @@ def generate_cmd(
         if value is not None and not value > 0:
             raise UsageError(f"{Limits.OPTIONS[key][0]} must be > 0, not {value}")
     limits = dataclasses.replace(Limits.from_env(), **{k: v for k, v in asked.items() if v is not None})
-    with open_store() as store:
-        report = store.generate(wordlist, template_set, wordlist_dir, template_dir, override, limits=limits)
+    from .common import current_study
+
+    study = current_study() if not (wordlist or template_set or wordlist_dir or template_dir) else None
+    with open_store() as store:  # in a study folder, plain `generate` makes the study's sets, no others
+        report = store.generate_study(study, limits=limits) if study is not None else \
+            store.generate(wordlist, template_set, wordlist_dir, template_dir, override, limits=limits)
     counts = {s: sum(r["status"] == s for r in report) for s in ("new", "restored", "unchanged")}
     if not quiet:
         for r in report:

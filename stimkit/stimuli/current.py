@@ -143,6 +143,14 @@ def states(con, specs, lists: dict, template_set) -> list[SetState]:
     return [SetState(s, k, by_key.get(k), current.get(s.name)) for s, k in found]
 
 
+def record(con, rendered, lists: dict, template_set) -> None:
+    """The input keys of sets just rendered (stimuli.generate), so that a later command finds them
+    by key without rendering again. The caller owns the transaction."""
+    keys = [{"input_key": set_key(r.spec, lists, template_set(r.spec.template_set)), "name": r.spec.name,
+             "version": r.version} for r in rendered if _renderable([r.spec], lists)]
+    store.insert(con, "set_inputs", keys, keep_stored=True)
+
+
 def ensure(con, specs, lists: dict, template_set, limits) -> list[str]:
     """Make each set's current version the one today's files give (render what no key has seen,
     log as current what is not). One transaction; returns notes on what changed."""
@@ -160,12 +168,11 @@ def ensure(con, specs, lists: dict, template_set, limits) -> list[str]:
     rendered = {r.spec: r for r in (generate.render(st.spec, lists, tsets, limits=limits) for st in render)}
     with store.transaction(con):
         generate.write(con, list(rendered.values()))
+        store.insert(con, "set_inputs", [{"input_key": st.key, "name": st.spec.name,
+                                          "version": rendered[st.spec].version} for st in render], keep_stored=True)
         seq = store.next_seq(con)
         for st in todo:
-            if st.version is None:
-                store.insert(con, "set_inputs", [{"input_key": st.key, "name": st.spec.name,
-                                                  "version": rendered[st.spec].version}], keep_stored=True)
-            else:  # seen before: its version logged current again, nothing rendered
+            if st.version is not None:  # seen before: its version logged current again, nothing rendered
                 con.execute("INSERT INTO set_log (name, version, seq) VALUES (?, ?, ?)", [st.spec.name, st.version, seq])
                 seq += 1
     new = [st.spec.name for st in todo if st.current is None]

@@ -249,9 +249,14 @@ def generate(con, specs: list[SetSpec], wordlists: dict[str, WordList], template
              limits: Limits = Limits()) -> list[dict]:
     """Render every spec first (so a bad template fails before the store is touched), then write.
     `limits`: the bounds on the rendering (a Store passes its own)."""
+    from .current import record
+
     template_sets = template_sets if template_sets is not None else {}
     rendered = [render(s, wordlists, template_sets, limits=limits) for s in dict.fromkeys(specs)]
-    return write(con, rendered)
+    with store.transaction(con):
+        report = write(con, rendered)
+        record(con, rendered, wordlists, lambda name: template_set(SetSpec("", name), template_sets))
+    return report
 
 
 def plan(lists: dict, wordlist_names: list[str] | None = None, template_sets: list[str] | None = None,
