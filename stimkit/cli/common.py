@@ -10,7 +10,7 @@ import typer
 
 from .. import __version__
 from ..choices import check_alpha, check_correction  # noqa: F401  (commands check these before any work)
-from ..errors import Interrupted, StimkitError, UsageError
+from ..errors import Interrupted, StimkitError, UsageError, first_line
 from ..views.emit import FORMATS, check_format, emit, emit_document, emit_tables, err, out, print_rows  # noqa: F401  (one output layer)
 from ..views.text import count, family_line  # noqa: F401  (said as every view says it)
 from ..paths import default_db
@@ -163,8 +163,24 @@ def _not_an_option(ctx, param, value):
 
 
 def _print_version(value: bool):
+    """The version, the store schema it writes and, where a store is found, that store's schema."""
     if value:
-        out.print(f"stimkit {__version__}", highlight=False)
+        from ..store import connection
+
+        line = f"stimkit {__version__} (store schema {connection.migrations()[-1][0]})"
+        try:
+            path = db_path()
+            if path.exists():
+                import duckdb
+
+                with duckdb.connect(str(path), read_only=True) as con:
+                    found = con.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()[0]
+                line += f"; {path}: schema {found}"
+        except (StimkitError, OSError, ImportError) as e:  # a version is printed whatever the store is
+            line += f"; store not read ({first_line(e)})"
+        except Exception as e:  # noqa: BLE001  (duckdb's errors: a locked or foreign file)
+            line += f"; store not read ({str(e).splitlines()[0] if str(e) else type(e).__name__})"
+        out.print(line, highlight=False, markup=False)
         raise typer.Exit()
 
 
