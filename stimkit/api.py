@@ -618,7 +618,28 @@ class Store:
         family = analysis.define_family(self.con, where, alpha, run, include_stale=include_stale, kind=kind,
                                         correct=correct, baseline=baseline, study=_defaults(study),
                                         whole_store=whole_store)
-        return analysis.corrected_relation(self.con, family.correction), family
+        # a study's own reading (not one run's, which `run` just made) says whether its files moved on
+        return analysis.corrected_relation(self.con, family.correction), \
+            self._drift(family, study) if run is None else family
+
+    def _drift(self, family: analysis.Family, study: Study | None) -> analysis.Family:
+        """The family with the study's sets that today's files no longer give (Family.drift): its
+        results were made from older files, which a reading says (reads only: keys, no render)."""
+        from dataclasses import replace
+
+        from .stimuli import current
+
+        if study is None or study.path is None:
+            return family
+        try:
+            folders = self.folders.using(catalog_dir=study.catalog_dir, wordlist_dir=study.wordlist_dir,
+                                         template_dir=study.template_dir)
+            _, chosen, _ = self._study_tests(study, folders, None, {})
+            specs = list(dict.fromkeys(s for t in chosen for s in t.set_specs()))
+            states = current.states(self.con, specs, folders.lists(), folders.template_set)
+        except StimkitError:  # a broken file is said by the command that reads it; a reading still reads
+            return family
+        return replace(family, drift=tuple(st.spec.name for st in states if st.status != "current"))
 
     def check(self, where: str | None = None, run: str | None = None, alpha: float | None = None,
               include_stale: bool = False, study: Study | None = None, whole_store: bool = False) -> FamilyFrame:
@@ -628,7 +649,7 @@ class Store:
 
         family = analysis.define_family(self.con, where, alpha, run, allow_empty=True, include_stale=include_stale,
                                         study=_defaults(study), whole_store=whole_store)
-        return _framed(consistency(self.con, family.alpha), family)
+        return _framed(consistency(self.con, family.alpha), self._drift(family, study) if run is None else family)
 
     def check_metrics(self, where: str | None = None, run: str | None = None, alpha: float | None = None,
                       include_stale: bool = False, study: Study | None = None

@@ -269,3 +269,16 @@ def test_status_and_replay_of_recorded_commands(study):
         else:  # the study's run: nothing changed, nothing computed
             assert "nothing changed" in again.stderr
         con.close()
+
+
+def test_a_reading_says_when_the_files_moved_on(study):
+    """Before `run`, the study's views still show the results of the older files: they say so."""
+    study_file = write_study(study, {**BASE, "city": CITY[:-1]})
+    with stimkit.open(study / "stimkit.duckdb", read_only=True) as store:
+        fam = store.results(study=studies.load(study_file)).family
+        assert sorted(fam.drift) == ["city@plain", "city@word"]
+        assert fam.drift_note.startswith("warning: the study's files changed") and "`stimkit run`" in fam.drift_note
+        assert store.check(study=studies.load(study_file)).family.drift == fam.drift
+    with stimkit.open(study / "stimkit.duckdb") as store:
+        store.run(study_file)
+        assert store.results(study=studies.load(study_file)).family.drift == ()

@@ -39,11 +39,13 @@ class Family:
     alternatives: tuple[tuple[str, int], ...] = ()  # (alternative, results) in the family
     units: tuple[tuple[str, str, int], ...] = ()    # (word | sentence test, units, results)
     outside: int = 0        # current results of the store outside a study's family (not counted in m)
+    drift: tuple[str, ...] = ()  # a study's sets whose files changed since they were made (stimuli.current)
 
     def as_dict(self) -> dict:
         return {"definition": self.definition, "m": self.m, "run": self.run, "where": self.where,
                 "stale_left_out": self.stale, "mixed_versions": list(self.mixed), "alpha": self.alpha,
                 "correction": self.correction, "settings": self.settings, "outside_study": self.outside,
+                "sets_out_of_date": list(self.drift),
                 "alternatives": dict(self.alternatives), "tested": self.tested,
                 "units": [{"tests": kind, "units": units, "results": n} for kind, units, n in self.units]}
 
@@ -72,6 +74,15 @@ class Family:
         names = ", ".join(self.mixed[:5]) + (", ..." if len(self.mixed) > 5 else "")
         return (f"{len(self.mixed)} test{'s' if len(self.mixed) != 1 else ''} compared across different set versions "
                 f"(their encoders did not all run on the same stimuli): {names}")
+
+    @property
+    def drift_note(self) -> str | None:
+        if not self.drift:
+            return None
+        names = ", ".join(self.drift[:4]) + (", ..." if len(self.drift) > 4 else "")
+        return (f"warning: the study's files changed since its results were made: {len(self.drift)} set"
+                f"{'s' if len(self.drift) != 1 else ''} out of date ({names}); `stimkit status` lists what changes, "
+                "`stimkit run` brings it up to date")
 
     @property
     def outside_note(self) -> str | None:
@@ -225,7 +236,8 @@ def define_family(con, where: str | None = None, alpha: float | None = None, run
     except duckdb.Error as e:
         raise InputError(f"--where {where!r}: {usersql.first_line(e)}") from None
     if m == 0 and not allow_empty:
-        raise InputError(f"no results in {definition} (run `stimkit test` first)"
+        hint = "`stimkit run` brings the study's up to date" if study_run else "run `stimkit test` first"
+        raise InputError(f"no results in {definition} ({hint})"
                          + (f"; {stale} on superseded set versions (--include-stale)" if stale else ""))
     return Family(definition, m, run_id, where, stale, mixed, alpha, correct, settings, alternatives, units, outside)
 

@@ -340,7 +340,7 @@ def results_cmd(
             catalog_tests = catalog.load_toml()
             view4 = table4_view(store, df, family.alpha, list(catalog.load(store.con, store.catalog_dir)))
     err.print(family_line(family, correct, alpha, verbose), highlight=False)
-    for note in (family.stale_note, family.mixed_note, family.outside_note):
+    for note in (family.drift_note, family.stale_note, family.mixed_note, family.outside_note):
         if note:
             err.print(note, highlight=False)
     if layout:
@@ -426,6 +426,8 @@ def check_cmd(
     with open_store(read_only=True) as store:
         df = store.check(where, run, alpha, include_stale, current_study(), whole_store=whole_store)
         family = df.family
+    if family.drift_note:
+        err.print(family.drift_note, highlight=False)
     views_check.show(df, family, fmt or default_format(), columns, wide, verbose)
 
 
