@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from ..choices import suggest
 from .. import StimkitError, store
-from . import grammar
+from . import grammar, keys
 from .language import Provenance
 from .sets import SetSpec  # noqa: F401  (generate.SetSpec: a set to render)
 from .product import SlotPlan
@@ -249,13 +249,12 @@ def generate(con, specs: list[SetSpec], wordlists: dict[str, WordList], template
              limits: Limits = Limits()) -> list[dict]:
     """Render every spec first (so a bad template fails before the store is touched), then write.
     `limits`: the bounds on the rendering (a Store passes its own)."""
-    from .current import record
-
     template_sets = template_sets if template_sets is not None else {}
     rendered = [render(s, wordlists, template_sets, limits=limits) for s in dict.fromkeys(specs)]
     with store.transaction(con):
         report = write(con, rendered)
-        record(con, rendered, wordlists, lambda name: template_set(SetSpec("", name), template_sets))
+        keys.record(con, rendered, wordlists, lambda name: template_set(SetSpec("", name), template_sets),
+                    GENERATOR_VERSION)
     return report
 
 
