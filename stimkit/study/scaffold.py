@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import os
+import tempfile
 from pathlib import Path
 
 from ..errors import InputError, UsageError
@@ -155,7 +156,10 @@ def init(folder: str | Path, name: str | None = None) -> list[Path]:
     made = _parents(root.parent, folder)
     staged = None
     try:
-        staged = _stage(root.parent, root.name, files)
+        # beside the target (one file system: moved in by renames), 0700 while it is written:
+        # no one else can put a link into it
+        staged = Path(tempfile.mkdtemp(prefix=f".{root.name}.", suffix=".init", dir=root.parent))
+        _fill(staged, files)
         _move_in(staged, root)
     except OSError as e:
         _remove(staged)
@@ -192,12 +196,9 @@ def _parents(parent: Path, folder) -> list[Path]:
     return made
 
 
-def _stage(parent: Path, name: str, files: dict[str, str]) -> Path:
-    """The study written into a new folder beside the target (mode 0700 while it is written:
-    no one else can put a link into it), its mode then the usual (0777 less the umask)."""
-    import tempfile
-
-    staged = Path(tempfile.mkdtemp(prefix=f".{name}.", suffix=".init", dir=parent))
+def _fill(staged: Path, files: dict[str, str]) -> None:
+    """The study's files written into the staging folder, its mode then the usual (0777 less
+    the umask)."""
     for relative, text in files.items():
         path = staged / relative
         for folder in reversed(path.relative_to(staged).parents[:-1]):
@@ -211,7 +212,6 @@ def _stage(parent: Path, name: str, files: dict[str, str]) -> Path:
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(staged, 0o777 & ~umask)
-    return staged
 
 
 def _move_in(staged: Path, root: Path) -> None:
@@ -229,8 +229,8 @@ def _move_in(staged: Path, root: Path) -> None:
         for entry in sorted(os.listdir(staged)):
             if (staged / entry).is_dir():  # a folder moves whole; onto a link or a file: ENOTDIR
                 os.rename(staged / entry, entry, dst_dir_fd=fd)
-            else:  # a hard link fails where anything is (a dangling link too): nothing replaced
-                os.link(staged / entry, entry, dst_dir_fd=fd, follow_symlinks=False)
+            else:
+                _link(staged / entry, entry, fd)
             moved.append(entry)
     except OSError:
         for entry in reversed(moved):
@@ -242,6 +242,22 @@ def _move_in(staged: Path, root: Path) -> None:
     finally:
         os.close(fd)
     _remove(staged)
+
+
+def _link(source: Path, name: str, fd: int) -> None:
+    """`source` as `name` in the folder `fd`, replacing nothing: a hard link fails where
+    anything is (a dangling link too); a file system without hard links checks, then renames."""
+    try:
+        os.link(source, name, dst_dir_fd=fd, follow_symlinks=False)
+    except OSError as e:
+        if e.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK):
+            raise
+        try:
+            os.lstat(name, dir_fd=fd)
+        except FileNotFoundError:
+            os.rename(source, name, dst_dir_fd=fd)
+            return
+        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), name) from None
 
 
 def _remove(staged: Path | None) -> None:
