@@ -336,9 +336,9 @@ def current_study():
     """The study in force for this command (--study, $STIMKIT_STUDY, or study.toml found from
     the working directory up), loaded once; None without one."""
     if "study_in_force" not in state:
-        from ..study import study as studies
-
         import os
+
+        from ..study import study as studies
 
         # given --db, a study file above this folder that is refused or broken is passed over
         # with a warning: it must not block a command that names its store
