@@ -56,6 +56,14 @@ def home(tmp_path, monkeypatch):
     return folder
 
 
+def below(home: Path, monkeypatch, folder: str, name: str, owner: int) -> Path:
+    """A study in home/folder, and the working directory home/folder/work below it."""
+    path = write_study(home / folder, name, owner=owner)
+    (home / folder / "work").mkdir()
+    monkeypatch.chdir(home / folder / "work")
+    return path
+
+
 def catalog_names(r) -> set[str]:
     return {line.split(",")[0] for line in r.stdout.splitlines()[1:]}
 
@@ -64,10 +72,7 @@ def catalog_names(r) -> set[str]:
 
 @needs_root
 def test_a_study_file_another_user_planted_above_is_refused_in_one_line(home, monkeypatch):
-    shared = home / "shared"
-    planted = write_study(shared, "planted", owner=OTHER)
-    (shared / "work").mkdir()
-    monkeypatch.chdir(shared / "work")
+    planted = below(home, monkeypatch, "shared", "planted", OTHER)
     r = invoke(app, ["catalog", "-f", "csv"])
     assert r.exit_code == 2, r.output
     line = r.stderr.strip()
@@ -127,10 +132,8 @@ def test_a_sticky_folder_anyone_may_write_to_that_another_user_owns_is_refused(h
 
 @needs_root
 def test_safe_directories_and_study_flag_trust_a_folder(home, monkeypatch):
-    shared = home / "lab"
-    planted = write_study(shared, "lab", owner=OTHER)
-    (shared / "work").mkdir()
-    monkeypatch.chdir(shared / "work")
+    planted = below(home, monkeypatch, "lab", "lab", OTHER)
+    shared = planted.parent
     # named outright: naming it is trusting it
     r = invoke(app, ["--study", str(planted), "catalog", "-f", "csv"])
     assert r.exit_code == 0 and "lab-only" in catalog_names(r), r.output
@@ -226,14 +229,11 @@ def test_a_store_another_user_owns_beside_a_found_study_is_refused(home, monkeyp
 @needs_root
 @pytest.mark.parametrize("broken", ["planted", "not toml", "unknown key"])
 def test_a_broken_or_refused_study_above_never_blocks_db_or_study(home, monkeypatch, broken):
-    shared = home / "shared"
-    path = write_study(shared, "above", owner=OTHER if broken == "planted" else ME)
+    path = below(home, monkeypatch, "shared", "above", OTHER if broken == "planted" else ME)
     if broken == "not toml":
         path.write_text("name = \n")
     elif broken == "unknown key":
         path.write_text('name = "x"\nfrobnicate = 1\n')
-    (shared / "work").mkdir()
-    monkeypatch.chdir(shared / "work")
     r = invoke(app, ["catalog", "-f", "csv"])
     assert r.exit_code == 2 and str(path) in r.stderr, r.output
     r = invoke(app, ["--db", str(home / "s.duckdb"), "catalog", "-f", "csv"])
