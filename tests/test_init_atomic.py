@@ -22,6 +22,8 @@ REPO = Path(__file__).resolve().parent.parent
 ENV = ("STIMKIT_DB", "STIMKIT_STUDY", "STIMKIT_CATALOG_DIR")
 SCAFFOLD = ["study.toml", "templates/simple/_set.toml", "templates/simple/adjective.j2",
             "templates/simple/count_noun.j2", "tests/food.toml", "wordlists/food.toml"]
+SCAFFOLD_ORDER = ["study.toml", "wordlists/food.toml", "templates/simple/_set.toml", "templates/simple/count_noun.j2",
+                  "templates/simple/adjective.j2", "tests/food.toml"]  # as init returns them
 invoke = CliRunner().invoke
 
 
@@ -123,19 +125,50 @@ app()
 """
 
 
+@pytest.mark.parametrize("existing", [False, True], ids=["new-folder", "folder-with-a-readme"])
 @pytest.mark.parametrize("limit", [0, 1000])
-def test_a_write_that_fails_part_way_leaves_nothing_and_a_retry_works(here, limit):
+def test_a_write_that_fails_part_way_leaves_nothing_and_a_retry_works(here, limit, existing):
     """RLIMIT_FSIZE makes a write past `limit` bytes in one file fail (EFBIG), as a full disk
     does: the study file (2.5 kB) is cut there, and nothing of it may stay."""
+    if existing:
+        (here / "study").mkdir()
+        (here / "study" / "README").write_text("mine\n")
+    before = tree(here)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = subprocess.run([sys.executable, "-c", INIT_UNDER_LIMIT, str(limit), "study"], cwd=here, env=env,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 1, done.stderr
     assert done.stderr.startswith("error: study: cannot write the study") and len(done.stderr.splitlines()) == 1
     assert "nothing was written" in done.stderr
-    assert tree(here) == []  # neither the folder nor a staging folder beside it
+    assert tree(here) == before  # no study file, no staging folder beside or inside it
     r = invoke(app, ["init", "study"])
-    assert r.exit_code == 0 and files(here / "study") == SCAFFOLD, r.output
+    assert r.exit_code == 0 and files(here / "study") == sorted(SCAFFOLD + (["README"] if existing else [])), r.output
+
+
+def test_a_move_that_fails_part_way_into_a_folder_is_undone(here, monkeypatch):
+    """Into a folder that exists the entries move one by one: the last failing (ENOSPC) takes
+    back those moved before it."""
+    import errno
+
+    from stimkit.errors import InputError
+    from stimkit.study.scaffold import init
+
+    study = here / "study"
+    study.mkdir()
+    (study / "README").write_text("mine\n")
+    rename = os.rename
+
+    def failing(src, dst, **kw):
+        if dst == "wordlists":
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return rename(src, dst, **kw)
+
+    monkeypatch.setattr(os, "rename", failing)
+    with pytest.raises(InputError, match="nothing was written"):
+        init(study)
+    monkeypatch.setattr(os, "rename", rename)
+    assert tree(study) == ["README"]
+    assert [p.name for p in init(study)] == [Path(p).name for p in SCAFFOLD_ORDER]
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")

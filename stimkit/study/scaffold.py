@@ -138,7 +138,8 @@ def init(folder: str | Path, name: str | None = None) -> list[Path]:
     """Write the starter study into `folder`, all or nothing: refused where the folder is a
     link or already holds a study file, `wordlists`, `templates` or `tests` (as a file, a folder
     or a link: nothing is written through a link). The files are written into a new private
-    folder beside `folder`, then moved in by renames, which never follow a link; a failure
+    folder (beside `folder`, or inside it when it exists), then moved in by renames and hard
+    links, which never follow a link or replace a file; a failure
     (a blocked path, a full disk) removes what was written, so a retry starts clean.
     Returns the files written."""
     root = Path(os.path.abspath(folder))
@@ -156,11 +157,13 @@ def init(folder: str | Path, name: str | None = None) -> list[Path]:
     made = _parents(root.parent, folder)
     staged = None
     try:
-        # beside the target (one file system: moved in by renames), 0700 while it is written:
-        # no one else can put a link into it
-        staged = Path(tempfile.mkdtemp(prefix=f".{root.name}.", suffix=".init", dir=root.parent))
+        # 0700 while it is written: no one else can put a link into it. Beside a new folder
+        # (moved there whole), inside one that exists (its parent need not be writable);
+        # either way on its file system, so moved in by renames
+        whole = not root.exists()
+        staged = Path(tempfile.mkdtemp(prefix=f".{root.name}.", suffix=".init", dir=root.parent if whole else root))
         _fill(staged, files)
-        _move_in(staged, root)
+        _move_in(staged, root, whole)
     except OSError as e:
         _remove(staged)
         for parent in reversed(made):  # folders made for it, if still empty
@@ -214,15 +217,12 @@ def _fill(staged: Path, files: dict[str, str]) -> None:
     os.chmod(staged, 0o777 & ~umask)
 
 
-def _move_in(staged: Path, root: Path) -> None:
-    """Move the staged study to `root`: the whole folder when `root` is missing (or empty),
-    else each top-level entry into it, none replacing anything; undone if one fails."""
-    try:
-        os.rename(staged, root)  # replaces nothing but an empty folder; a link there: ENOTDIR
+def _move_in(staged: Path, root: Path, whole: bool) -> None:
+    """Move the staged study to `root`: the whole folder (`whole`: `root` was missing), else
+    each top-level entry into it, none replacing anything; undone if one fails."""
+    if whole:
+        os.rename(staged, root)  # replaces nothing but an empty folder made meanwhile; a link there: ENOTDIR
         return
-    except OSError as e:
-        if root.is_symlink() or not root.is_dir() or e.errno not in (errno.ENOTEMPTY, errno.EEXIST):
-            raise
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0))  # names below are in it
     moved = []
     try:
