@@ -102,6 +102,21 @@ def test_a_link_another_user_owns_is_refused_though_it_leads_to_your_file(home, 
     assert studies.find() == link
 
 
+def test_a_link_to_a_file_in_a_folder_anyone_may_write_to_is_refused(home, monkeypatch):
+    """Your link in your folder, to your file in an open folder: anyone could swap that file."""
+    open_folder = home / "open"
+    real = write_study(open_folder)
+    open_folder.chmod(0o777)
+    mine = home / "mine"
+    mine.mkdir()
+    (mine / "study.toml").symlink_to(real)
+    monkeypatch.chdir(mine)
+    with pytest.raises(UsageError, match=f"its folder {open_folder} is writable by anyone"):
+        studies.find()
+    open_folder.chmod(0o755)
+    assert studies.find() == mine / "study.toml"
+
+
 def test_a_folder_anyone_may_write_to_is_refused_unless_sticky_and_yours(home, monkeypatch):
     folder = home / "open"
     path = write_study(folder)

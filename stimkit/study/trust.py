@@ -7,8 +7,8 @@ another user who can write in a folder above yours (a shared /tmp, a lab share) 
 able to plant one. A file found is used only when:
 
 - you own it (the link and the file it leads to, when it is a link), and
-- its folder is not writable by anyone, unless it has the sticky bit and is yours (then no
-  one else can rename or replace what is in it);
+- its folder (for a link, the file's folder too) is not writable by anyone, unless it has
+  the sticky bit and is yours (then no one else can rename or replace what is in it);
 
 or when its folder is listed in $STIMKIT_SAFE_DIRECTORIES (folders separated by os.pathsep;
 `*` trusts every folder). --study (or $STIMKIT_STUDY) names a study outright: naming it is
@@ -78,14 +78,16 @@ def distrust(path: Path) -> str | None:
     for st in (link, target):
         if st.st_uid != me:
             return f"it belongs to {_owner(st.st_uid)}, not to you, {_owner(me)}"
-    folder = path.parent
-    try:
-        f = os.stat(folder)
-    except OSError as e:
-        return f"its folder cannot be read ({e.strerror or e})"
-    if f.st_mode & stat.S_IWOTH and not (f.st_mode & stat.S_ISVTX and f.st_uid == me):
-        sticky = "with the sticky bit but belonging to " + _owner(f.st_uid) if f.st_mode & stat.S_ISVTX else "without the sticky bit"
-        return f"its folder {folder} is writable by anyone ({sticky})"
+    # the link's folder and its file's: anyone who may write in either could swap the file
+    for folder in dict.fromkeys((path.parent, Path(os.path.realpath(path)).parent)):
+        try:
+            f = os.stat(folder)
+        except OSError as e:
+            return f"its folder cannot be read ({e.strerror or e})"
+        if f.st_mode & stat.S_IWOTH and not (f.st_mode & stat.S_ISVTX and f.st_uid == me):
+            sticky = ("with the sticky bit but belonging to " + _owner(f.st_uid) if f.st_mode & stat.S_ISVTX
+                      else "without the sticky bit")
+            return f"its folder {folder} is writable by anyone ({sticky})"
     return None
 
 
