@@ -326,7 +326,10 @@ def db_path() -> Path:
     except StimkitError:  # a broken study file is said by the command that reads it
         found = None
     if found is not None and found.path is not None and not _builtin(found):
-        return found.path.parent / default_db().name
+        from ..study import study as studies
+
+        # a found study's store must be yours and never a link out of its folder (study.trust)
+        return studies.store(found, default_db().name, named=bool(state.get("study") or os.environ.get(studies.STUDY_ENV)))
     return default_db()
 
 
@@ -349,10 +352,16 @@ def current_study():
     """The study in force for this command (--study, $STIMKIT_STUDY, or study.toml found from
     the working directory up), loaded once; None without one."""
     if "study_in_force" not in state:
+        import os
+
         from ..study import study as studies
 
+        # given --db, a study file above this folder that is refused or broken is passed over
+        # with a warning: it must not block a command that names its store
+        skip = (lambda message: err.print(f"warning: {message}", highlight=False, markup=False)) \
+            if state.get("db") or os.environ.get("STIMKIT_DB") else None
         try:
-            state["study_in_force"] = studies.in_force(state.get("study"))
+            state["study_in_force"] = studies.in_force(state.get("study"), on_skip=skip)
         except StimkitError as e:  # said by every later call too: a broken study file never falls back to none
             state["study_in_force"] = e
     if isinstance(state["study_in_force"], StimkitError):

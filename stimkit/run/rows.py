@@ -436,7 +436,9 @@ class Failure:
     error: BaseException | None = field(default=None, compare=False, repr=False)  # what was raised
 
     def __str__(self) -> str:
-        return f"test {self.test}, encoder {self.encoder}: {self.cause}"
+        # a name as typed may hold a line break (a quoted template): the failure stays one line
+        def shown(name): return name if name.isprintable() else repr(name)[1:-1]
+        return f"test {shown(self.test)}, encoder {shown(self.encoder)}: {self.cause}"
 
     def as_error(self) -> BaseException:
         """The error to raise where one failure stops the whole (an audit)."""
