@@ -280,7 +280,9 @@ def hard_debias(matrix: np.ndarray, definitional: np.ndarray, equalize: np.ndarr
         mu = (ea + eb) / 2
         nu = mu - g * (mu @ g)
         z = np.sqrt(max(1 - nu @ nu, 0.0))
-        z = -z if (ea - eb) @ g < 0 else z
+        # oriented by the original vectors: after neutralizing, a pair of two non-specific words has
+        # no difference along g, and debiaswe's sign test ((E.v(a) - E.v(b)) . g < 0) reads rounding noise
+        z = -z if (x[ia].astype(np.float64) - x[ib]) @ g < 0 else z
         out[ia], out[ib] = nu + z * g, nu - z * g
     return normalize(out).astype(np.float32), g
 
