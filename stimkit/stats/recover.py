@@ -137,9 +137,13 @@ def fisher_interval(r: float, n: int, level: float = 0.95, var: float | None = N
 
 def nearest(x: np.ndarray, items: np.ndarray, pool: np.ndarray, k: int) -> np.ndarray:
     """(len(items), k): the rows of `pool` nearest (cosine) to each item, the item itself left out."""
-    xu = unit(x)
-    sims = xu[items] @ xu[pool].T
-    sims[pool[None, :] == items[:, None]] = -np.inf
+    items, pool = np.asarray(items), np.asarray(pool)
+    sims = unit(x[items]) @ unit(x[pool]).T  # only the rows needed: x may be a whole vocabulary
+    at = {r: j for j, r in enumerate(pool.tolist())}
+    own = [(i, at[r]) for i, r in enumerate(items.tolist()) if r in at]
+    if own:
+        rows, cols = zip(*own)
+        sims[list(rows), list(cols)] = -np.inf
     top = np.argpartition(-sims, k, axis=1)[:, :k]
     return pool[top]
 
