@@ -20,7 +20,7 @@ it trained on are left out: a check never scores them.
 Protocol `projection` (stimkit's first, kept for comparison): words ranked by the projection
 of the normalised vector on the definitional pairs' principal direction (the one Hard Debias
 removes), isalpha lower-case words, a linear SVM on 1000 words drawn from the 5000, the
-neighbours' mean original bias; INLP's training words are not left out.
+neighbours' mean original bias (INLP's training words left out here too).
 
 Sentence encoders (SentenceDebias, INLP over sentences): the classifier over the counterfactual sentences (labelled
 by the word of the pair, each word pair oriented by the base's direction over its sentences;
@@ -170,12 +170,14 @@ def projection_checks(enc, n: int, seed: int, resamples: int, vocab: int) -> lis
     """stimkit's first protocol (the module's doc), for comparison."""
     x0, x1, _, g = word_bias(enc)
     candidates = debias.candidate_rows(enc.base.vectors, enc.recipe.dimension, vocab)
+    candidates = candidates[~np.isin(candidates, enc.fit.get("trained", []))]  # never a word INLP trained on
     if len(candidates) < 40:
         raise StimkitError(f"encoder {enc.spec!r}: the checks need at least 40 plain lower-case words outside the "
                            f"dimension's lists among the {vocab} most frequent; the vocabulary has {len(candidates)}")
     bias = np.zeros(len(x0))
     bias[candidates] = recover.unit(x0[candidates]) @ g
-    by, p = "by projection on the removed direction", "projection"
+    left = " (INLP's training words left out)" if "trained" in enc.fit else ""
+    by, p = f"by projection on the definitional pairs' principal direction{left}", "projection"
     items, labels, m = extremes(bias, candidates, n)
     out = [_row(enc, "clustering", f"{m} most biased words of each side {by}",
                 *(recover.cluster_accuracy(x[items], labels, seed, resamples) for x in (x0, x1)), p)]
