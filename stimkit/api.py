@@ -922,8 +922,10 @@ def debias_checks(specs: list[str], n: int = 500, seed: int = 0, resamples: int 
     {spec: run.debias.CheckRow rows, base and debiased side by side}. Every spec is built (its
     lists checked) before any check runs. Reads no store, writes nothing."""
     from . import encoders
-    from .run.debias import checks
+    from .run.debias import PROTOCOLS, checks
 
+    if protocol not in PROTOCOLS:  # before any encoder is built
+        raise UsageError(f"unknown check protocol {protocol!r} (known: {', '.join(PROTOCOLS)})")
     built = {spec: encoders.resolve(spec) for spec in specs}
     return {spec: checks(enc, n, seed, resamples, protocol=protocol) for spec, enc in built.items()}
 

@@ -456,3 +456,29 @@ def test_inlp_over_sentences():
     # its vectors: the base's through the projection
     base = enc.base.encode(["He is a doctor."], [None]).vectors
     assert np.abs(enc.encode(["He is a doctor."], [None]).vectors - base @ p.T).max() < 1e-5
+
+
+def test_check_command_names_its_protocol(tmp_path):
+    """debias check prints each row's protocol; --protocol projection gives stimkit's first
+    rule's rows; an unknown protocol is a usage error in one line (exit 2)."""
+    import csv
+    import io
+
+    from typer.testing import CliRunner
+
+    from stimkit.cli import app
+
+    db = str(tmp_path / "s.duckdb")
+    args = ["--db", db, "debias", "check", "-e", "glove-6b-50d,debias=hard", "--n", "50", "--resamples", "10",
+            "--format", "csv"]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 0, r.output
+    rows = {row["check"]: row for row in csv.DictReader(io.StringIO(r.stdout))}
+    assert {rows[c]["protocol"] for c in ("clustering", "classifier (rbf)", "classifier (linear)", "neighbours")} == {
+        "gonen-goldberg"}
+    assert "RBF SVM" in rows["classifier (rbf)"]["items"] and "cos(w, he) - cos(w, she)" in rows["clustering"]["items"]
+    r = CliRunner().invoke(app, args + ["--protocol", "projection"])
+    rows = {row["check"]: row for row in csv.DictReader(io.StringIO(r.stdout))}
+    assert r.exit_code == 0 and rows["clustering"]["protocol"] == "projection" and "classifier (rbf)" not in rows
+    r = CliRunner().invoke(app, args + ["--protocol", "mine"])
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1 and "gonen-goldberg" in r.output

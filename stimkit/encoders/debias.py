@@ -22,9 +22,9 @@ the fingerprint with the lists' versions and the method's):
                                     to the base's (6 on GloVe 50d: 35 would leave 5 of its 50 dimensions)
                           stopping  stimkit's first recipe: 2500 a class from 50,000, the definitional
                                     pairs' principal direction, stop within 0.05 of chance (at most 35)
-    debias_iterations=N   INLP: remove N classifiers (a fixed count; 0: the recipe's)
+    debias_iterations=N   INLP: remove N classifiers (a fixed count)
     debias_tol=T          INLP: stop early, at the first classifier whose held-out accuracy is
-                          within T of chance (0: no early stopping, a fixed count)
+                          within T of chance (the `stopping` recipe's 0.05; the others: no early stop)
     debias_words=N        INLP: words of each class
     debias_vocab=N        INLP: the N most frequent words it draws them from
     debias_direction=D    INLP: pair (the dimension's direction pair: he - she) or pca
