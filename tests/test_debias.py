@@ -378,6 +378,8 @@ def test_checks_on_glove_hard_debias(hard):
     from stimkit.run import debias as run_debias
 
     fx = json.loads((DHD_FIXTURES / "gonen_goldberg_glove-6b-50d.json").read_text())[hard.spec]
+    # their limit_vocab, the dimension's lists excluded, gives the words stimkit's check reads
+    assert fx["same_words_as_limit_vocab"] and fx["words"] == len(run_debias.gg_words(hard)[0])
     rows = {r.check: r for r in run_debias.checks(hard, n=500, resamples=20)}
     c, k, nb = rows["clustering"], rows["classifier (rbf)"], rows["neighbours"]
     assert (c.before, c.after) == (fx["clustering_n_init10_before"], fx["clustering_n_init10_after"])
