@@ -994,15 +994,18 @@ class Store:
         return report, before_after(self.con, report.results, next(iter(bases)))
 
 
-def debias_checks(specs: list[str], n: int = 500, seed: int = 0, resamples: int = 200) -> dict[str, list]:
+def debias_checks(specs: list[str], n: int = 500, seed: int = 0, resamples: int = 200,
+                  protocol: str = "gonen-goldberg") -> dict[str, list]:
     """Gonen & Goldberg's recoverability checks and the similarity cost of each debiased encoder:
     {spec: run.debias.CheckRow rows, base and debiased side by side}. Every spec is built (its
     lists checked) before any check runs. Reads no store, writes nothing."""
     from . import encoders
-    from .run.debias import checks
+    from .run.debias import PROTOCOLS, checks
 
+    if protocol not in PROTOCOLS:  # before any encoder is built
+        raise UsageError(f"unknown check protocol {protocol!r} (known: {', '.join(PROTOCOLS)})")
     built = {spec: encoders.resolve(spec) for spec in specs}
-    return {spec: checks(enc, n, seed, resamples) for spec, enc in built.items()}
+    return {spec: checks(enc, n, seed, resamples, protocol=protocol) for spec, enc in built.items()}
 
 
 def _recorded(study: Study | None, alpha: float) -> dict:
