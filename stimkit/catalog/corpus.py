@@ -29,8 +29,8 @@ are whole tokens of the text, so `cat` is not found in `cats` nor `кот` in `�
 of a script without spaces is found wherever its characters stand (`日本` in `日本人`: stimkit
 has no dictionary to cut such text into words). The forms are the list's (a count noun's
 singular and plural: inflection as the list resolves it); names (kind `name`) match in their
-own case, every other word in any case (Unicode's full case folding, not a language's: Turkish
-`KIZ` folds to `kiz`, not `kız`; `case`: "auto"; "sensitive" or "insensitive" for all).
+own case, every other word in any case (Unicode's full case folding, İ to i: not a language's,
+so Turkish `KIZ` folds to `kiz`, not `kız`; `case`: "auto"; "sensitive" or "insensitive" for all).
 
 The scan streams: Python reads the files a line at a time (refusing a file that is binary or
 not UTF-8, or a record over the limit, naming file and line), finds the words of each sentence
@@ -367,8 +367,14 @@ class _Form:
     trail: str                 # after the last (`++` of `c++`)
 
 
+def fold_case(text: str) -> str:
+    """Unicode's full case folding, with the Turkish capital İ folded to i (not to i and a
+    combining dot): "İş" is "iş". Turkish I stays i, as in every other language."""
+    return text.casefold().replace("i\u0307", "i")
+
+
 def _fold(text: str, sensitive: bool) -> str:
-    return text if sensitive else text.casefold()
+    return text if sensitive else fold_case(text)
 
 
 class Matcher:
@@ -404,7 +410,7 @@ class Matcher:
         """Whether `text` may hold a form (a token that begins one): a quick test of a record."""
         pattern = _token_pattern()
         return bool((self.exact and not self.exact.keys().isdisjoint(pattern.findall(text)))
-                    or (self.folded and not self.folded.keys().isdisjoint(pattern.findall(text.casefold())))
+                    or (self.folded and not self.folded.keys().isdisjoint(pattern.findall(fold_case(text))))
                     or any(f in _fold(text, s) for _, f, s in self.bare))
 
     def find(self, sentence: str) -> dict[tuple[str, str], tuple[int, int]]:
@@ -412,7 +418,7 @@ class Matcher:
         form where two begin at the same place)."""
         spans = tokens(sentence)
         words = [sentence[a:b] for a, b in spans]
-        folded = [w.casefold() for w in words] if self.folded else words
+        folded = [fold_case(w) for w in words] if self.folded else words
         gaps = [sentence[(spans[i - 1][1] if i else 0):(spans[i][0] if i < len(spans) else len(sentence))]
                 for i in range(len(spans) + 1)]
         hits: dict[tuple[str, str], tuple[int, int]] = {}
