@@ -308,8 +308,13 @@ def import_corpus_cmd(
         out.print(f"{s['status']:>9}  {s['name']:<40} {s['version']}  {count(s['n_words'], 'word'):>9}  "
                   f"{count(s['n_stimuli'], 'context'):>13}", highlight=False, markup=False, emoji=False)
     if r.few:
-        err.print(f"note: {count(len(r.few), 'word')} with fewer than {min_contexts if min_contexts is not None else min(10, per_word)} contexts: "
-                  + ", ".join(f"{c.word} ({c.sampled})" for c in r.few), highlight=False, markup=False, emoji=False)
+        shown = ", ".join(f"{c.word} ({c.sampled})" for c in r.few[:FEW_SHOWN])
+        more = f", and {len(r.few) - FEW_SHOWN:,} more" if len(r.few) > FEW_SHOWN else ""
+        err.print(f"note: {count(len(r.few), 'word')} with fewer than {min_contexts if min_contexts is not None else min(10, per_word)} "
+                  f"contexts: {shown}{more}", highlight=False, markup=False, emoji=False)
+
+
+FEW_SHOWN = 50   # words named in the note of too few contexts: a long list would fill the terminal
 
 
 @import_app.command("holisticbias")
