@@ -322,34 +322,28 @@ def sentences(text: str):
 
 @functools.cache
 def _token_pattern() -> re.Pattern:
-    """Tokens: a character of a script without spaces with its marks, or a run of letters,
-    marks and numbers (Unicode L*, M*, N*, as this Python's unicodedata has them)."""
-    unspaced, spaced, marks = [], [], []
-    starts = [lo for lo, _ in UNSPACED]
-    import bisect
+    """Tokens: a run of letters, marks and numbers of scripts with spaces, or a character of a
+    script without spaces with its marks. Letters and numbers are `[^\\W_]` (Python's own
+    Unicode test: exactly categories L* and N*, and fast); marks (M*, as this Python's
+    unicodedata has them, and the zero-width joiners) a class built once, its characters past
+    the Basic Multilingual Plane tested only for such a character (a long class is slow to fail
+    on the spaces and punctuation between words)."""
+    marks = [cp for cp in range(sys.maxunicode + 1) if unicodedata.category(chr(cp))[0] == "M"] + [0x200C, 0x200D]
 
-    for cp in range(sys.maxunicode + 1):
-        cat = unicodedata.category(chr(cp))[0]
-        if cat == "M":
-            marks.append(cp)
-        elif cat in "LN":
-            i = bisect.bisect_right(starts, cp) - 1
-            (unspaced if i >= 0 and cp <= UNSPACED[i][1] else spaced).append(cp)
-    marks += [0x200C, 0x200D]   # zero-width non-joiner and joiner: spelling inside a word
+    def char_class(cps):
+        runs = []
+        for cp in sorted(cps):
+            if runs and cp == runs[-1][1] + 1:
+                runs[-1][1] = cp
+            else:
+                runs.append([cp, cp])
+        return "[" + "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in runs) + "]"
 
-    def ranges(cps):
-        out, cps = [], sorted(cps)
-        lo = prev = cps[0]
-        for cp in cps[1:]:
-            if cp != prev + 1:
-                out.append((lo, prev))
-                lo = cp
-            prev = cp
-        out.append((lo, prev))
-        return "".join(f"\\U{a:08x}" if a == b else f"\\U{a:08x}-\\U{b:08x}" for a, b in out)
-
-    m = ranges(marks)
-    return re.compile(f"[{ranges(unspaced)}][{m}]*|[{ranges(spaced)}{m}]+")
+    u = "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in UNSPACED)
+    word = f"[^\\W_{u}]"                      # a letter or number of a script with spaces
+    mark = (f"(?:{char_class(c for c in marks if c <= 0xFFFF)}"
+            f"|(?=[\\U00010000-\\U0010ffff]){char_class(c for c in marks if c > 0xFFFF)})")
+    return re.compile(f"{word}+(?:{mark}+{word}*)*|{mark}+(?:{word}+{mark}*)*|(?=[^\\W_])[{u}]{mark}*")
 
 
 def tokens(text: str) -> list[tuple[int, int]]:
@@ -407,25 +401,26 @@ class Matcher:
                     for f in _forms(w)])
 
     def maybe(self, text: str) -> bool:
-        """Whether `text` may hold a form (a token that begins one): a quick test of a record."""
+        """Whether `text` may hold a form (a token that begins one, or a form without any):
+        one pass of C code, before any token is looked at one by one."""
         pattern = _token_pattern()
-        return bool((self.exact and not self.exact.keys().isdisjoint(pattern.findall(text)))
-                    or (self.folded and not self.folded.keys().isdisjoint(pattern.findall(fold_case(text))))
+        return bool((self.folded and not self.folded.keys().isdisjoint(pattern.findall(fold_case(text))))
+                    or (self.exact and not self.exact.keys().isdisjoint(pattern.findall(text)))
                     or any(f in _fold(text, s) for _, f, s in self.bare))
 
     def find(self, sentence: str) -> dict[tuple[str, str], tuple[int, int]]:
         """(list, word) -> (start, end) of its first occurrence in the sentence (the longest
         form where two begin at the same place)."""
+        if not self.maybe(sentence):
+            return {}
         spans = tokens(sentence)
         words = [sentence[a:b] for a, b in spans]
         folded = [fold_case(w) for w in words] if self.folded else words
-        gaps = [sentence[(spans[i - 1][1] if i else 0):(spans[i][0] if i < len(spans) else len(sentence))]
-                for i in range(len(spans) + 1)]
         hits: dict[tuple[str, str], tuple[int, int]] = {}
         for i in range(len(spans)):
             for table, toks in ((self.exact, words), (self.folded, folded)):
                 for f in table.get(toks[i], ()):
-                    span = self._at(f, i, spans, toks, gaps)
+                    span = self._at(f, i, spans, toks, sentence)
                     if span is not None and (f.key not in hits or (span[0], -span[1]) < (hits[f.key][0], -hits[f.key][1])):
                         hits[f.key] = span
         for key, form, sensitive in self.bare:
@@ -435,16 +430,20 @@ class Matcher:
         return hits
 
     @staticmethod
-    def _at(f: _Form, i: int, spans, toks, gaps) -> tuple[int, int] | None:
+    def _at(f: _Form, i: int, spans, toks, sentence: str) -> tuple[int, int] | None:
         k = len(f.tokens)
-        if i + k > len(spans) or tuple(toks[i:i + k]) != f.tokens:
+        if i + k > len(spans) or (k > 1 and tuple(toks[i:i + k]) != f.tokens):
             return None
+
+        def gap(j):   # the text before token j (after the last token, for j = len(spans))
+            return sentence[spans[j - 1][1] if j else 0:spans[j][0] if j < len(spans) else len(sentence)]
+
         for j in range(1, k):
-            if _WHITE.sub(" ", _fold(gaps[i + j], f.sensitive)) != f.gaps[j - 1]:
+            if _WHITE.sub(" ", _fold(gap(i + j), f.sensitive)) != f.gaps[j - 1]:
                 return None
-        if f.lead and not _fold(gaps[i], f.sensitive).endswith(f.lead):
+        if f.lead and not _fold(gap(i), f.sensitive).endswith(f.lead):
             return None
-        if f.trail and not _fold(gaps[i + k], f.sensitive).startswith(f.trail):
+        if f.trail and not _fold(gap(i + k), f.sensitive).startswith(f.trail):
             return None
         return spans[i][0] - len(f.lead), spans[i + k - 1][1] + len(f.trail)
 
@@ -473,10 +472,9 @@ def _hits(files: dict[Path, str], matcher: Matcher, max_chars: int, cap: int, co
         for path, document in files.items():
             for doc, line, text in records(path, max_chars, document, counter):
                 counter["records"] += 1
-                maybe = matcher.maybe(text)
                 for offset, s in sentences(text):
                     counter["sentences"] += 1
-                    found = matcher.find(s) if maybe else None
+                    found = matcher.find(s)
                     if not found:
                         continue
                     if len(s) > cap:   # the stimulus limit: left out, counted, never stored
