@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -346,6 +347,20 @@ def _token_pattern() -> re.Pattern:
     return re.compile(f"{word}+(?:{mark}+{word}*)*|{mark}+(?:{word}+{mark}*)*|(?=[^\\W_])[{u}]{mark}*")
 
 
+@functools.cache
+def _run_pattern() -> re.Pattern:
+    """Runs of letters and numbers of scripts with spaces, and each character of a script
+    without spaces: the quick test of a sentence (`Matcher.maybe`). A token's first run is a
+    run here too, so a sentence none of whose runs begins a form holds none."""
+    u = "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in UNSPACED)
+    return re.compile(f"[^\\W_{u}]+|[{u}]")
+
+
+@functools.cache
+def _split_pattern() -> re.Pattern:
+    return re.compile(f"({_token_pattern().pattern})")
+
+
 def tokens(text: str) -> list[tuple[int, int]]:
     """(start, end) of each token of `text` (see the module's doc)."""
     return [m.span() for m in _token_pattern().finditer(text)]
@@ -379,6 +394,7 @@ class Matcher:
         self.exact: dict[str, list[_Form]] = {}
         self.folded: dict[str, list[_Form]] = {}
         self.bare: list[tuple[tuple[str, str], str, bool]] = []   # forms without a letter, mark or number
+        self.runs: set[str] = set()
         for key, form, sensitive in forms:
             form = unicodedata.normalize("NFC", form)
             spans = tokens(form)
@@ -392,6 +408,9 @@ class Matcher:
             table = self.exact if sensitive else self.folded
             if entry not in table.get(toks[0], ()):
                 table.setdefault(toks[0], []).append(entry)
+            # the quick test's key: the first run of the first token, case folded (an exact
+            # match is a folded one too, so one pass over the folded sentence tests both)
+            self.runs.add(_run_pattern().findall(fold_case(form[spans[0][0]:spans[0][1]]))[0])
 
     @classmethod
     def of_lists(cls, lists: dict, case: str) -> Matcher:
@@ -403,9 +422,7 @@ class Matcher:
     def maybe(self, text: str) -> bool:
         """Whether `text` may hold a form (a token that begins one, or a form without any):
         one pass of C code, before any token is looked at one by one."""
-        pattern = _token_pattern()
-        return bool((self.folded and not self.folded.keys().isdisjoint(pattern.findall(fold_case(text))))
-                    or (self.exact and not self.exact.keys().isdisjoint(pattern.findall(text)))
+        return bool(not self.runs.isdisjoint(_run_pattern().findall(fold_case(text)))
                     or any(f in _fold(text, s) for _, f, s in self.bare))
 
     def find(self, sentence: str) -> dict[tuple[str, str], tuple[int, int]]:
@@ -413,14 +430,18 @@ class Matcher:
         form where two begin at the same place)."""
         if not self.maybe(sentence):
             return {}
-        spans = tokens(sentence)
-        words = [sentence[a:b] for a, b in spans]
-        folded = [fold_case(w) for w in words] if self.folded else words
+        # one split: the gaps and tokens in turn (gap 0, token 0, ..., token n-1, gap n)
+        parts = _split_pattern().split(sentence)
+        gaps, words = parts[0::2], parts[1::2]
+        ends = list(itertools.accumulate(map(len, parts)))   # token i is sentence[ends[2i]:ends[2i + 1]]
+        folded = fold_case("\0".join(words)).split("\0") if self.folded else words
         hits: dict[tuple[str, str], tuple[int, int]] = {}
-        for i in range(len(spans)):
-            for table, toks in ((self.exact, words), (self.folded, folded)):
-                for f in table.get(toks[i], ()):
-                    span = self._at(f, i, spans, toks, sentence)
+        for table, toks in ((self.exact, words), (self.folded, folded)):
+            if not table:
+                continue
+            for i in [i for i, t in enumerate(toks) if t in table]:
+                for f in table[toks[i]]:
+                    span = self._at(f, i, toks, gaps, ends)
                     if span is not None and (f.key not in hits or (span[0], -span[1]) < (hits[f.key][0], -hits[f.key][1])):
                         hits[f.key] = span
         for key, form, sensitive in self.bare:
@@ -430,22 +451,18 @@ class Matcher:
         return hits
 
     @staticmethod
-    def _at(f: _Form, i: int, spans, toks, sentence: str) -> tuple[int, int] | None:
+    def _at(f: _Form, i: int, toks, gaps, ends) -> tuple[int, int] | None:
         k = len(f.tokens)
-        if i + k > len(spans) or (k > 1 and tuple(toks[i:i + k]) != f.tokens):
+        if i + k > len(toks) or (k > 1 and tuple(toks[i:i + k]) != f.tokens):
             return None
-
-        def gap(j):   # the text before token j (after the last token, for j = len(spans))
-            return sentence[spans[j - 1][1] if j else 0:spans[j][0] if j < len(spans) else len(sentence)]
-
         for j in range(1, k):
-            if _WHITE.sub(" ", _fold(gap(i + j), f.sensitive)) != f.gaps[j - 1]:
+            if _WHITE.sub(" ", _fold(gaps[i + j], f.sensitive)) != f.gaps[j - 1]:
                 return None
-        if f.lead and not _fold(gap(i), f.sensitive).endswith(f.lead):
+        if f.lead and not _fold(gaps[i], f.sensitive).endswith(f.lead):
             return None
-        if f.trail and not _fold(gap(i + k), f.sensitive).startswith(f.trail):
+        if f.trail and not _fold(gaps[i + k], f.sensitive).startswith(f.trail):
             return None
-        return spans[i][0] - len(f.lead), spans[i + k - 1][1] + len(f.trail)
+        return ends[2 * i] - len(f.lead), ends[2 * (i + k - 1) + 1] + len(f.trail)
 
 
 def _forms(word) -> list[str]:
