@@ -86,6 +86,7 @@ _SENTENCE = re.compile(rf"[^{_ENDS}\s][^{_ENDS}]*(?:[{_ENDS}]+[\"')\]]*|$)")
 # markers are U+E000-E07F) are dropped.
 _CONTROL = re.compile("\x1b(?:\\[[0-?]*[ -/]*[@-~]?|\\][^\x07\x1b\n]*(?:\x07|\x1b\\\\)?|[@-_])?|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _INVISIBLE = re.compile("[\u202a-\u202e\u2066-\u2069\ue000-\uf8ff\U000f0000-\U000ffffd\U00100000-\U0010fffd]")
+_UNWANTED = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ue000-\uf8ff\U000f0000-\U0010ffff]")
 _WHITE = re.compile(r"\s+")
 # Scripts written without spaces between words: a character a token (with its marks).
 UNSPACED = ((0x0E00, 0x0EFF),                    # Thai, Lao
@@ -140,6 +141,8 @@ def check_options(per_word: int, seed: int, max_chars: int, min_contexts: int | 
 def clean(text: str) -> tuple[str, int]:
     """`text` without control, bidi and private-use characters, in NFC; and how many it had."""
     removed = 0
+    if _UNWANTED.search(text) is None:   # the common case, in one pass
+        return (text, 0) if unicodedata.is_normalized("NFC", text) else (unicodedata.normalize("NFC", text), 0)
     if _CONTROL.search(text) is not None:
         text, removed = _sub_counting(_CONTROL, " ", text)
     if _INVISIBLE.search(text) is not None:
@@ -393,13 +396,14 @@ class Matcher:
     def __init__(self, forms: list[tuple[tuple[str, str], str, bool]]):
         self.exact: dict[str, list[_Form]] = {}
         self.folded: dict[str, list[_Form]] = {}
-        self.bare: list[tuple[tuple[str, str], str, bool]] = []   # forms without a letter, mark or number
+        self.bare: list[tuple[tuple[str, str], str]] = []   # forms without a letter, mark or number
         self.runs: set[str] = set()
+        self.always = False          # a form whose first token has no run (marks alone): no quick test
         for key, form, sensitive in forms:
             form = unicodedata.normalize("NFC", form)
             spans = tokens(form)
-            if not spans:
-                self.bare.append((key, _fold(form, sensitive), sensitive))
+            if not spans:   # an emoji, ":-)": found as written (no case, no edges to bound)
+                self.bare.append((key, form))
                 continue
             toks = tuple(_fold(form[a:b], sensitive) for a, b in spans)
             gaps = tuple(_WHITE.sub(" ", _fold(form[spans[i - 1][1]:spans[i][0]], sensitive)) for i in range(1, len(spans)))
@@ -410,7 +414,11 @@ class Matcher:
                 table.setdefault(toks[0], []).append(entry)
             # the quick test's key: the first run of the first token, case folded (an exact
             # match is a folded one too, so one pass over the folded sentence tests both)
-            self.runs.add(_run_pattern().findall(fold_case(form[spans[0][0]:spans[0][1]]))[0])
+            runs = _run_pattern().findall(fold_case(form[spans[0][0]:spans[0][1]]))
+            if runs:
+                self.runs.add(runs[0])
+            else:
+                self.always = True
 
     @classmethod
     def of_lists(cls, lists: dict, case: str) -> Matcher:
@@ -422,32 +430,39 @@ class Matcher:
     def maybe(self, text: str) -> bool:
         """Whether `text` may hold a form (a token that begins one, or a form without any):
         one pass of C code, before any token is looked at one by one."""
-        return bool(not self.runs.isdisjoint(_run_pattern().findall(fold_case(text)))
-                    or any(f in _fold(text, s) for _, f, s in self.bare))
+        return bool(self.always or not self.runs.isdisjoint(_run_pattern().findall(fold_case(text)))
+                    or any(f in text for _, f in self.bare))
+
+    def occurrences(self, text: str) -> list[tuple[tuple[str, str], int, int]]:
+        """(list, word), start, end of every occurrence of a form in `text`."""
+        if not self.maybe(text):
+            return []
+        # one split: the gaps and tokens in turn (gap 0, token 0, ..., token n-1, gap n)
+        parts = _split_pattern().split(text)
+        gaps, words = parts[0::2], parts[1::2]
+        ends = list(itertools.accumulate(map(len, parts)))   # token i is text[ends[2i]:ends[2i + 1]]
+        folded = fold_case("\0".join(words)).split("\0") if self.folded else words
+        found = []
+        for table, toks in ((self.exact, words), (self.folded, folded)):
+            if table:
+                for i in [i for i, t in enumerate(toks) if t in table]:
+                    for f in table[toks[i]]:
+                        span = self._at(f, i, toks, gaps, ends)
+                        if span is not None:
+                            found.append((f.key, *span))
+        for key, form in self.bare:
+            at = text.find(form)
+            while at >= 0:
+                found.append((key, at, at + len(form)))
+                at = text.find(form, at + 1)
+        return found
 
     def find(self, sentence: str) -> dict[tuple[str, str], tuple[int, int]]:
         """(list, word) -> (start, end) of its first occurrence in the sentence (the longest
         form where two begin at the same place)."""
-        if not self.maybe(sentence):
-            return {}
-        # one split: the gaps and tokens in turn (gap 0, token 0, ..., token n-1, gap n)
-        parts = _split_pattern().split(sentence)
-        gaps, words = parts[0::2], parts[1::2]
-        ends = list(itertools.accumulate(map(len, parts)))   # token i is sentence[ends[2i]:ends[2i + 1]]
-        folded = fold_case("\0".join(words)).split("\0") if self.folded else words
         hits: dict[tuple[str, str], tuple[int, int]] = {}
-        for table, toks in ((self.exact, words), (self.folded, folded)):
-            if not table:
-                continue
-            for i in [i for i, t in enumerate(toks) if t in table]:
-                for f in table[toks[i]]:
-                    span = self._at(f, i, toks, gaps, ends)
-                    if span is not None and (f.key not in hits or (span[0], -span[1]) < (hits[f.key][0], -hits[f.key][1])):
-                        hits[f.key] = span
-        for key, form, sensitive in self.bare:
-            at = _fold(sentence, sensitive).find(form)
-            if at >= 0 and (key not in hits or at < hits[key][0]):
-                hits[key] = (at, at + len(form))
+        for key, a, b in sorted(self.occurrences(sentence), key=lambda h: (h[1], -h[2])):
+            hits.setdefault(key, (a, b))
         return hits
 
     @staticmethod
@@ -491,18 +506,20 @@ def _hits(files: dict[Path, str], matcher: Matcher, max_chars: int, cap: int, co
                 counter["records"] += 1
                 for offset, s in sentences(text):
                     counter["sentences"] += 1
-                    found = matcher.find(s)
+                    found = {key for key, _, _ in matcher.occurrences(s)}
                     if not found:
                         continue
                     if len(s) > cap:   # the stimulus limit: left out, counted, never stored
                         counter["too_long"] += 1
                         continue
-                    for wl, w in found:
+                    for wl, w in sorted(found):
                         for c, v in zip(cols, (wl, w, doc, line, offset, s)):
                             c.append(v)
                     if len(cols[0]) >= BATCH:
                         yield pa.record_batch(list(cols), schema=schema)
                         cols = tuple([] for _ in _SCHEMA)
+    except GeneratorExit:       # DuckDB stopped reading: nothing more to hand it
+        raise
     except BaseException as e:  # noqa: BLE001 -- handed to the caller whole, after DuckDB lets go
         failure.append(e)
     yield pa.record_batch(list(cols), schema=schema)
