@@ -387,3 +387,14 @@ def _brute(sentence: str, word: str) -> bool:
             return True
         at = s.find(w, at + 1)
     return False
+
+
+def test_scripts_without_spaces_match_a_character_at_a_time_never_inside_one():
+    m = corpus.Matcher([(("l", "日本"), "日本", False), (("l", "ข้าว"), "ข้าว", False), (("l", "ข"), "ข", False)])
+    # 日本 in 日本人 too (no dictionary cuts such text into words); ข้าว (rice) inside a Thai run,
+    # but ข never inside ข้ (a letter and its mark are one)
+    assert m.find("日本人は日本に住む") == {("l", "日本"): (0, 2)}
+    assert m.find("กินข้าวแล้ว") == {("l", "ข้าว"): (3, 7)}
+    assert [m.find(s) for s in ("ข้", "ข ข้")] == [{}, {("l", "ข"): (0, 1)}]
+    # a word of a spaced script beside one without spaces: the script change bounds it
+    assert corpus.Matcher([(("l", "cat"), "cat", False)]).find("日cat本") == {("l", "cat"): (1, 4)}

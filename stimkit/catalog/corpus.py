@@ -364,6 +364,24 @@ def _split_pattern() -> re.Pattern:
     return re.compile(f"({_token_pattern().pattern})")
 
 
+@functools.cache
+def _special() -> re.Pattern:
+    """A mark, a character of a script without spaces, or one past the Basic Multilingual
+    Plane: text without any is cut into tokens by `[^\\W_]+` alone (the same tokens, faster)."""
+    marks = [cp for cp in range(0x10000) if unicodedata.category(chr(cp))[0] == "M"] + [0x200C, 0x200D]
+    bmp = [cp for lo, hi in UNSPACED if hi <= 0xFFFF for cp in range(lo, hi + 1)]
+    runs = []
+    for cp in sorted(set(marks + bmp)):
+        if runs and cp == runs[-1][1] + 1:
+            runs[-1][1] = cp
+        else:
+            runs.append([cp, cp])
+    return re.compile("[" + "".join(f"\\u{a:04x}-\\u{b:04x}" for a, b in runs) + "\\U00010000-\\U0010ffff]")
+
+
+_SIMPLE_SPLIT = re.compile(r"([^\W_]+)")
+
+
 def tokens(text: str) -> list[tuple[int, int]]:
     """(start, end) of each token of `text` (see the module's doc)."""
     return [m.span() for m in _token_pattern().finditer(text)]
@@ -438,7 +456,7 @@ class Matcher:
         if not self.maybe(text):
             return []
         # one split: the gaps and tokens in turn (gap 0, token 0, ..., token n-1, gap n)
-        parts = _split_pattern().split(text)
+        parts = (_split_pattern() if _special().search(text) else _SIMPLE_SPLIT).split(text)
         gaps, words = parts[0::2], parts[1::2]
         ends = list(itertools.accumulate(map(len, parts)))   # token i is text[ends[2i]:ends[2i + 1]]
         folded = fold_case("\0".join(words)).split("\0") if self.folded else words
