@@ -305,7 +305,7 @@ class Store:
 
     def import_corpus(self, paths: list[str | Path], wordlists_: list[str], *, name: str = "corpus",
                       per_word: int = 100, seed: int = 0, min_contexts: int | None = None, case: str = "auto",
-                      max_line_chars: int | None = None):
+                      max_line_chars: int | None = None, limits: Limits | None = None):
         """Contexts from real text (catalog.corpus): sentences of plain text, JSONL or Parquet
         files holding the words of the lists `wordlists_`, up to `per_word` a word (seeded),
         stored as sets `<list>@corpus:<name>` with their provenance. Returns a CorpusImport
@@ -316,7 +316,7 @@ class Store:
         lists = self.folders.lists()
         return corpus.import_corpus(self.con, list(paths), lists, list(wordlists_), name=name, per_word=per_word,
                                     seed=seed, min_contexts=min_contexts, case=case,
-                                    max_chars=max_line_chars or corpus.MAX_LINE_CHARS)
+                                    max_chars=max_line_chars, limits=limits if limits is not None else self.limits)
 
     # ------------------------------------------------------------------ vectors
 
