@@ -282,3 +282,15 @@ def test_a_reading_says_when_the_files_moved_on(study):
     with stimkit.open(study / "stimkit.duckdb") as store:
         store.run(study_file)
         assert store.results(study=studies.load(study_file)).family.drift == ()
+
+
+def test_corpus_sets_are_versioned_by_their_import():
+    """A corpus set (`<list>@corpus:<name>`) is not rendered from files: its key is its import."""
+    from stimkit.catalog import corpus
+    from stimkit.stimuli import keys
+    from stimkit.stimuli.sets import SetSpec
+
+    assert corpus.PREFIX in keys.IMPORTED
+    lists = {"city": object()}
+    assert keys.renderable([SetSpec("city", f"{corpus.PREFIX}news"), SetSpec("city", "plain")], lists) == \
+        [SetSpec("city", "plain")]

@@ -97,10 +97,17 @@ def set_key(spec: SetSpec, lists: dict, tset, generator: str) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:24]
 
 
+# A set whose "template set" is a source an importer names (a corpus: `<list>@corpus:<name>`) is
+# versioned by its import, not rendered from files.
+IMPORTED = ("corpus:",)
+
+
 def renderable(specs, lists) -> list[SetSpec]:
-    """The specs rendered from word lists (known ones, or a product's `*`); imported and corpus
-    sets are versioned by their import, and an unknown list fails where it is used."""
-    return [s for s in specs if s.wordlist in lists or (s.slot and s.wordlist == "*")]
+    """The specs rendered from word lists (known ones, or a product's `*`) through a template set;
+    imported and corpus sets are versioned by their import, and an unknown list fails where it
+    is used."""
+    return [s for s in specs if (s.wordlist in lists or (s.slot and s.wordlist == "*"))
+            and not s.template_set.startswith(IMPORTED)]
 
 
 def record(con, rendered, lists: dict, template_set, generator: str) -> None:
