@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from .catalog.definitions import TestDef
     from .catalog.wefat import WefatDef
     from .run.baseline import BaselineOptions
-    from .run.options import Options
+    from .run.options import Options, Procedure
     from .run.plan import Plan
     from .run.rows import Audit, RunReport, WefatResult
     from .study.study import Study
@@ -698,15 +698,18 @@ class Store:
     # ------------------------------------------------------------------ audits and WEFAT
 
     def _audit_plan(self, tests: list[str], encoders, template_sets: list[str] | None, opts: Options, progress,
-                    min_template_sets: int = 1):
-        """The audit's plan (re-templated tests, their sets generated and selected once), encoded."""
+                    min_template_sets: int = 1, procedure: Procedure | None = None):
+        """The audit's plan (re-templated tests, their sets generated and selected once), encoded;
+        each test under its own per-test options of the study (`procedure`)."""
         from .catalog import definitions as catalog
         from .run import audit, plan as run_plan
 
         chosen = [catalog.get(self.con, n, self.folders.catalog_dir) for n in tests]
         audited = audit.audited(chosen, template_sets, min_template_sets)
+        original = {audit.retemplate(t, s).name: t.name for t, s in audited}
         plan = run_plan.make(self.con, [audit.retemplate(t, s) for t, s in audited], list(encoders), opts,
-                             generate_missing=self._generate_missing)
+                             generate_missing=self._generate_missing,
+                             per_test=procedure.per_test(lambda t: original.get(t.name, t.name)) if procedure else None)
         if plan.refused:  # an audit is one whole: refused before anything is encoded
             raise plan.refused[0].as_error()
         _, failed = self._encode_plan(plan, progress)
@@ -720,39 +723,43 @@ class Store:
         quoted = ", ".join("'" + t.replace("'", "''") + "'" for t in tests)
         return analysis.define_family(self.con, f"test IN ({quoted})" if tests else None, allow_empty=True).alpha
 
-    def audit(self, tests: list[str] | None = None, encoders: list[str] = ("minilm",),
+    def audit(self, tests: list[str] | None = None, encoders: list[str] | None = None,
               template_sets: list[str] | None = None, alpha: float | None = None, command: str = "library",
-              on_audit=None, progress=None, **option_values) -> tuple[str, list[Audit]]:
+              on_audit=None, progress=None, procedure: Procedure | None = None,
+              **option_values) -> tuple[str, list[Audit]]:
         """Template audits (see stimkit.run.audit) of any test whose sets come from templates,
         under each template set (built-in or yours; default: the test's own): per template
         alone and left out, the pooled d of words and templates as random factors, flip rates and word influence.
-        `alpha` not given: that of the study that ran the tests (as `results` reads them), else 0.01."""
+        `procedure` (run.options.procedure): the study's options, encoders and per-test options;
+        `alpha` not given: the procedure's, else that of the study that ran the tests (as
+        `results` reads them), else 0.01."""
         from .run import audit
-        from .run.options import Options
 
         self._writable("audit")
         tests = tests or audit.caliskan_sentence_tests()
-        alpha = alpha if alpha is not None else self.study_alpha(tests)
-        opts = Options(**{"alpha": alpha, **option_values})
-        plan = self._audit_plan(tests, encoders, template_sets, opts, progress)
-        return audit.run_templates(self.con, plan, alpha, command, on_audit)
+        proc = _procedure(procedure, encoders, option_values, ("minilm",))
+        alpha = _alpha(alpha, proc, lambda: self.study_alpha(tests))
+        opts = proc.analysis(alpha)
+        plan = self._audit_plan(tests, proc.encoders, template_sets, opts, progress, procedure=proc)
+        return audit.run_templates(self.con, plan, alpha, command, on_audit, proc.run_fields(alpha))
 
-    def audit_compare(self, tests: list[str], template_sets: list[str], encoders: list[str] = ("minilm",),
+    def audit_compare(self, tests: list[str], template_sets: list[str], encoders: list[str] | None = None,
                       alpha: float | None = None, command: str = "library", progress=None,
-                      **option_values) -> tuple[str, pl.DataFrame]:
+                      procedure: Procedure | None = None, **option_values) -> tuple[str, pl.DataFrame]:
         """The same tests under each template set: d, its shift and flips against the first set."""
         import polars as pl
 
         from .run import audit
-        from .run.options import Options
 
         self._writable("audit")
-        alpha = alpha if alpha is not None else self.study_alpha(tests)
-        opts = Options(**{"alpha": alpha, **option_values})
+        proc = _procedure(procedure, encoders, option_values, ("minilm",))
+        alpha = _alpha(alpha, proc, lambda: self.study_alpha(tests))
+        opts = proc.analysis(alpha)
         if len(template_sets) < 2:  # before any set is generated or encoded
             raise UsageError("compare needs at least two template sets")
-        plan = self._audit_plan(tests, encoders, template_sets, opts, progress, min_template_sets=2)
-        run_id, rows = audit.run_compare(self.con, plan, alpha, command)
+        plan = self._audit_plan(tests, proc.encoders, template_sets, opts, progress, min_template_sets=2,
+                                procedure=proc)
+        run_id, rows = audit.run_compare(self.con, plan, alpha, command, proc.run_fields(alpha))
         return run_id, pl.DataFrame(rows)
 
     def audits(self, where: str | None = None, top: int = 3,
@@ -763,50 +770,60 @@ class Store:
 
         return audit_summary(self.con, where, top, alpha)
 
-    def perturbation_families(self, tests: list[str], rules: list[str] | None = None,
-                              max_variants: int | None = None) -> dict:
+    def perturbation_families(self, tests: list[str] | None, rules: list[str] | None = None,
+                              max_variants: int | None = None, study: str | Path | Study | None = None) -> dict:
         """Each test's template set's perturbation family (stimuli.perturb.plan), from the text
-        alone: its size is known, and bounded, before anything renders."""
-        from .catalog import definitions as catalog
-        from .run.wording import perturbed_set
+        alone: its size is known, and bounded, before anything renders. `study` (without
+        `tests`): its sentence tests."""
+        from .run.wording import check_max_variants, perturbed_set
         from .stimuli import perturb
 
-        chosen = [catalog.get(self.con, n, self.folders.catalog_dir) for n in tests]
+        check_max_variants(max_variants)
+        chosen = self._perturbed_tests(tests, study)
         return {s: perturb.plan(self.folders.template_set(s), limit=max_variants, only=rules)
                 for s in dict.fromkeys(perturbed_set(t) for t in chosen)}
 
+    def _perturbed_tests(self, tests: list[str] | None, study) -> list:
+        """The tests a wording audit rewords: those named, else the study's sentence tests."""
+        from .catalog import definitions as catalog
+
+        if tests:
+            return [catalog.get(self.con, n, self.folders.catalog_dir) for n in tests]
+        if study is None:
+            raise UsageError("audit perturb needs tests: --test/-t (repeatable) or a study (--study, or study.toml "
+                             "in this folder or above)")
+        st = _study(study)
+        chosen = [t for t in catalog.select(self.con, list(st.tests) or ["*"], directory=self.folders.catalog_dir)
+                  if t.context == "sentence"]
+        if not chosen:
+            raise UsageError(f"study {st.path or st.name}: no sentence test to reword")
+        return chosen
+
     def audit_perturb(self, tests: list[str] | None = None, encoders: list[str] | None = None, *,
-                      study: str | Path | None = None, alpha: float | None = None, rules: list[str] | None = None,
-                      max_variants: int | None = None, command: str = "library", on_family=None, on_audit=None,
-                      progress=None, **option_values):
+                      study: str | Path | Study | None = None, alpha: float | None = None,
+                      rules: list[str] | None = None, max_variants: int | None = None, command: str = "library",
+                      on_family=None, on_audit=None, progress=None, procedure: Procedure | None = None,
+                      **option_values):
         """Wording audits (stimkit.run.wording): each test under its template set and every
-        meaning-preserving rewording of it (stimuli.perturb), on each encoder. `study`: its tests,
-        encoders and alpha (flags override). Returns (run_id, audits, rankings, families)."""
+        meaning-preserving rewording of it (stimuli.perturb), on each encoder. `study` (without
+        `tests`): its sentence tests. `procedure` (run.options.procedure): the options, encoders,
+        alpha and per-test options (default: the study's, flags over it), so the original's d
+        and p are the study's run's. Returns (run_id, audits, rankings, families)."""
         import tempfile
 
-        from .catalog import definitions as catalog
         from .run import plan as run_plan, wording
-        from .run.options import Options
         from .stimuli import generate, perturb
 
         self._writable("audit")
-        if study is not None:
-            from .study import study as studies
+        wording.check_max_variants(max_variants)
+        chosen = self._perturbed_tests(tests, study)
+        if procedure is None and study is not None:
+            from .run.options import procedure as resolve
 
-            st = studies.load(study)
-            chosen = [t for t in catalog.select(self.con, list(st.tests) or ["*"], directory=self.folders.catalog_dir)
-                      if t.context == "sentence"]
-            encoders, alpha = encoders or list(st.encoders), alpha if alpha is not None else st.alpha
-            option_values = {**st.options, **option_values}
-        else:
-            if not tests:
-                raise UsageError("audit perturb needs tests: --test/-t (repeatable) or --study")
-            chosen = [catalog.get(self.con, n, self.folders.catalog_dir) for n in tests]
-        if not chosen:
-            raise UsageError(f"study {study}: no sentence test to reword")
-        encoders = list(encoders or ["minilm"])
-        alpha = alpha if alpha is not None else self.study_alpha([t.name for t in chosen])
-        opts = Options(**{"alpha": alpha, **option_values})
+            procedure = resolve(_study(study))
+        proc = _procedure(procedure, encoders, option_values, ("minilm",))
+        alpha = _alpha(alpha, proc, lambda: self.study_alpha([t.name for t in chosen]))
+        opts = proc.analysis(alpha)
         lists = self.folders.lists()
         families, tsets, provenance = {}, {}, []
         with tempfile.TemporaryDirectory(prefix="stimkit-perturb-") as tmp:
@@ -823,17 +840,20 @@ class Store:
                 families[name] = family
                 if on_family:
                     on_family(family)
+            original = {vt.name: t.name for t in chosen
+                        for vt in wording.variant_tests(t, families[wording.perturbed_set(t)])}
             tests_all = [vt for t in chosen for vt in wording.variant_tests(t, families[wording.perturbed_set(t)])]
             specs = list(dict.fromkeys(s for t in tests_all for s in t.set_specs()))
             generate.generate(self.con, specs, lists, tsets, limits=self.limits)
-        plan = run_plan.make(self.con, tests_all, encoders, opts, generate_missing=self._generate_missing)
+        plan = run_plan.make(self.con, tests_all, list(proc.encoders), opts, generate_missing=self._generate_missing,
+                             per_test=proc.per_test(lambda t: original.get(t.name, t.name)))
         if plan.refused:
             raise plan.refused[0].as_error()
         _, failed = self._encode_plan(plan, progress)
         if failed:
             raise InputError(next(iter(failed.values())))
         wplan = wording.WordingPlan(tuple(chosen), families, plan, tuple(provenance))
-        run_id, audits, rankings = wording.run(self.con, wplan, alpha, command, on_audit)
+        run_id, audits, rankings = wording.run(self.con, wplan, alpha, command, on_audit, proc.run_fields(alpha))
         return run_id, audits, rankings, families
 
     def ceat(self, tests: list[str], encoders: list[str] = ("minilm",), *, context: str | None = "c-word",
@@ -931,6 +951,32 @@ def _framed(df: pl.DataFrame, family: analysis.Family) -> FamilyFrame:
     from .analysis.frame import FamilyFrame
 
     return FamilyFrame.of(df, family)
+
+
+def _study(study) -> Study:
+    from .study import study as studies
+
+    return study if isinstance(study, studies.Study) else studies.load(study)
+
+
+def _procedure(procedure: Procedure | None, encoders, option_values: dict, fallback) -> Procedure:
+    """The procedure an analysis runs under: `procedure` (run.options.procedure, the CLI's
+    resolution against the study), with a library caller's `encoders` and option keywords over
+    it; without one, those alone over the library's defaults."""
+    from dataclasses import replace
+
+    from .run.options import procedure as resolve
+
+    if procedure is None:
+        return resolve(None, option_values, encoders, fallback)
+    given = {k: v for k, v in option_values.items() if v is not None}
+    return replace(procedure, values={**procedure.values, **given}, encoders=tuple(encoders or procedure.encoders),
+                   typed=procedure.typed | set(given))
+
+
+def _alpha(alpha: float | None, proc: Procedure, fallback) -> float:
+    """The alpha given, else the procedure's (typed or the study's), else `fallback()`."""
+    return alpha if alpha is not None else proc.alpha if proc.alpha is not None else fallback()
 
 
 def _defaults(study: Study | None) -> tuple[str, float, str] | None:

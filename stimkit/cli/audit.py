@@ -34,25 +34,22 @@ def _audit(
     from .encode import progress_for
 
     command = invocation()
-    study = current_study()
-    # the procedure as `test` takes it; alpha: typed, else the study's, else the tests' study's (Store.audit)
-    encoders = procedure.encoders(study, proc.pop("encoder"), ("minilm",))
-    values = procedure.options(study, **proc)
-    values = {k: v for k, v in values.items() if k in procedure.KEYS + ("clustered",)}
-    alpha = values.pop("alpha", None)
+    # the procedure as `test` takes it (the library's one resolution against the study in force);
+    # alpha: typed, else the study's, else the tests' study's (Store.audit)
+    proc = procedure.resolve(current_study(), proc, ("minilm",))
     with open_store(wordlist_dir=wordlist_dir, template_dir=template_dir, override=override) as store:
         if not compare:
-            run_id, _ = store.audit(test, encoders, template_set, alpha, command, _audit_line, progress_for, **values)
+            run_id, _ = store.audit(test, None, template_set, None, command, _audit_line, progress_for, procedure=proc)
             if fmt is not None:  # the audits just stored, as `audit show` prints them
-                _show(*store.audits(f"run_id = '{run_id}'", alpha=alpha), fmt)
+                _show(*store.audits(f"run_id = '{run_id}'", alpha=proc.alpha), fmt)
             err.print(result_lines(f"run {run_id}:", f"see `stimkit audit show --where \"run_id = '{run_id}'\"`"),
                       highlight=False)
             return
         if not test:
             raise UsageError("compare needs the tests to compare: --test/-t (repeatable)")
-        alpha = alpha if alpha is not None else store.study_alpha(test)
-        run_id, rows = store.audit_compare(test, list(template_set or []), encoders, alpha, command,
-                                           progress_for, **values)
+        alpha = proc.alpha if proc.alpha is not None else store.study_alpha(test)
+        run_id, rows = store.audit_compare(test, list(template_set or []), None, alpha, command, progress_for,
+                                           procedure=proc)
     emit(rows, fmt, title=f"d and p by template set (shift and flips against {template_set[0]}; alpha {alpha})",
          keep=("d", "ci_low", "ci_high", "p", "significant"))
     err.print(f"run {run_id}", highlight=False)
@@ -95,13 +92,13 @@ _register("compare", True, """Run the same test under each template set and show
 @audit_app.command("perturb")
 @handles_errors
 def audit_perturb_cmd(
-    test: Annotated[Optional[list[str]], typer.Option("--test", "-t", help="A test whose sets come from one template set (repeatable).")] = None,
+    test: Annotated[Optional[list[str]], typer.Option("--test", "-t", help="A test whose sets come from one template set (repeatable; default: the study's sentence tests).")] = None,
     encoder: Annotated[Optional[list[str]], typer.Option("--encoder", "-e", help="Encoder (repeatable; default: the study's, else minilm).")] = None,
     rule: Annotated[Optional[list[str]], typer.Option("--rule", help="Only these rewording rules or paraphrases (repeatable; default: all).")] = None,
-    max_variants: Annotated[Optional[int], typer.Option("--max-variants", help="The bound on a family's size (default: the set's perturb.max_variants, else 40).", min=1)] = None,
+    max_variants: Annotated[Optional[int], typer.Option("--max-variants", help="The bound on a family's size, 1 to 1,000 (STIMKIT_MAX_VARIANTS) (default: the set's perturb.max_variants, else 40).")] = None,
     alpha: Annotated[Optional[float], typer.Option("--alpha", help="Significance level of the decision flips, p <= alpha (default: the study's, else 0.01).")] = None,
-    budget: Annotated[int, typer.Option("--budget", help="Permutation sample budget.")] = DEFAULT_BUDGET,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the permutation samples.")] = 0,
+    budget: Annotated[Optional[int], typer.Option("--budget", help="Permutation sample budget, 2 to 10,000,000 (STIMKIT_MAX_BUDGET) (default: the study's, else 100,000).")] = None,
+    seed: Annotated[Optional[int], typer.Option("--seed", help="Seed of the permutation samples (default: the study's, else 0).")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only list each family's variants (nothing rendered or stored).")] = False,
     wordlist_dir: WordlistDirOption = None,
     template_dir: TemplateDirOption = None,
@@ -113,7 +110,9 @@ def audit_perturb_cmd(
     Per test x encoder: variants, d and p per variant, the range of the relative change of d
     against the original (Seshadri et al. 2022), sign and decision flip shares, the templates'
     share of variance over the family, a verdict (robust / fragile); across encoders, Kendall's
-    tau of their order by d and the share of variants that keep it.
+    tau of their order by d and the share of variants that keep it. Inside a study its
+    procedure applies (seed, budget, units, encoders, alpha, per-test options; a flag
+    overrides a key), so the original's d and p are those of `stimkit run`.
 
     Examples:
       stimkit audit perturb -t sent-weat6 -e minilm
@@ -122,19 +121,14 @@ def audit_perturb_cmd(
     from .encode import progress_for
 
     command = invocation()
-    # the study in force (--study, $STIMKIT_STUDY, study.toml here or above): without --test its
-    # sentence tests; with --test, its encoders and alpha
-    found, study = current_study(), None
-    if found is not None and not test:
-        study = found.path or found.name
-    elif found is not None:
-        encoder = encoder or list(found.encoders)
-        alpha = alpha if alpha is not None else found.alpha
+    # the study in force (--study, $STIMKIT_STUDY, study.toml here or above): its procedure, and
+    # without --test its sentence tests
+    found = current_study()
+    proc = procedure.resolve(found, {"budget": budget, "seed": seed, "alpha": alpha, "encoder": encoder}, ("minilm",))
+    study = found if not test else None
     if dry_run:
-        if not test:
-            raise UsageError("--dry-run needs the tests: --test/-t")
         with open_store(read_only=True, wordlist_dir=wordlist_dir, template_dir=template_dir, override=override) as store:
-            families = store.perturbation_families(test, rule, max_variants)
+            families = store.perturbation_families(test, rule, max_variants, study=study)
         import polars as pl
 
         emit(pl.DataFrame([{"template_set": f.parent, "variant": v.name, "family": v.family, "lines": len(v.changes),
@@ -143,9 +137,9 @@ def audit_perturb_cmd(
         return
     with open_store(wordlist_dir=wordlist_dir, template_dir=template_dir, override=override) as store:
         run_id, _, _, families = store.audit_perturb(
-            test, encoder, study=study, alpha=alpha, rules=rule, max_variants=max_variants, command=command,
+            test, study=study, rules=rule, max_variants=max_variants, command=command,
             on_family=lambda f: err.print(f.summary(), highlight=False), on_audit=_wording_line,
-            progress=progress_for, budget=budget, seed=seed)
+            progress=progress_for, procedure=proc)
         audits, rankings = store.wording_audits(f"run_id = '{run_id}'")
     tables = {"wording": audits.drop("run_id")}
     if rankings.height:  # one encoder: no order to keep
