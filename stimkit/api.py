@@ -856,26 +856,31 @@ class Store:
         run_id, audits, rankings = wording.run(self.con, wplan, alpha, command, on_audit, proc.run_fields(alpha))
         return run_id, audits, rankings, families
 
-    def ceat(self, tests: list[str], encoders: list[str] = ("minilm",), *, context: str | None = "c-word",
-             samples: int = 1000, seed: int = 0, progress=None, **option_values) -> list:
+    def ceat(self, tests: list[str], encoders: list[str] | None = None, *, context: str | None = "c-word",
+             samples: int = 1000, seed: int | None = None, progress=None, command: str = "library",
+             procedure: Procedure | None = None, on_row=None, **option_values) -> list:
         """CEAT's combined effect size (stats.ceat; Guo & Caliskan 2021) of each test on each
         encoder (default context c-word: a word's vector in each of its contexts), beside
-        stimkit's d and p over every context and the crossed model's d. Vectors missing are
-        encoded; nothing else is stored. Returns run.ceat.CeatRow rows."""
+        stimkit's d and p over every context and the crossed model's d. `procedure`
+        (run.options.procedure): the study's encoders, seed, options and per-test options (`seed`,
+        `encoders` and option keywords over it). Vectors missing are encoded; the rows are
+        stored in `ceat_results` with their run. Returns run.ceat.CeatRow rows."""
         from .catalog import definitions as catalog
         from .run import ceat, cword, plan as run_plan
-        from .run.options import Options
 
         self._writable("ceat")
+        ceat.check_samples(samples)
+        proc = _procedure(procedure, encoders, {**option_values, "seed": seed}, ("minilm",))
         chosen = [cword.in_context(catalog.get(self.con, n, self.folders.catalog_dir), context) for n in tests]
-        plan = run_plan.make(self.con, chosen, list(encoders), Options(**{"seed": seed, **option_values}),
-                             generate_missing=self._generate_missing)
+        plan = run_plan.make(self.con, chosen, list(proc.encoders), proc.analysis(),
+                             generate_missing=self._generate_missing, per_test=proc.per_test())
         if plan.refused:
             raise plan.refused[0].as_error()
         _, failed = self._encode_plan(plan, progress)
         if failed:
             raise InputError(next(iter(failed.values())))
-        return [ceat.ceat_one(self.con, pt, enc, samples, seed)[0] for pt, enc in plan.pairs]
+        _, rows = ceat.run(self.con, plan.pairs, samples, proc.seed, command, proc.run_fields(), on_row)
+        return rows
 
     def wording_audits(self, where: str | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
         """Stored wording audits (a row per test x encoder) and the rankings across encoders."""
@@ -916,35 +921,84 @@ class Store:
 
         return wefat_results(self.con, where, words)
 
-    def debias_compare(self, tests: list[str], debiased: list[str], base: str | None = None, progress=None,
-                       on_result=None, **option_values) -> tuple[RunReport, list]:
+    def debias_compare(self, tests: list[str], debiased: list[str] | None = None, base: str | None = None,
+                       progress=None, on_result=None, command: str = "debias compare",
+                       procedure: Procedure | None = None, **option_values) -> tuple[RunReport, list]:
         """Before and after (analysis.debias): `tests` on the base encoder and on each debiased
         one (`glove-6b-50d,debias=hard`), in one run; the base is the debiased encoders' own
-        (`base`, if given, must be it). Returns the run's report and a BeforeAfter row per result."""
+        (`base`, if given, must be it). `procedure` (run.options.procedure): the study's seed,
+        budget, units, alpha and per-test options; `debiased` not given: the study's encoders
+        that are debiased. The results are stored as kind 'debias' (exploratory: in no family of
+        the study's tests). Returns the run's report and a BeforeAfter row per result."""
         from . import encoders
         from .analysis.debias import before_after
+        from .catalog import definitions as catalog
+        from .run import debias, plan as run_plan
+        from .run.rows import RunReport
 
-        derived = [encoders.resolve(spec) for spec in debiased]
+        self._writable("debias")
+        proc = _procedure(procedure, debiased, option_values, ())
+        specs = list(debiased or [e for e in proc.encoders if "debias=" in e])
+        derived = [encoders.resolve(spec) for spec in specs]
         bases = {getattr(e, "base", None) and e.base.fingerprint for e in derived}
         if None in bases or not derived:
             raise UsageError("name debiased encoders (a spec with debias=<method>, e.g. glove-6b-50d,debias=hard)")
         if len(bases) > 1 or (base is not None and encoders.resolve(base).fingerprint not in bases):
             raise UsageError("the debiased encoders must share one base encoder (the one they were derived from)")
         base_spec = base or derived[0].base.spec
-        report = self.test(tests, encoders=[base_spec, *debiased], progress=progress, on_result=on_result,
-                           command="debias compare", **option_values)
-        return report, before_after(self.con, report.results, next(iter(bases)))
+        if not tests:
+            raise UsageError("name the tests (or patterns) to compare")
+        chosen = catalog.select(self.con, list(tests), directory=self.folders.catalog_dir)
+        opts = proc.options(("cuts",), metrics=("weat",))
+        plan = run_plan.make(self.con, chosen, [base_spec, *specs], opts, generate_missing=self._generate_missing,
+                             per_test=proc.per_test())
+        if plan.refused:  # before and after is one table: a test or encoder that cannot run stops it
+            raise plan.refused[0].as_error()
+        _, failed = self._encode_plan(plan, progress)
+        if failed:
+            raise InputError(next(iter(failed.values())))
+        run_id, results = debias.compare(self.con, plan, command, proc.run_fields(opts.alpha))
+        report = RunReport(run_id, results, [], opts.alpha, plan.n_tests, plan.n_encoders, notes=list(plan.notes))
+        return report, before_after(self.con, results, next(iter(bases)))
+
+    def debias_check(self, specs: list[str] | None = None, n: int = 500, seed: int | None = None,
+                     resamples: int = 200, command: str = "library",
+                     procedure: Procedure | None = None) -> tuple[str, dict[str, list]]:
+        """`debias_checks` of each debiased encoder (`specs`, else the study's debiased encoders;
+        `seed`, else the procedure's), stored in `debias_checks` with their run (its study,
+        alpha and correction). Returns (run_id, {spec: rows})."""
+        from .run import debias
+
+        self._writable("debias")
+        proc = _procedure(procedure, specs, {"seed": seed}, ())
+        chosen = list(specs or [e for e in proc.encoders if "debias=" in e])
+        if not chosen:
+            raise UsageError("name debiased encoders: --encoder/-e (a spec with debias=<method>, "
+                             "e.g. glove-6b-50d,debias=hard)")
+        found = _checked_encoders(chosen, n, proc.seed, resamples)
+        with store.transaction(self.con):
+            run_id = store.start_run(self.con, command, proc.seed, **proc.run_fields())
+            for enc, rows in found.values():
+                store.insert(self.con, "debias_checks", debias.records(rows, run_id, enc, n, resamples))
+        return run_id, {spec: rows for spec, (_, rows) in found.items()}
 
 
 def debias_checks(specs: list[str], n: int = 500, seed: int = 0, resamples: int = 200) -> dict[str, list]:
     """Gonen & Goldberg's recoverability checks and the similarity cost of each debiased encoder:
     {spec: run.debias.CheckRow rows, base and debiased side by side}. Every spec is built (its
-    lists checked) before any check runs. Reads no store, writes nothing."""
-    from . import encoders
-    from .run.debias import checks
+    lists checked) before any check runs. Reads no store, writes nothing (`Store.debias_check`
+    stores them)."""
+    return {spec: rows for spec, (_, rows) in _checked_encoders(specs, n, seed, resamples).items()}
 
+
+def _checked_encoders(specs: list[str], n: int, seed: int, resamples: int) -> dict[str, tuple]:
+    """{spec: (its encoder, its CheckRow rows)}, every spec built before any check runs."""
+    from . import encoders
+    from .run.debias import check_counts, checks
+
+    check_counts(n, resamples)  # before any encoder is built
     built = {spec: encoders.resolve(spec) for spec in specs}
-    return {spec: checks(enc, n, seed, resamples) for spec, enc in built.items()}
+    return {spec: (enc, checks(enc, n, seed, resamples)) for spec, enc in built.items()}
 
 
 def _framed(df: pl.DataFrame, family: analysis.Family) -> FamilyFrame:

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .. import DEFAULT_BUDGET, StimkitError
+from .. import StimkitError
 from ..errors import UsageError
 from ..views.text import with_interval
 from . import procedure
@@ -166,16 +166,20 @@ def _wording_line(a) -> None:
 @handles_errors
 def audit_ceat_cmd(
     test: Annotated[list[str], typer.Option("--test", "-t", help="A test whose words have several contexts (a corpus import's sets; repeatable).")],
-    encoder: Annotated[Optional[list[str]], typer.Option("--encoder", "-e", help="Encoder (repeatable; default: minilm).")] = None,
+    encoder: Annotated[Optional[list[str]], typer.Option("--encoder", "-e", help="Encoder (repeatable; default: the study's, else minilm).")] = None,
     context: Annotated[str, typer.Option("--context", help="c-word (a word's own vector in each context) or sentence (the pooled sentence).")] = "c-word",
-    samples: Annotated[int, typer.Option("--samples", "-n", help="CEAT's N: draws of one context a word.", min=2)] = 1000,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the draws.")] = 0,
+    samples: Annotated[int, typer.Option("--samples", "-n", help="CEAT's N: draws of one context a word, 2 to 100,000 (STIMKIT_MAX_CEAT_SAMPLES).")] = 1000,
+    seed: Annotated[Optional[int], typer.Option("--seed", help="Seed of the draws and of the test's permutations (default: the study's, else 0).")] = None,
+    budget: Annotated[Optional[int], typer.Option("--budget", help="Permutation sample budget of the test's own p, 2 to 10,000,000 (STIMKIT_MAX_BUDGET) (default: the study's, else 100,000).")] = None,
     fmt: Annotated[Optional[str], format_option()] = None,
 ):
     """CEAT's combined effect size (Guo & Caliskan 2021) beside stimkit's d and the crossed model's d.
 
     CEAT draws one context a word N times and pools the draws' effect sizes with a random-effects
-    model; its p pools N correlated draws and is far smaller than a test's own p.
+    model; its p pools N correlated draws and is far smaller than a test's own p. A test whose
+    every word has one context is refused (its N draws are one draw repeated); where some words
+    have one, the row's note says so. Inside a study its procedure applies (encoders, seed,
+    budget, units, per-test options). The rows are stored (`ceat_results`) with their run.
 
     Example:
       stimkit audit ceat -t my-corpus-test -e minilm -n 1000
@@ -184,12 +188,22 @@ def audit_ceat_cmd(
 
     import polars as pl
 
+    from .encode import progress_for
+
+    proc = procedure.resolve(current_study(), {"seed": seed, "budget": budget, "encoder": encoder}, ("minilm",))
     with open_store() as store:
-        rows = store.ceat(test, encoder or ["minilm"], context=None if context == "sentence" else context,
-                          samples=samples, seed=seed)
-    emit(pl.DataFrame([dataclasses.asdict(r) for r in rows]), fmt,
+        rows = store.ceat(test, context=None if context == "sentence" else context, samples=samples,
+                          progress=progress_for, command=invocation(), procedure=proc)
+    shown = [{k: v for k, v in dataclasses.asdict(r).items() if k not in ("fingerprint", "ces_variance", "q")}
+             for r in rows]
+    emit(pl.DataFrame(shown), fmt,
          title="CEAT's combined effect size (CES, its p) beside stimkit's d and p and the crossed model's d",
          keep=("ces", "d"))
+    for r in rows:
+        if r.note:
+            err.print(f"note: {r.test} {r.encoder}: {r.note}", highlight=False)
+    if rows:
+        err.print(f"run {rows[0].run_id}", highlight=False)
 
 
 @audit_app.command("show")
