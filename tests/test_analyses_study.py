@@ -110,3 +110,183 @@ def test_audit_perturb_dry_run_uses_the_study_tests(study):
     r = cli("--db", study / "s.duckdb", "audit", "perturb", "--dry-run", "--format", "csv", cwd=study)
     assert r.exit_code == 0, r.output
     assert "may2019,may2019~syn-called,synonymous frame," in r.output
+
+
+# ------------------------------------------------------------------ CEAT
+
+def _import_corpus(folder, name: str, per_word: int) -> None:
+    from conftest import FIXTURES
+
+    files = sorted((FIXTURES / "corpus" / "inaugural").glob("*.txt"))
+    args = ["--db", folder / "s.duckdb", "import", "corpus", *files, "--name", name, "-n", per_word, "--seed", "0"]
+    for n in ("male_terms", "female_terms", "career", "family"):
+        args += ["-w", n]
+    r = cli(*args, cwd=folder)
+    assert r.exit_code == 0, r.output
+    r = cli("--db", folder / "s.duckdb", "test", "--x", f"male_terms@corpus:{name}", "--y", f"female_terms@corpus:{name}",
+            "--a", f"career@corpus:{name}", "--b", f"family@corpus:{name}", "--context", "sentence", "--name",
+            f"{name}-c6", cwd=folder)
+    assert r.exit_code == 0, r.output
+
+
+def test_audit_ceat_takes_the_study_and_stores_its_rows(study):
+    _import_corpus(study, "inaug", 8)
+    con = store.connect(study / "s.duckdb", read_only=True)
+    d, p, seed = store.one(con, "SELECT effect_size, p_value, r.seed FROM results r WHERE test = 'inaug-c6' "
+                                "ORDER BY created_at DESC LIMIT 1")
+    con.close()
+    assert seed == 7  # `test` in the study folder: the study's seed
+    r = cli("--db", study / "s.duckdb", "audit", "ceat", "-t", "inaug-c6", "--context", "sentence", "-n", 50,
+            "--format", "json", cwd=study)
+    assert r.exit_code == 0, r.output
+    (row,) = json.loads(r.stdout)
+    assert row["encoder"] == "glove-6b-50d" and row["seed"] == 7  # the study's encoder and seed, not minilm and 0
+    assert abs(row["d"] - d) < 1e-12 and abs(row["p"] - p) < 1e-12  # the test's own d and p, as the study ran it
+    con = store.connect(study / "s.duckdb", read_only=True)
+    stored = store.one(con, "SELECT c.ces, c.ces_p, c.d, c.n_samples, c.seed, u.study, u.alpha, u.correction "
+                            "FROM ceat_results c JOIN runs u USING (run_id) WHERE c.run_id = ?", [row["run_id"]])
+    con.close()
+    assert stored == (row["ces"], row["ces_p"], row["d"], 50, 7, "probe", 0.05, "bonferroni")
+
+
+def test_audit_ceat_one_context_a_word_is_refused(study, tmp_path):
+    """With one context a word, CEAT's N draws are one draw repeated: refused (issue 49, finding 13)."""
+    _import_corpus(study, "once", 1)
+    con = store.connect(study / "s.duckdb", read_only=True)
+    before = snapshot(con)
+    con.close()
+    r = cli("--db", study / "s.duckdb", "audit", "ceat", "-t", "once-c6", "--context", "sentence", "-n", 50, cwd=study)
+    lines = r.output.strip().splitlines()
+    assert r.exit_code == 1 and len(lines) == 1 and "every word has one context" in lines[0], r.output
+    con = store.connect(study / "s.duckdb", read_only=True)
+    assert snapshot(con) == before
+    con.close()
+
+
+def test_ceat_single_context_by_hand():
+    """The refusal is the statistics' own: identical draws (every word one context) are refused;
+    one word with several contexts is enough to draw."""
+    import numpy as np
+
+    from stimkit.stats.ceat import combined_effect_size
+    from stimkit.stats.weat import InvalidInput
+
+    rng = np.random.default_rng(0)
+    one = [[rng.normal(size=(1, 5)) for _ in range(4)] for _ in range(4)]
+    with pytest.raises(InvalidInput, match="every word has one context"):
+        combined_effect_size(one, 20, np.random.default_rng(1))
+    one[0][0] = rng.normal(size=(3, 5))
+    ce = combined_effect_size(one, 20, np.random.default_rng(1))
+    assert ce.n_samples == 20 and len(set(np.round(ce.effects, 12))) > 1
+
+
+# ------------------------------------------------------------------ debiasing
+
+HARD = "glove-6b-50d,debias=hard"
+
+
+def family_m(folder) -> int:
+    import stimkit
+
+    with stimkit.open(folder / "s.duckdb", read_only=True) as s:
+        return s.results().family.m
+
+
+def test_debias_compare_takes_the_study_and_stays_out_of_its_family(study):
+    m = family_m(study)
+    r = cli("--db", study / "s.duckdb", "debias", "compare", "sent-weat10", "-e", HARD, "--format", "csv", cwd=study)
+    assert r.exit_code == 0, r.output
+    import csv
+    import io
+
+    rows = {row["encoder"]: row for row in csv.DictReader(io.StringIO(r.stdout))}
+    d, p, *_ = run_result(study)
+    # the base's row is the study's result: its seed, budget and per-test units
+    assert abs(float(rows["glove-6b-50d"]["d"]) - d) < 1e-12 and abs(float(rows["glove-6b-50d"]["p"]) - p) < 1e-12
+    assert family_m(study) == m  # exploratory: the study's family is as it was (issue 48: m 4 -> 10)
+    con = store.connect(study / "s.duckdb", read_only=True)
+    kinds = store.rows(con, "SELECT DISTINCT r.kind, u.study, u.alpha, u.correction, u.seed FROM results r "
+                            "JOIN runs u USING (run_id) WHERE starts_with(u.command, 'debias compare')")
+    con.close()
+    assert kinds == [("debias", "probe", 0.05, "bonferroni", 7)]
+
+
+def test_debias_check_is_stored_with_its_run(study):
+    r = cli("--db", study / "s.duckdb", "debias", "check", "-e", HARD, "--n", 30, "--resamples", 10, "--format", "csv",
+            cwd=study)
+    assert r.exit_code == 0, r.output
+    con = store.connect(study / "s.duckdb", read_only=True)
+    stored = store.rows(con, 'SELECT d."check", d.after, d.n_words, d.resamples, u.study, u.alpha, u.correction, u.seed '
+                             "FROM debias_checks d JOIN runs u USING (run_id) ORDER BY d.created_at, d.\"check\"")
+    con.close()
+    checks = {c: (after, n, k, st, a, corr, seed) for c, after, n, k, st, a, corr, seed in stored}
+    assert set(checks) >= {"clustering", "classifier", "neighbours", "wordsim353", "simlex999"}
+    assert all(v[1:] == (30, 10, "probe", 0.05, "bonferroni", 7) for v in checks.values())
+    import csv
+    import io
+
+    printed = {row["check"]: float(row["after"]) for row in csv.DictReader(io.StringIO(r.stdout[r.stdout.index("check,"):]))}
+    assert all(abs(printed[c] - checks[c][0]) < 1e-12 for c in printed)
+
+
+def _dimension(tmp_path, pairs) -> str:
+    path = tmp_path / "dim.toml"
+    path.write_text("definitional = " + json.dumps(pairs) + "\n", encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.parametrize("pairs, named", [
+    ([["woman", "man"], ["he", "he"]], "item 2 ['he', 'he'] pairs a word with itself"),
+    ([["woman", "man"], ["she", "he"], ["woman", "man"]], "item 3 ['woman', 'man'] repeats item 1"),
+    ([["woman", "man"], ["she", "he"], ["man", "woman"]], "item 3 ['man', 'woman'] repeats item 1"),
+])
+def test_dimension_self_and_repeated_pairs_are_refused(pairs, named, study, tmp_path):
+    """Issue 49, finding 14: one line naming the pair, exit 1, nothing stored."""
+    spec = f"glove-6b-50d,debias=hard:{_dimension(tmp_path, pairs)}"
+    con = store.connect(study / "s.duckdb", read_only=True)
+    before = snapshot(con)
+    con.close()
+    for args in (["test", "weat7", "-e", spec], ["debias", "check", "-e", spec]):
+        r = cli("--db", study / "s.duckdb", *args, cwd=study)
+        lines = r.output.strip().splitlines()
+        assert r.exit_code == 1 and len(lines) == 1 and named in lines[0], r.output
+    con = store.connect(study / "s.duckdb", read_only=True)
+    assert snapshot(con) == before
+    con.close()
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "-inf"])
+def test_non_finite_debias_parameter_is_refused(value, study):
+    """Issue 49, finding 15: debias_alpha=inf passed `> 0` and stored NULL vectors."""
+    r = cli("--db", study / "s.duckdb", "test", "weat7", "-e", f"glove-6b-50d,debias=hsr,debias_alpha={value}", cwd=study)
+    lines = r.output.strip().splitlines()
+    assert r.exit_code != 0 and len(lines) == 1 and "debias_alpha must be a finite number above 0" in lines[0], r.output
+
+
+# ------------------------------------------------------------------ count bounds (issue 49, finding 9)
+
+BOUNDS = [
+    (["audit", "ceat", "-t", "inaug-c6", "--samples", "100001"], "--samples must be between 2 and 100,000"),
+    (["audit", "ceat", "-t", "inaug-c6", "--samples", "1"], "--samples must be between 2 and 100,000"),
+    (["debias", "check", "-e", HARD, "--n", "2501"], "--n must be between 2 and 2,500"),
+    (["debias", "check", "-e", HARD, "--resamples", "10001"], "--resamples must be between 10 and 10,000"),
+    (["audit", "perturb", "--budget", "10000001"], "--budget 10000001 is over the limit of 10,000,000"),
+    (["audit", "perturb", "--max-variants", "1001"], "--max-variants must be between 1 and 1,000"),
+    (["debias", "compare", "weat7", "-e", HARD, "--budget", "10000001"], "over the limit of 10,000,000"),
+    (["audit", "show", "--top", "1001"], "--top must be between 1 and 1,000"),
+]
+
+
+@pytest.mark.parametrize("args, message", BOUNDS, ids=[" ".join(a[:2] + a[-2:-1]) for a, _ in BOUNDS])
+def test_count_options_over_their_bound_exit_2(args, message, study):
+    r = cli("--db", study / "s.duckdb", *args, cwd=study)
+    lines = r.output.strip().splitlines()
+    assert r.exit_code == 2 and len(lines) == 1 and message in lines[0], r.output
+
+
+def test_count_bounds_are_stated_in_the_help():
+    for args, stated in ((["audit", "ceat"], "100,000"), (["debias", "check"], "2,500"), (["debias", "check"], "10,000"),
+                         (["audit", "perturb"], "10,000,000"), (["audit", "perturb"], "1,000"),
+                         (["debias", "compare"], "10,000,000"), (["audit", "show"], "1,000")):
+        r = cli(*args, "--help")
+        assert stated in " ".join(r.output.split()), (args, stated)

@@ -206,11 +206,14 @@ def audit_ceat_cmd(
         err.print(f"run {rows[0].run_id}", highlight=False)
 
 
+MAX_TOP = 1_000  # templates listed per audit: more than any template set holds
+
+
 @audit_app.command("show")
 @handles_errors
 def audit_show_cmd(
     where: Annotated[Optional[str], typer.Option("--where", help="SQL condition on `audits`.")] = None,
-    top: Annotated[int, typer.Option("--top", help="Templates listed per audit.")] = 3,
+    top: Annotated[int, typer.Option("--top", help=f"Templates listed per audit, 1 to {MAX_TOP:,}.")] = 3,
     movers: Annotated[bool, typer.Option("--templates", help="Only the templates that move each test most.")] = False,
     variants: Annotated[bool, typer.Option("--variants", help="Only the wording audits' variants: d, p, relative change, flips.")] = False,
     alpha: Annotated[Optional[float], typer.Option("--alpha", help="Decision flips at this alpha, recomputed from the stored p (default: the study's, else each audit's own).")] = None,
@@ -227,6 +230,8 @@ def audit_show_cmd(
       stimkit audit show --templates --format csv
       stimkit audit show --variants --where "test = 'sent-weat6'"
     """
+    if not 1 <= top <= MAX_TOP:
+        raise UsageError(f"--top must be between 1 and {MAX_TOP:,}, not {top}")
     alpha = alpha if alpha is not None else study_value("alpha")
     if variants:
         with open_store(read_only=True) as store:
