@@ -129,8 +129,14 @@ def _import_corpus(folder, name: str, per_word: int) -> None:
     assert r.exit_code == 0, r.output
 
 
-def test_audit_ceat_takes_the_study_and_stores_its_rows(study):
+@pytest.fixture(scope="module")
+def inaug(study):
+    """A corpus test in the study's store: up to 8 contexts a word (inaug-c6)."""
     _import_corpus(study, "inaug", 8)
+    return "inaug-c6"
+
+
+def test_audit_ceat_takes_the_study_and_stores_its_rows(study, inaug):
     con = store.connect(study / "s.duckdb", read_only=True)
     d, p, seed = store.one(con, "SELECT effect_size, p_value, r.seed FROM results r WHERE test = 'inaug-c6' "
                                 "ORDER BY created_at DESC LIMIT 1")
@@ -266,8 +272,8 @@ def test_non_finite_debias_parameter_is_refused(value, study):
 # ------------------------------------------------------------------ count bounds (issue 49, finding 9)
 
 BOUNDS = [
-    (["audit", "ceat", "-t", "inaug-c6", "--samples", "100001"], "--samples must be between 2 and 100,000"),
-    (["audit", "ceat", "-t", "inaug-c6", "--samples", "1"], "--samples must be between 2 and 100,000"),
+    (["audit", "ceat", "-t", "no-such-test", "--samples", "100001"], "--samples must be between 2 and 100,000"),
+    (["audit", "ceat", "-t", "no-such-test", "--samples", "1"], "--samples must be between 2 and 100,000"),
     (["debias", "check", "-e", HARD, "--n", "2501"], "--n must be between 2 and 2,500"),
     (["debias", "check", "-e", HARD, "--resamples", "10001"], "--resamples must be between 10 and 10,000"),
     (["audit", "perturb", "--budget", "10000001"], "--budget 10000001 is over the limit of 10,000,000"),
@@ -290,3 +296,25 @@ def test_count_bounds_are_stated_in_the_help():
                          (["debias", "compare"], "10,000,000"), (["audit", "show"], "1,000")):
         r = cli(*args, "--help")
         assert stated in " ".join(r.output.split()), (args, stated)
+
+
+# ------------------------------------------------------------------ a corpus test in a study with a baseline
+
+def test_corpus_test_in_a_study_with_a_baseline_is_refused_up_front(study, inaug, tmp_path):
+    """Issue 48: it failed with "baseline: unknown template set 'corpus:...'", exit 1, and stored
+    the result anyway. A corpus test has no matched baseline: one line, exit 2, nothing stored;
+    with --baseline 0 it runs."""
+    with_baseline = tmp_path / "study.toml"
+    with_baseline.write_text(STUDY.replace('correction = "bonferroni"', 'correction = "bonferroni"\nbaseline = 20'))
+    con = store.connect(study / "s.duckdb", read_only=True)
+    before = snapshot(con)
+    con.close()
+    r = cli("--db", study / "s.duckdb", "--study", with_baseline, "test", inaug, cwd=study)
+    lines = r.output.strip().splitlines()
+    assert r.exit_code == 2 and len(lines) == 1, r.output
+    assert f"test {inaug!r}: set X comes from a corpus" in lines[0] and "--baseline 0" in lines[0]
+    con = store.connect(study / "s.duckdb", read_only=True)
+    assert snapshot(con) == before
+    con.close()
+    r = cli("--db", study / "s.duckdb", "--study", with_baseline, "test", inaug, "--baseline", 0, cwd=study)
+    assert r.exit_code == 0, r.output
