@@ -106,6 +106,27 @@ def test_audit_perturb_flags_override_the_study(study):
     assert abs(row["original_d"] - d) < 1e-12 and row["original_p"] != p
 
 
+def test_audit_show_prints_one_original_p_per_test_and_encoder(study):
+    """Issue 48: `audit show` printed the template audit's p and the wording audit's p of one
+    test and encoder, two numbers. The template audit takes the study's procedure (the run's p);
+    the older wording audit (--seed 3, another procedure) is left out with a note."""
+    d, p, *_ = run_result(study)
+    r = cli("--db", study / "s.duckdb", "audit", "perturb", "--rule", "syn-present", "--seed", "3", cwd=study)
+    assert r.exit_code == 0, r.output
+    r = cli("--db", study / "s.duckdb", "audit", "templates", "-t", "sent-weat10", cwd=study)
+    assert r.exit_code == 0, r.output
+    r = cli("--db", study / "s.duckdb", "audit", "show", "--format", "json", cwd=study)
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    shown = [(a["full_d"], a["full_p"]) for a in doc.get("rows", doc.get("audits", []))] + \
+            [(w["original_d"], w["original_p"]) for w in doc.get("wording", [])]
+    assert len(shown) >= 1 and all(abs(x - d) < 1e-12 and abs(y - p) < 1e-12 for x, y in shown), shown
+    assert "left out: the wording audit of sent-weat10 on glove-6b-50d" in " ".join(r.stderr.split())
+    # the same store holds both: --where shows any audit
+    r = cli("--db", study / "s.duckdb", "audit", "show", "--where", "test = 'sent-weat10'", "--format", "json", cwd=study)
+    assert r.exit_code == 0 and len(json.loads(r.stdout)["wording"]) >= 2, r.output
+
+
 def test_audit_perturb_dry_run_uses_the_study_tests(study):
     r = cli("--db", study / "s.duckdb", "audit", "perturb", "--dry-run", "--format", "csv", cwd=study)
     assert r.exit_code == 0, r.output

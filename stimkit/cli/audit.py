@@ -221,6 +221,9 @@ def audit_show_cmd(
 ):
     """A summary of audits: pooled d, tau2, I2, flip rates, and the templates that move each test most.
 
+    Without --where: the latest audit of each test, encoder and template set, one d and p of the
+    original wording each (an older audit under another procedure is left out, with a note).
+
     Both tables in every format: JSON is one document {"rows": [the audits], "templates": [...]};
     csv and tsv print the audits, a blank line, then the templates, each with its header line;
     ndjson and parquet name each row's table in a `table` column. --templates: the templates alone.
@@ -249,6 +252,17 @@ def audit_show_cmd(
             except StimkitError:
                 if not audits.height:
                     raise
+        if where is None:  # the latest of each, one d and p of the original per test and encoder
+            from ..analysis.stored import one_original
+
+            kept, wording, notes = one_original(audits, wording)
+            if kept.height != audits.height:
+                ids = ", ".join("'" + i.replace("'", "''") + "'" for i in kept["audit_id"].to_list())
+                audits, movers_df = store.audits(f"audit_id IN ({ids})", top, alpha)
+            if wording is not None and rankings is not None:
+                rankings = rankings.filter(rankings["run_id"].is_in(wording["run_id"].to_list()))
+            for note in notes:
+                err.print(note, highlight=False)
     if wording is not None and wording.height:
         tables = {"audits": audits.drop("audit_id"), "templates": movers_df} if audits.height else {}
         tables.update(wording=wording, **({"rankings": rankings} if rankings.height else {}))
