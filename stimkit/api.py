@@ -511,7 +511,7 @@ class Store:
     def baseline(self, tests: list[str], *, encoders: list[str] = ("glove-6b-50d",), sets: int = 1000, seed: int = 0,
                  tolerance: float = 0.25, vocabulary: str | Path | None = None, language: str | None = None,
                  command: str = "library", options: Options | None = None, progress=None, on_failure=None,
-                 **option_values) -> RunReport:
+                 per_test=None, **option_values) -> RunReport:
         """Matched random baselines (`stimkit baseline`): for each test and encoder, `sets` (K)
         random pairs of target sets, each word matched to a target word on frequency (Zipf within
         `tolerance`), subword count and kind, drawn from `vocabulary` (a file of words; default
@@ -532,7 +532,8 @@ class Store:
         if not tests:
             raise UsageError("name the tests (or patterns) to draw a baseline for")
         chosen = catalog.select(self.con, list(tests), directory=self.folders.catalog_dir)
-        plan = run_plan.make(self.con, chosen, list(encoders), opts, generate_missing=self._generate_missing)
+        plan = run_plan.make(self.con, chosen, list(encoders), opts, generate_missing=self._generate_missing,
+                             per_test=per_test)  # a study's [options."<pattern>"], as `test` takes them
         plan = self._with_baselines(plan, b, seed, keep_tests=False)
         return self._execute(plan, command, progress, None, on_failure)
 
@@ -894,23 +895,29 @@ class Store:
 
         return wording_variants(self.con, where)
 
-    def wefat(self, name: str | None = None, encoder: str = "glove-6b-50d", *, targets: str | None = None,
+    def wefat(self, name: str | None = None, encoder: str | None = None, *, targets: str | None = None,
               a: str | None = None, b: str | None = None, property: str | None = None, label: str = "adhoc",  # noqa: A002
-              context: str | None = None, templates: str = "may2019", progress=None, **option_values) -> WefatResult:
+              context: str | None = None, templates: str = "may2019", progress=None, command: str | None = None,
+              procedure: Procedure | None = None, **option_values) -> WefatResult:
         """A WEFAT from the catalog (queries/wefat.toml) by `name`, or ad hoc from `targets`,
-        `a`, `b` and `property`, on one encoder; returns the stored WefatResult with its items."""
+        `a`, `b` and `property`, on one encoder (default: the procedure's first, else
+        glove-6b-50d); returns the stored WefatResult with its items. `procedure`
+        (run.options.procedure): the study's seed and budget, as `run` gives its WEFATs (option
+        keywords over them), and its name, alpha and correction on the run."""
         from .catalog import wefat as wefat_defs
         from .run import plan as run_plan
         from .run.options import Options, WefatOptions
 
         self._writable("wefat")
+        proc = _procedure(procedure, [encoder] if encoder else None, {}, ("glove-6b-50d",))
         test = wefat_defs.define(name, targets, a, b, property, label, context, templates)
-        opts = WefatOptions(**option_values)
-        plan = run_plan.make(self.con, [], [encoder], Options(budget=opts.budget, seed=opts.seed), wefats=[test],
-                             wefat_options=opts, generate_missing=self._generate_missing)
+        study_values = {k: v for k, v in proc.values.items() if k in ("budget", "seed")}
+        opts = WefatOptions(**{**study_values, **{k: v for k, v in option_values.items() if v is not None}})
+        plan = run_plan.make(self.con, [], [proc.encoders[0]], Options(budget=opts.budget, seed=opts.seed),
+                             wefats=[test], wefat_options=opts, generate_missing=self._generate_missing)
         if plan.refused:
             raise plan.refused[0].as_error()
-        report = self._execute(plan, f"wefat {test.name}", progress)
+        report = self._execute(plan, command or f"wefat {test.name}", progress, study=proc.run_fields())
         if report.failures:
             raise report.failures[0].as_error()
         return report.wefats[0]

@@ -339,3 +339,91 @@ def test_corpus_test_in_a_study_with_a_baseline_is_refused_up_front(study, inaug
     con.close()
     r = cli("--db", study / "s.duckdb", "--study", with_baseline, "test", inaug, "--baseline", 0, cwd=study)
     assert r.exit_code == 0, r.output
+
+
+# ------------------------------------------------------------------ WEFAT and baseline take the study's procedure
+
+def test_wefat_takes_the_study_seed_budget_and_records_the_study(study):
+    r = cli("--db", study / "s.duckdb", "wefat", "wefat-names", "--format", "json", cwd=study)
+    assert r.exit_code == 0, r.output
+    summary = json.loads(r.stdout.splitlines()[0])["summary"]
+    options = json.loads(summary["options"]) if isinstance(summary["options"], str) else summary["options"]
+    assert (summary["encoder"], options["seed"], options["budget"]) == ("glove-6b-50d", 7, 2000)
+    con = store.connect(study / "s.duckdb", read_only=True)
+    assert store.one(con, "SELECT study, alpha, correction, seed FROM runs WHERE run_id = ?", [summary["run_id"]]) == \
+        ("probe", 0.05, "bonferroni", 7)
+    con.close()
+
+
+def test_baseline_takes_the_study_per_test_options(study):
+    """`baseline` skipped the study's [options."<test>"] (issue 48): its procedure is now the
+    run's, units included."""
+    r = cli("--db", study / "s.duckdb", "baseline", "sent-weat10", "--sets", 3, "--format", "json", cwd=study)
+    assert r.exit_code == 0, r.output
+    (row,) = json.loads(r.stdout)
+    con = store.connect(study / "s.duckdb", read_only=True)
+    procedure = json.loads(store.one(con, "SELECT procedure FROM baselines WHERE baseline_id = ?", [row["baseline_id"]])[0])
+    con.close()
+    assert (procedure["options"]["units"], procedure["options"]["budget"]) == ("words", 2000)
+
+
+def test_the_one_resolver():
+    """run.options.procedure: the study's options and alpha, typed values over them, per-test
+    tables under a typed flag, encoders typed > the study's > the command's own."""
+    from stimkit.run.options import Options, procedure
+    from stimkit.study.study import parse
+
+    st = parse({"name": "s", "tests": ["t*"], "encoders": ["a", "b"], "alpha": 0.05, "correction": "bh",
+                "options": {"seed": 7, "budget": 2000, "t1": {"units": "sentences", "alternative": "less"}}})
+    p = procedure(st, {"seed": None, "budget": 500, "clustered": False}, None, ("minilm",))
+    assert p.values == {"seed": 7, "budget": 500, "alpha": 0.05} and p.encoders == ("a", "b")
+    assert p.run_fields() == {"study": "s", "alpha": 0.05, "correction": "bh"}
+    assert p.for_test("t1") == {"units": "sentences", "alternative": "less"} and p.for_test("u") == {}
+    typed = procedure(st, {"units": "words"}, ["c"])
+    assert typed.for_test("t1") == {"alternative": "less"} and typed.encoders == ("c",)
+    assert procedure(st, {"clustered": True}).for_test("t1") == {"alternative": "less"}  # --clustered is --units words
+    alone = procedure(None, {}, None, ("minilm",))
+    assert alone.values == {} and alone.encoders == ("minilm",) and alone.per_test() is None
+    assert alone.options() == Options() and alone.alpha is None
+    assert p.analysis().cuts == 1 and p.options(cuts=3).cuts == 3
+
+
+# ------------------------------------------------------------------ the report
+
+def test_report_has_ceat_and_debias_check_sections(study, inaug, tmp_path):
+    import re
+
+    for args in (["audit", "ceat", "-t", inaug, "--context", "sentence", "-n", 30],
+                 ["debias", "check", "-e", HARD, "--n", 30, "--resamples", 10]):
+        r = cli("--db", study / "s.duckdb", *args, "--format", "csv", cwd=study)
+        assert r.exit_code == 0, r.output
+    con = store.connect(study / "s.duckdb", read_only=True)
+    ces, n = store.one(con, "SELECT ces, n_samples FROM ceat_results ORDER BY created_at DESC LIMIT 1")
+    after = store.one(con, "SELECT after FROM debias_checks WHERE \"check\" = 'clustering' ORDER BY created_at DESC "
+                           "LIMIT 1")[0]
+    con.close()
+    r = cli("--db", study / "s.duckdb", "report", "--out", tmp_path / "rep", "--format", "html", cwd=study)
+    assert r.exit_code == 0, r.output
+    html = (tmp_path / "rep" / "report.html").read_text()
+    assert '<h2 id="ceat">CEAT</h2>' in html and '<h2 id="debias-checks">Debiasing checks</h2>' in html
+    ceat = html[html.index('id="ceat-table"'):]
+    ceat = ceat[:ceat.index("</table>")]
+    cells = re.findall(r"<td>([^<]*)</td>", ceat)
+    # the latest row of the test, its CES with its sign, N as stored
+    assert f"{ces:+.3g}" in cells and str(n) in cells and inaug in cells
+    checks = html[html.index('id="debias-checks-table"'):]
+    checks = checks[:checks.index("</table>")]
+    assert "clustering" in checks and f"<td>{after:.3g}</td>" in checks
+    # a store without them: no such sections
+    import shutil
+
+    bare = tmp_path / "bare.duckdb"
+    shutil.copy(study / "s.duckdb", bare)
+    con = store.connect(bare)
+    con.execute("DELETE FROM ceat_results")
+    con.execute("DELETE FROM debias_checks")
+    con.close()
+    r = cli("--db", bare, "report", "--out", tmp_path / "rep2", "--format", "html", cwd=study)
+    assert r.exit_code == 0, r.output
+    html = (tmp_path / "rep2" / "report.html").read_text()
+    assert 'id="ceat"' not in html and 'id="debias-checks"' not in html

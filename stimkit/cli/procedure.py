@@ -1,8 +1,8 @@
 """The procedure's options, declared once: `test`, `baseline` and `audit` take the same
 options with the same help, grouped in panels (what to test, the procedure, output).
 
-Every option defaults to None: the CLI passes on only what the user typed, over the study's
-keys, and the library (run.options.Options) owns the defaults."""
+Every option defaults to None: the CLI passes on only what the user typed; the library resolves
+it over the study's keys (run.options.procedure, `resolve` here) and owns the defaults."""
 
 from __future__ import annotations
 
@@ -42,24 +42,6 @@ CutSeedOption = Annotated[Optional[int], typer.Option(
     "--cut-seed", help="Which items balance=cut drops (default 0: fixed per test).", rich_help_panel=PROCEDURE)]
 AlphaOption = Annotated[Optional[float], typer.Option(
     "--alpha", help="Significance level, in (0, 1) (default: the study's, else 0.01).", rich_help_panel=PROCEDURE)]
-
-# the keys of run.options.Options that the bundle sets, by their CLI parameter names
-KEYS = ("budget", "method", "alternative", "seed", "units", "balance", "cut_seed", "alpha")
-
-
-def options(study, **typed) -> dict:
-    """The Options keywords of one command (run.options.procedure: the study's [options] and
-    alpha, then what the user typed; what neither says is left to the library's defaults)."""
-    from ..run.options import procedure
-
-    return dict(procedure(study, typed).values)
-
-
-def encoders(study, typed, fallback=("glove-6b-50d",)) -> list[str]:
-    """The encoders a command runs: those typed, else the study's, else `fallback`."""
-    from ..run.options import procedure
-
-    return list(procedure(study, None, typed, fallback).encoders)
 
 
 def resolve(study, proc: dict, fallback=("glove-6b-50d",)):
