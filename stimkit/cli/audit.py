@@ -255,7 +255,7 @@ def audit_show_cmd(
         if where is None:  # the latest of each, one d and p of the original per test and encoder
             from ..analysis.stored import one_original
 
-            kept, wording, notes = one_original(audits, wording)
+            kept, wording, notes = one_original(store.con, audits, wording)
             if kept.height != audits.height:
                 ids = ", ".join("'" + i.replace("'", "''") + "'" for i in kept["audit_id"].to_list())
                 audits, movers_df = store.audits(f"audit_id IN ({ids})", top, alpha)
