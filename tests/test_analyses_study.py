@@ -236,6 +236,10 @@ def test_debias_compare_takes_the_study_and_stays_out_of_its_family(study):
                             "JOIN runs u USING (run_id) WHERE starts_with(u.command, 'debias compare')")
     con.close()
     assert kinds == [("debias", "probe", 0.05, "bonferroni", 7)]
+    r = cli("--db", study / "s.duckdb", "results", "--kind", "debias", "--format", "csv", "-c", "test,encoder,d",
+            cwd=study)
+    assert r.exit_code == 0 and sorted(row["encoder"] for row in csv.DictReader(io.StringIO(r.stdout))) == \
+        ["glove-6b-50d", HARD], r.output
 
 
 def test_debias_check_is_stored_with_its_run(study):
