@@ -418,6 +418,13 @@ def test_report_has_ceat_and_debias_check_sections(study, inaug, tmp_path):
     checks = html[html.index('id="debias-checks-table"'):]
     checks = checks[:checks.index("</table>")]
     assert "clustering" in checks and f"<td>{after:.3g}</td>" in checks
+    # the tables/ files keep every digit
+    import csv
+
+    with open(tmp_path / "rep" / "tables" / "ceat.csv") as f:
+        assert any(float(row["ces"]) == ces for row in csv.DictReader(f))
+    with open(tmp_path / "rep" / "tables" / "debias_checks.csv") as f:
+        assert any(row["check"] == "clustering" and float(row["after"]) == after for row in csv.DictReader(f))
     # a store without them: no such sections
     import shutil
 

@@ -149,7 +149,7 @@ def caption(data: ReportData) -> str:
 def write_tables(data: ReportData, grid: table4.Table4View, folder: Path,
                  written: Written) -> tuple[list[str], list[dict], pl.DataFrame]:
     """Table 4 as markdown and LaTeX (booktabs) under the encoders' display names, every result's
-    exact numbers as CSV."""
+    exact numbers as CSV (and CEAT's rows and the debias checks, where present)."""
     folder.mkdir()
     for name, fmt in (("table4.md", "markdown"), ("table4.tex", "latex")):
         (folder / name).write_text(table4.render(grid.t4, fmt, caption(data), grid.names, grid.heads))
@@ -158,6 +158,10 @@ def write_tables(data: ReportData, grid: table4.Table4View, folder: Path,
     results = view.select([c for c in RESULT_COLUMNS if c in view.columns])
     results.write_csv(folder / "results.csv")
     written.tables.append(folder / "results.csv")
+    for name, df in (("ceat.csv", data.ceat), ("debias_checks.csv", data.debias_checks)):
+        if df is not None and df.height:  # the sections' exact numbers, where they are shown
+            df.write_csv(folder / name)
+            written.tables.append(folder / name)
     return grid.columns, grid.rows, results
 
 
