@@ -924,7 +924,9 @@ class Store:
             tests_all = [vt for t in chosen for vt in wording.variant_tests(t, families[wording.perturbed_set(t)])]
             specs = list(dict.fromkeys(s for t in tests_all for s in t.set_specs()))
             generate.generate(self.con, specs, lists, tsets, limits=self.limits)
-        plan = run_plan.make(self.con, tests_all, list(proc.encoders), opts, generate_missing=self._generate_missing,
+        # the variants' sets were rendered just now from their temporary template sets, which no
+        # folder holds: nothing to key or render again (stimuli.current)
+        plan = run_plan.make(self.con, tests_all, list(proc.encoders), opts, generate_missing=None,
                              per_test=proc.per_test(lambda t: original.get(t.name, t.name)))
         if plan.refused:
             raise plan.refused[0].as_error()

@@ -68,7 +68,7 @@ def run_result(folder, test="sent-weat10"):
     con = store.connect(folder / "s.duckdb", read_only=True)
     try:
         return store.one(con, "SELECT effect_size, p_value, units, r.seed, budget FROM results r JOIN runs USING (run_id) "
-                              "WHERE test = ? AND starts_with(runs.command, 'run probe') AND coalesce(kind, 'test') = 'test' "
+                              "WHERE test = ? AND runs.study = 'probe' AND starts_with(runs.command, 'run') AND coalesce(kind, 'test') = 'test' "
                               "ORDER BY created_at DESC LIMIT 1", [test])
     finally:
         con.close()
@@ -251,7 +251,7 @@ def test_debias_check_is_stored_with_its_run(study):
                              "FROM debias_checks d JOIN runs u USING (run_id) ORDER BY d.created_at, d.\"check\"")
     con.close()
     checks = {c: (after, n, k, st, a, corr, seed) for c, after, n, k, st, a, corr, seed in stored}
-    assert set(checks) >= {"clustering", "classifier", "neighbours", "wordsim353", "simlex999"}
+    assert set(checks) >= {"clustering", "classifier (rbf)", "classifier (linear)", "neighbours", "wordsim353", "simlex999"}
     assert all(v[1:] == (30, 10, "probe", 0.05, "bonferroni", 7) for v in checks.values())
     import csv
     import io
