@@ -119,8 +119,13 @@ def finish(report, summary: bool = False, closing=None) -> None:
     else:
         for b in report.baselines:
             err.print(baseline_line(b, b.baseline_id in report.reused), highlight=False)
-    if report.run_id and not summary:  # `run` says its own summary line, last
-        err.print(result_lines(f"run {report.run_id}: {_count(len(report.results), 'result')} from "
+    if report.run_id and not report.computed:  # a study's run whose inputs all stand as they were
+        err.print(result_lines(f"nothing changed since run {report.run_id}: "
+                               f"{_count(len(report.reused_results), 'result')} reused, nothing computed.",
+                               "`stimkit status` says what an edit would change"), highlight=False)
+    elif report.run_id and not summary:  # `run` says its own summary line, last
+        reused = f" ({len(report.reused_results)} more reused unchanged)" if report.reused_results else ""
+        err.print(result_lines(f"run {report.run_id}: {_count(len(report.results), 'result')}{reused} from "
                                f"{_count(report.n_tests, 'test')} x {_count(report.n_encoders, 'encoder')}, "
                                f"{_count(len(report.failures), 'failure')}.", f"see `stimkit results --run {report.run_id}`"),
                   highlight=False)
@@ -177,28 +182,25 @@ def test_cmd(
       stimkit test 'sent-weat*' -e minilm --cuts 20
       stimkit test sent-weat1 --context c-word -e minilm
     """
-    from ..run.options import Options
-
     from ..stats.metrics import parse_metrics
 
     study = current_study()
-    encoder = proc.pop("encoder")
-    typed = {k for k, v in proc.items() if v is not None and v is not False} | ({"units"} if proc["clustered"] else set())
-    # the study's [options."<pattern>"]: a test's own units and alternative, where no flag says otherwise
-    per_test = None if study is None or not study.per_test else \
-        (lambda t: {k: v for k, v in study.options_for(t.name).items() if k not in typed})
-    opts = Options(**procedure.options(study, **proc, bootstrap=bootstrap, cuts=cuts,
-                                       metrics=tuple(parse_metrics(metric)) if metric else None, center=center,
-                                       center_ref=center_ref))
+    # the library's one resolution (run.options.procedure): the study's options, what was typed
+    # over them, and the study's [options."<pattern>"] where no flag says otherwise
+    resolved = procedure.resolve(study, {**proc, "bootstrap": bootstrap, "cuts": cuts,
+                                         "metrics": tuple(parse_metrics(metric)) if metric else None,
+                                         "center": center, "center_ref": center_ref})
+    per_test = resolved.per_test()
+    opts = resolved.options()
     if baseline is None and study is not None:
         baseline = study.baseline
     with open_store(wordlist_dir=wordlist_dir, template_dir=template_dir, override=override) as store:
         bar, callbacks = progress_callbacks(verbose)
         with bar:
-            report = store.test(patterns, encoders=procedure.encoders(study, encoder), everything=everything,
+            report = store.test(patterns, encoders=list(resolved.encoders), everything=everything,
                                 source=source, x=x, y=y, a=a, b=b, name=name, context=context, command=invocation(),
                                 options=opts, save=save, cross_lingual=cross_lingual, rerun=rerun,
-                                baseline=baseline or None, per_test=per_test, **callbacks)
+                                baseline=baseline or None, per_test=per_test, study=study, **callbacks)
         rows = run_rows(store, report.run_id, opts.alpha, fmt, columns, wide)
     warn_cannot_reject(report, opts.alpha)
     finish(report, closing=lambda: rows and show_run_rows(*rows))
@@ -258,19 +260,18 @@ def baseline_cmd(
     """
     import polars as pl
 
-    from ..run.options import Options
     from .encode import progress_for
 
     study = current_study()
-    encoder = proc.pop("encoder")
-    opts = Options(**procedure.options(study, **proc))
+    resolved = procedure.resolve(study, proc)
+    opts = resolved.options()
     drawn = {k: v for k, v in ((study.baseline or {}) if study is not None else {}).items()}
     drawn.update({k: v for k, v in {"sets": sets, "seed": proc["seed"], "tolerance": tolerance, "vocabulary": vocabulary,
                                     "language": language}.items() if v is not None})
     drawn.setdefault("seed", opts.seed)  # as `test --baseline` and `run` draw: the procedure's seed
     with open_store(wordlist_dir=wordlist_dir, template_dir=template_dir, override=override) as store:
-        report = store.baseline(patterns, encoders=procedure.encoders(study, encoder), command=invocation(),
-                                options=opts, progress=progress_for,
+        report = store.baseline(patterns, encoders=list(resolved.encoders), command=invocation(),
+                                options=opts, per_test=resolved.per_test(), progress=progress_for, study=study,
                                 on_failure=lambda f: err.print(f"failed: {f}", style="red", highlight=False), **drawn)
     sets = report.baselines[0].k if report.baselines else drawn.get("sets", 1000)
     rows = [{"test": b.test, "encoder": b.encoder, "d": b.observed_d, "percentile": b.percentile, "fpr": b.fpr,
@@ -313,12 +314,15 @@ def results_cmd(
     table: Annotated[bool, typer.Option("--table", help="Tests x encoders with d and significance marks (Table 4 of May et al.).")] = False,
     layout: Annotated[Optional[str], typer.Option("--layout", help=f"{choices(LAYOUTS)} (tan-celis: Tables 7/8 of Tan & Celis 2019, tests x word/sent/c-word x encoders).")] = None,
     verbose: VerboseFamily = False,
+    whole_store: Annotated[bool, typer.Option("--whole-store", help="In a study: the whole store's latest results, not the study's family alone.")] = False,
 ):
     """Results with a multiple-testing correction over a family of hypotheses, each counted once.
 
-    The family is the latest result of each hypothesis (test on its set versions, encoder,
-    context, alternative, balance, clustering, p-value procedure) that you tested, over the
-    whole store; --where filters it and --run takes one run instead. Replicates never add to
+    The family is the latest result of each hypothesis (test on its set versions by role,
+    encoder, context, alternative, balance, clustering, p-value procedure) that you tested, over
+    the whole store; in a study, the study's own (its latest run's results, computed or reused
+    unchanged; the store's other results are counted apart unless --whole-store); --where
+    filters it and --run takes one run instead. Replicates never add to
     m; audits' per-template results (--kind audit) and retired results are not in it, and
     results on superseded set versions are left out (--include-stale shows them).
 
@@ -351,7 +355,7 @@ def results_cmd(
     plain = fmt in results_view.ROWS_FORMATS and not (layout or table)
     with open_store(read_only=True) as store:  # what the user typed; the library fills in the study's
         read = store.result_rows if plain else store.results
-        df = read(where, run, correct, alpha, include_stale, kind, study=current_study())
+        df = read(where, run, correct, alpha, include_stale, kind, study=current_study(), whole_store=whole_store)
         family = df.family
         correct, alpha = family.correction, family.alpha
         if layout:
@@ -364,7 +368,7 @@ def results_cmd(
             catalog_tests = catalog.load_toml()
             view4 = table4_view(store, df, family.alpha, list(catalog.load(store.con, store.catalog_dir)))
     err.print(family_line(family, correct, alpha, verbose), highlight=False)
-    for note in (family.stale_note, family.mixed_note):
+    for note in (family.drift_note, family.stale_note, family.mixed_note, family.outside_note):
         if note:
             err.print(note, highlight=False)
     if layout:
@@ -420,6 +424,7 @@ def check_cmd(
     columns: ColumnsOption = None,
     wide: WideOption = False,
     verbose: VerboseFamily = False,
+    whole_store: Annotated[bool, typer.Option("--whole-store", help="In a study: the whole store's latest results, not the study's family alone.")] = False,
 ):
     """Consistency checks over the family: C7 vs C8, C3/C4/C5, word vs sentence, across encoders, human vs machine translation.
 
@@ -447,8 +452,10 @@ def check_cmd(
         views_check.show_metrics(agreement, tau, family, fmt)
         return
     with open_store(read_only=True) as store:
-        df = store.check(where, run, alpha, include_stale, current_study())
+        df = store.check(where, run, alpha, include_stale, current_study(), whole_store=whole_store)
         family = df.family
+    if family.drift_note:
+        err.print(family.drift_note, highlight=False)
     views_check.show(df, family, fmt or default_format(), columns, wide, verbose)
 
 

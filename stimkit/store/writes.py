@@ -57,3 +57,12 @@ def start_run(con, command: str, seed: int, study: str | None = None, alpha: flo
     con.execute("INSERT INTO runs (run_id, command, seed, stimkit_version, study, alpha, correction) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)", [run_id, command, seed, __version__, study, alpha, correction])
     return run_id
+
+
+def latest_study_run(con, study: str) -> str | None:
+    """The newest run of the study that records its members (run_results, db/024)."""
+    from .connection import one
+
+    row = one(con, "SELECT run_id FROM runs WHERE study = ? AND run_id IN (SELECT run_id FROM run_results) "
+                   "ORDER BY started_at DESC, run_id DESC LIMIT 1", [study])
+    return row[0] if row else None
