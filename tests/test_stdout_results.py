@@ -113,4 +113,4 @@ def test_run_says_its_summary_line_last(tmp_path):
     assert r.exit_code == 0, r.output
     lines = [line for line in r.stderr.splitlines() if line.strip()]
     assert lines[-1].startswith("run ") and " significant after holm at 0.01" in lines[-1]
-    assert any(line.startswith("generated ") for line in lines[:-1])
+    assert any(line.startswith("generated") for line in lines[:-1])
