@@ -7,7 +7,6 @@ from __future__ import annotations
 import csv
 import io
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from stimkit.cli import app
+from test_results import store_copy  # noqa: F401  (a private copy of the generated catalog store)
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -54,13 +54,6 @@ def test_test_redirected_to_a_file_holds_a_header_and_a_row_per_result(tmp_path,
         assert (row["test"], row["encoder"]) == (test, encoder)
         assert float(row["effect_size"]) == d and float(row["p_value"]) == p  # full precision
     assert "[1/2] weat6" in done.stderr and "weat6" not in out.read_text().splitlines()[0]  # progress: stderr only
-
-
-@pytest.fixture
-def store_copy(catalog_db, tmp_path):
-    path = tmp_path / "store.duckdb"
-    shutil.copy(catalog_db, path)
-    return path
 
 
 def test_test_prints_only_the_run_just_made(store_copy):
