@@ -364,6 +364,7 @@ class Store:
 
     # ------------------------------------------------------------------ tests
 
+    @store.all_or_nothing  # its sets, vectors and results commit together (store.journal)
     def test(self, tests: list[str] | None = None, *, encoders: list[str] = ("glove-6b-50d",), everything: bool = False,
              source: str | None = None, x: str | None = None, y: str | None = None, a: str | None = None,
              b: str | None = None, name: str = "adhoc", context: str | None = None, command: str = "library",
@@ -772,9 +773,10 @@ class Store:
         from .stimuli import perturb
 
         chosen = [catalog.get(self.con, n, self.folders.catalog_dir) for n in tests]
-        return {s: perturb.plan(self.folders.template_set(s), limit=max_variants, only=rules)
+        return {s: perturb.plan(self.folders.template_set(s), limit=max_variants, only=rules, limits=self.limits)
                 for s in dict.fromkeys(perturbed_set(t) for t in chosen)}
 
+    @store.all_or_nothing  # its sets, vectors and audits commit together (store.journal)
     def audit_perturb(self, tests: list[str] | None = None, encoders: list[str] | None = None, *,
                       study: str | Path | None = None, alpha: float | None = None, rules: list[str] | None = None,
                       max_variants: int | None = None, command: str = "library", on_family=None, on_audit=None,
@@ -782,8 +784,6 @@ class Store:
         """Wording audits (stimkit.run.wording): each test under its template set and every
         meaning-preserving rewording of it (stimuli.perturb), on each encoder. `study`: its tests,
         encoders and alpha (flags override). Returns (run_id, audits, rankings, families)."""
-        import tempfile
-
         from .catalog import definitions as catalog
         from .run import plan as run_plan, wording
         from .run.options import Options
@@ -809,14 +809,14 @@ class Store:
         opts = Options(**{"alpha": alpha, **option_values})
         lists = self.folders.lists()
         families, tsets, provenance = {}, {}, []
-        with tempfile.TemporaryDirectory(prefix="stimkit-perturb-") as tmp:
+        with wording.variants_folder() as tmp:
             for name in dict.fromkeys(wording.perturbed_set(t) for t in chosen):
                 tset = self.folders.template_set(name)
-                family = perturb.plan(tset, limit=max_variants, only=rules)  # size known, bounded: nothing rendered yet
+                family = perturb.plan(tset, limit=max_variants, only=rules, limits=self.limits)  # nothing rendered yet
                 words = [tset.inflected(w) for t in chosen if wording.perturbed_set(t) == name
                          for s in t.set_specs() if s.wordlist in lists for w in lists[s.wordlist].words]
                 candidates = perturb.materialize(family, tset, Path(tmp) / f"{name}.candidates")
-                family = perturb.check(family, tset, candidates, words, self.limits)
+                family = wording.require_variants(perturb.check(family, tset, candidates, words, self.limits))
                 tsets[name] = tset
                 tsets.update(perturb.materialize(family, tset, Path(tmp) / name))
                 provenance += [row for v in family.variants for row in perturb.provenance(v, tsets[v.name])]
