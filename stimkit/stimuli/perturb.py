@@ -73,7 +73,7 @@ def _re2_options():
 
 @lru_cache(maxsize=4096)
 def compile_sub(pattern: str, replacement: str) -> tuple:
-    """(RE2 regex, the replacement as pieces: text, or a group's number or name) of one
+    """(RE2 regex, the replacement as pieces: text, or a group's number) of one
     [pattern, replacement] pair; a RuleError saying what and where when either cannot run."""
     try:
         regex = re2.compile(pattern, _re2_options())
@@ -87,7 +87,7 @@ def _pattern_error(pattern: str, e: Exception) -> RuleError:
     what, _, fragment = why.partition(": ")
     try:
         re.compile(pattern)
-        pos = pattern.find(fragment) if fragment else -1
+        pos = _locate(pattern, fragment)
     except re.error as py:  # a syntax error: Python's parser knows where
         pos = py.pos if py.pos is not None else -1
     hint = (" (rules run on RE2, in linear time: no backreference or lookaround)"
@@ -96,6 +96,17 @@ def _pattern_error(pattern: str, e: Exception) -> RuleError:
     e = RuleError(f"bad regex {pattern!r}{where}: {what}{hint}")
     e.pos = pos
     return e
+
+
+def _locate(pattern: str, fragment: str) -> int:
+    """Where RE2's complaint (the text it stopped at) begins in the pattern: its first
+    occurrence outside an escape, and for "(?P" not a named group "(?P<" (which RE2 runs)."""
+    i = 0
+    while fragment and i < len(pattern):
+        if pattern.startswith(fragment, i) and not (fragment == "(?P" and pattern.startswith("(?P<", i)):
+            return i
+        i += 2 if pattern[i] == "\\" else 1
+    return -1
 
 
 def _template(repl: str, groups: int, names: dict) -> tuple:
@@ -126,7 +137,9 @@ def _template(repl: str, groups: int, names: dict) -> tuple:
             ref, end = m.group(1), i + 2 + m.end()
             if re.fullmatch(r"[0-9]+", ref):
                 ref = int(ref)
-            elif ref not in names:
+            elif ref in names:
+                ref = names[ref]  # pieces: text (str) or a group's number (int)
+            else:
                 raise bad(i, f"the pattern has no group named {ref!r}")
         elif nxt.isascii() and nxt.isdigit():
             m = re.match(r"[0-9]{1,2}", repl[i + 1:])
