@@ -96,7 +96,13 @@ def refresh_vector_view(con) -> None:
     encoder and every embeddings_<dim> table (vectors as FLOAT[] so dimensions mix)."""
     tables = [t for (t,) in rows(con, "SELECT table_name FROM information_schema.tables "
                                       "WHERE regexp_matches(table_name, '^embeddings_[0-9]+$') ORDER BY 1")]
-    if not tables:
+    if not tables:  # as migration 007 made it (a command undone may have dropped the last table)
+        con.execute("""CREATE OR REPLACE VIEW stimulus_vectors AS
+            SELECT NULL::VARCHAR AS set_name, NULL::VARCHAR AS set_version, NULL::INTEGER AS ordinal,
+                   NULL::VARCHAR AS word, NULL::VARCHAR AS template_id, NULL::VARCHAR AS stimulus,
+                   NULL::VARCHAR AS encoder, NULL::VARCHAR AS fingerprint, NULL::INTEGER AS dim,
+                   NULL::FLOAT[] AS vector, NULL::VARCHAR AS note
+            WHERE false""")
         return
     parts = [f"""
         SELECT s.set_name, s.set_version, s.ordinal, s.word, s.template_id, s.stimulus, enc.spec AS encoder,
@@ -206,6 +212,7 @@ def recover(con) -> int:
     for token in journal.stale(con):
         with transaction(con):
             removed += journal.discard(con, token)
+            refresh_vector_view(con)  # a vector table it made may be gone
     return removed
 
 

@@ -96,21 +96,28 @@ def note_insert(con, table: str, registered: str) -> None:
                 f'WHERE NOT EXISTS (SELECT 1 FROM "{table}" t WHERE {stored})', [token, table])
 
 
-def log_mark(con) -> int | None:
-    """At the start of a transaction of the command: the highest set_log seq (the sets it
-    makes current are logged after it, while this process holds the store)."""
+def log_mark(con) -> tuple | None:
+    """At the start of a transaction of the command: the highest set_log seq and the encoders
+    known (the sets it makes current are logged after that seq, and the encoders it registers
+    are new, while this process holds the store)."""
     if token_of(con) is None:
         return None
     (seq,), = con.execute("SELECT coalesce(max(seq), 0) FROM set_log").fetchall()
-    return seq
+    return seq, {f for (f,) in con.execute("SELECT fingerprint FROM encoders").fetchall()}
 
 
-def note_log(con, mark: int | None) -> None:
-    """Before the transaction commits: note the set_log rows it added."""
+def note_log(con, mark: tuple | None) -> None:
+    """Before the transaction commits: note the set_log rows and the encoders it added."""
     token = token_of(con) if mark is not None else None
-    if token:
-        con.execute("INSERT INTO pending_rows (token, tbl, key) SELECT ?, 'set_log', [seq::VARCHAR] FROM set_log "
-                    "WHERE seq > ?", [token, mark])
+    if not token:
+        return
+    seq, known = mark
+    con.execute("INSERT INTO pending_rows (token, tbl, key) SELECT ?, 'set_log', [seq::VARCHAR] FROM set_log "
+                "WHERE seq > ?", [token, seq])
+    new = [f for (f,) in con.execute("SELECT fingerprint FROM encoders").fetchall() if f not in known]
+    if new:
+        con.executemany("INSERT INTO pending_rows (token, tbl, key) VALUES (?, 'encoders', [?])",
+                        [[token, f] for f in new])
 
 
 def finish(con) -> None:
@@ -148,6 +155,16 @@ def discard(con, token: str) -> int:
         if not _used(con, v):
             for table, (column,) in _SET_TABLES.items():
                 con.execute(f'DELETE FROM "{table}" WHERE "{column}" = ?', [v])
+    for (fp,) in con.execute("SELECT DISTINCT key[1] FROM pending_rows WHERE token = ? AND tbl = 'encoders'",
+                             [token]).fetchall():
+        if not _names(con, fp, "fingerprint", skip=lambda t: t == "encoders"):
+            con.execute("DELETE FROM encoders WHERE fingerprint = ?", [fp])
+    for (table,) in con.execute("SELECT table_name FROM information_schema.tables WHERE table_catalog = "
+                                "current_database() AND regexp_matches(table_name, '^embeddings_[0-9]+$')").fetchall():
+        # a vector table the command created, now empty and of no encoder: as it was, not there
+        if not con.execute(f'SELECT 1 FROM "{table}" LIMIT 1').fetchall() and not con.execute(
+                "SELECT 1 FROM encoders WHERE vector_table = ? LIMIT 1", [table]).fetchall():
+            con.execute(f'DROP TABLE "{table}"')
     con.execute("DELETE FROM pending_rows WHERE token = ?", [token])
     con.execute("DELETE FROM pending_work WHERE token = ?", [token])
     return sum(n for _, n in notes)
@@ -158,14 +175,20 @@ def _used(con, version: str) -> bool:
     set_versions, an item's set_version): then another command has it, and it stays."""
     if con.execute("SELECT 1 FROM set_log WHERE version = ? LIMIT 1", [version]).fetchall():
         return True
+    return _names(con, version, "set_version", skip=lambda t: t in _SET_TABLES)
+
+
+def _names(con, value: str, column: str, skip) -> bool:
+    """Whether a row of any table but those `skip` says, in `column` (or its list `column`s),
+    names `value`."""
     refs = con.execute("SELECT c.table_name, c.column_name, c.data_type FROM information_schema.columns c "
                        "JOIN information_schema.tables t USING (table_catalog, table_schema, table_name) "
-                       "WHERE t.table_type = 'BASE TABLE' AND c.column_name IN ('set_version', 'set_versions') "
-                       "AND c.table_catalog = current_database()").fetchall()
-    for table, column, kind in refs:
-        if table in _SET_TABLES:
+                       "WHERE t.table_type = 'BASE TABLE' AND c.column_name IN (?, ?) "
+                       "AND c.table_catalog = current_database()", [column, column + "s"]).fetchall()
+    for table, name, kind in refs:
+        if skip(table):
             continue
-        test = f'list_contains("{column}", ?)' if kind.endswith("[]") else f'"{column}" = ?'
-        if con.execute(f'SELECT 1 FROM "{table}" WHERE {test} LIMIT 1', [version]).fetchall():
+        test = f'list_contains("{name}", ?)' if kind.endswith("[]") else f'"{name}" = ?'
+        if con.execute(f'SELECT 1 FROM "{table}" WHERE {test} LIMIT 1', [value]).fetchall():
             return True
     return False

@@ -14,7 +14,7 @@ import duckdb
 
 from .. import __version__
 from . import journal
-from .connection import transaction
+from .connection import refresh_vector_view, transaction
 
 
 def column(default=None, *, stored: bool = True):
@@ -88,6 +88,7 @@ def all_or_nothing(method):
                 con = self.con
                 with transaction(con):
                     journal.discard(con, token)
+                    refresh_vector_view(con)
             raise
         journal.leave(file, token)
         con = self.con  # no run stored (nothing to run): what it made stays, as `generate` keeps it
