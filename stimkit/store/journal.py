@@ -82,18 +82,22 @@ def leave(con_file: str, token: str) -> None:
         del _active[con_file]
 
 
-def note_insert(con, table: str, registered: str) -> None:
+def note_insert(con, table: str, registered: str, keep_stored: bool) -> None:
     """Inside the transaction of an insert into `table` of the rows registered as `registered`:
-    note those of its rows that are new (not stored already), by their key, for the command
-    writing to this store."""
+    note those of its rows that are new, by their key, for the command writing to this store.
+    (Without keep_stored every row is new, or the insert fails: the table is not read. A set's
+    rows that come in chunks note its version once a chunk: the notes are read as distinct.)"""
     token = token_of(con)
     columns = key_columns(table) if token else None
     if not columns:
         return
     key = "[" + ", ".join(f'r."{c}"::VARCHAR' for c in columns) + "]"
-    stored = " AND ".join(f't."{c}" = r."{c}"' for c in columns)
-    con.execute(f'INSERT INTO pending_rows (token, tbl, key) SELECT DISTINCT ?, ?, {key} FROM "{registered}" r '
-                f'WHERE NOT EXISTS (SELECT 1 FROM "{table}" t WHERE {stored})', [token, table])
+    new = ""
+    if keep_stored:
+        new = "WHERE NOT EXISTS (SELECT 1 FROM \"{}\" t WHERE {})".format(
+            table, " AND ".join(f't."{c}" = r."{c}"' for c in columns))
+    con.execute(f'INSERT INTO pending_rows (token, tbl, key) SELECT DISTINCT ?, ?, {key} FROM "{registered}" r {new}',
+                [token, table])
 
 
 def log_mark(con) -> tuple | None:

@@ -44,7 +44,7 @@ def insert(con, table: str, rows, keep_stored: bool = False) -> int:
     name = f"_insert_{table}"
     con.register(name, rows)
     try:
-        journal.note_insert(con, table, name)  # a pending command's new rows of sets and vectors
+        journal.note_insert(con, table, name, keep_stored)  # a pending command's new rows of sets and vectors
         con.execute(f'INSERT {"OR IGNORE " if keep_stored else ""}INTO {table} BY NAME SELECT * FROM "{name}"')
     except BaseException:
         with contextlib.suppress(duckdb.Error):  # an aborted transaction refuses even this: the first error counts
