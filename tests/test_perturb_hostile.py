@@ -224,21 +224,21 @@ def _may2019_with(tmp_path: Path, rules: str, extra_line: str | None = None) -> 
     return tmp_path / "tpl"
 
 
-def _copy(catalog_db, tmp_path) -> Path:
+def _copy(catalog_db, tmp_path) -> tuple[Path, dict]:
+    """A private copy of the generated catalog store, and its snapshot (taken after a writing
+    open has migrated it, so a snapshot after a command compares like with like)."""
     import shutil
 
     path = tmp_path / "s.duckdb"
     shutil.copy(catalog_db, path)
-    con = store.connect(path)  # migrated here, so a snapshot after a command compares like with like
-    con.close()
-    return path
-
-
-def test_a_family_the_grammar_check_empties_is_one_line(catalog_db, tmp_path):
-    path = _copy(catalog_db, tmp_path)
     con = store.connect(path)
     before = snapshot(con)
     con.close()
+    return path, before
+
+
+def test_a_family_the_grammar_check_empties_is_one_line(catalog_db, tmp_path):
+    path, before = _copy(catalog_db, tmp_path)
     tpl = _may2019_with(tmp_path, '[[perturb.rules]]\nname = "doubled"\nfiles = ["name"]\n'
                                   "subs = [[' is here', ' is is here']]\n")
     r = CliRunner().invoke(app, ["--db", str(path), "audit", "perturb", "-t", "sent-weat6", "-e", "glove-6b-50d",
@@ -287,10 +287,7 @@ def _gone(folder: Path, seconds: float = 10) -> list[Path]:
 
 
 def test_kill_9_during_audit_perturb_leaves_the_store_and_tmp_as_they_were(catalog_db, tmp_path):
-    path = _copy(catalog_db, tmp_path)
-    con = store.connect(path)
-    before = snapshot(con)
-    con.close()
+    path, before = _copy(catalog_db, tmp_path)
     r = _killed(path, "perturb", tmp_path / "tmp")
     assert r.returncode == -signal.SIGKILL, r.stderr[-2000:]
     assert _gone(tmp_path / "tmp") == []       # the variants' folder: removed by the guard
@@ -327,10 +324,7 @@ def test_a_command_that_fails_part_way_removes_its_work_at_once(catalog_db, tmp_
     import stimkit
     from stimkit.run import wording
 
-    path = _copy(catalog_db, tmp_path)
-    con = store.connect(path)
-    before = snapshot(con)
-    con.close()
+    path, before = _copy(catalog_db, tmp_path)
 
     def fail(*a, **k):
         raise OSError(28, "No space left on device")   # a full disk as the audit is stored
