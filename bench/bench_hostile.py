@@ -113,6 +113,91 @@ def main(repeat: int) -> int:
     return 0
 
 
+if __name__ == "__main__":
+    repeat = int(sys.argv[sys.argv.index("--repeat") + 1]) if "--repeat" in sys.argv else 3
+    main(repeat)
+
+
+# --- import corpus (issue 49, findings 7 and 8): a Parquet cell, a 100,000-word list ---------
+
+def corpus_inputs(folder: Path, case: str) -> list[str]:
+    """The files of one corpus case and its `stimkit import corpus` command."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (folder / "wl").mkdir(parents=True)
+    if case == "parquet 209,715,205-char cell":
+        # the probe's file: one cell of 200 MiB of text (+5), a few KB once compressed
+        pq.write_table(pa.table({"text": ["family " + "x" * (200 * 2 ** 20 - 2)]}), folder / "c.parquet",
+                       compression="zstd")
+        (folder / "wl" / "k.toml").write_text('[k]\nwords = ["family"]\n')
+        return ["c.parquet", "-w", "k"]
+    if case == "parquet 2,000,004-char cell":
+        pq.write_table(pa.table({"text": ["family is here.", "family " + "x" * 1_999_997]}), folder / "c.parquet")
+        (folder / "wl" / "k.toml").write_text('[k]\nwords = ["family"]\n')
+        return ["c.parquet", "-w", "k"]
+    # 100,000 words (a list in a language without English inflection: the words as written)
+    # over a one-line file that holds 101 of them
+    words = [f"w{i:06d}x" for i in range(100_000)]
+    (folder / "wl" / "big.toml").write_text(f'[big]\nlanguage = "ru"\nwords = {json.dumps(words)}\n')
+    (folder / "one.txt").write_text(" ".join(words[::997]) + ".\n")
+    return ["one.txt", "-w", "big"]
+
+
+# Linux keeps a process' peak RSS across exec: a child forked from this (large) process starts
+# with this process' RSS as its peak. A small launcher in between measures the command alone.
+_LAUNCH = ("import os, subprocess, sys\n"
+           "p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL)\n"
+           "_, status, usage = os.wait4(p.pid, 0)\n"
+           "print(usage.ru_maxrss * 1024, os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime)\n")
+
+
+def run_measured(cmd: list[str]) -> tuple[float, int, int, str, float]:
+    """(seconds, peak RSS in bytes, exit status, last line of stderr, CPU seconds) of one
+    command, measured by a launcher that is small when it starts it."""
+    with tempfile.TemporaryFile("w+") as err:
+        started = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-S", "-c", _LAUNCH, *cmd], stdout=subprocess.PIPE, stderr=err,
+                              text=True, env={**os.environ, "PYTHONPATH": str(REPO), "OMP_WAIT_POLICY": "PASSIVE"})
+        seconds = time.perf_counter() - started
+        err.seek(0)
+        lines = err.read().strip().splitlines()
+    peak, code, cpu = proc.stdout.split()
+    return seconds, int(peak), int(code), lines[-1] if lines else "", float(cpu)
+
+
+def corpus_limits(repeat: int) -> None:
+    cases = ["parquet 209,715,205-char cell", "parquet 2,000,004-char cell", "100,000-word list, one-line file"]
+    print(f"\n{'import corpus case':<44} {'best s':>7} {'cpu s':>6} {'peak MB':>8} {'exit':>5}  message")
+    for case in cases:
+        runs = []
+        for _ in range(repeat):
+            with tempfile.TemporaryDirectory() as tmp:
+                folder = Path(tmp)
+                # the inputs made in a process of their own: this one stays small
+                made = subprocess.run([sys.executable, "-c", "import json, sys; sys.path.insert(0, sys.argv[1]); "
+                                       "import bench_hostile as b; from pathlib import Path; "
+                                       "print(json.dumps(b.corpus_inputs(Path(sys.argv[2]), sys.argv[3])))",
+                                       str(Path(__file__).resolve().parent), tmp, case],
+                                      capture_output=True, text=True, check=True)
+                args = json.loads(made.stdout)
+                cmd = [sys.executable, "-m", "stimkit", "--db", str(folder / "s.duckdb"), "import", "corpus",
+                       *[str(folder / a) if a.endswith((".parquet", ".txt")) else a for a in args],
+                       "--wordlist-dir", str(folder / "wl")]
+                runs.append(run_measured(cmd))
+        seconds, _, code, message, _ = min(runs)
+        cpu, peak = min(r[4] for r in runs), max(r[1] for r in runs)
+        print(f"{case:<44} {seconds:7.2f} {cpu:6.2f} {peak / 2 ** 20:8.0f} {code:>5}  {message[:100]}")
+        if peak >= 2 ** 30 or seconds >= 60:
+            print(f"  GOAL MISSED: {case}")
+
+
+if __name__ == "__main__":
+    corpus_limits(int(sys.argv[sys.argv.index("--repeat") + 1]) if "--repeat" in sys.argv else 3)
+
+
+# --- audit perturb rules (issue 49, findings 5 and 6): the worst regex --------------------------
+
 def worst_regex(repeat: int) -> None:
     """Issue 49, findings 5 and 6: the worst rewording rules, each an `audit perturb --dry-run`
     in a process of its own (wall time, CPU and peak RSS from start to exit, imports included):
@@ -149,6 +234,4 @@ def worst_regex(repeat: int) -> None:
 
 
 if __name__ == "__main__":
-    repeat = int(sys.argv[sys.argv.index("--repeat") + 1]) if "--repeat" in sys.argv else 3
-    worst_regex(repeat)
-    sys.exit(main(repeat))
+    worst_regex(int(sys.argv[sys.argv.index("--repeat") + 1]) if "--repeat" in sys.argv else 3)

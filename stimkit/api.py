@@ -199,26 +199,38 @@ class Store:
         specs = generate.for_template_sets(specs, tsets, bool(wordlist_names))
         return generate.generate(self.con, specs, lists, tsets, limits=limits if limits is not None else self.limits)
 
+    def generate_study(self, study: str | Path | Study, limits: Limits | None = None) -> list[dict]:
+        """The sets a study's tests and WEFATs read, each made current as today's files give it
+        (`stimkit generate` in a study folder): rows as `generate` returns them (new, restored
+        or unchanged), nothing else rendered."""
+        from .stimuli import current
+        from .study import study as studies
+
+        self._writable("generate")
+        study = study if isinstance(study, studies.Study) else studies.load(study)
+        folders = self.folders.using(catalog_dir=study.catalog_dir, wordlist_dir=study.wordlist_dir,
+                                     template_dir=study.template_dir)
+        _, chosen, wefats = self._study_tests(study, folders, None, {})
+        specs = list(dict.fromkeys([s for t in chosen for s in t.set_specs()] + [s for w in wefats for s in w.set_specs()]))
+        lists = folders.lists()
+        before = current.states(self.con, specs, lists, folders.template_set)
+        current.ensure(self.con, specs, lists, folders.template_set, limits if limits is not None else self.limits)
+        now = {st.spec: st.current for st in current.states(self.con, specs, lists, folders.template_set)}
+        sizes = dict(store.rows(self.con, "SELECT version, n_stimuli FROM stimulus_sets WHERE version IN "
+                                          "(SELECT unnest(?))", [list(now.values())]))
+        status = {"current": "unchanged", "missing": "new", "outdated": "new", "restore": "restored"}
+        return [{"name": st.spec.name, "version": now[st.spec], "status": status[st.status],
+                 "n_stimuli": sizes.get(now[st.spec], 0)} for st in before]
+
     def _generate_missing(self, specs, folders: Folders | None = None) -> list[str]:
-        """Render the sets a plan names that the store lacks (from the built-in word lists and
-        template sets, and `folders`' own: default the store's); a set whose word list is
-        unknown is left to fail where it is used."""
-        from .stimuli import generate
+        """Make the sets a plan names current as today's files give them (stimuli.current:
+        rendered where their input key is new, logged current where another version was), from
+        the built-in word lists and template sets and `folders`' own (default the store's).
+        A set whose word list is unknown is left to fail where it is used."""
+        from .stimuli import current
 
         folders = folders or self.folders
-        current = {name for (name,) in store.rows(self.con, "SELECT name FROM current_sets")}
-        missing = [s for s in specs if s.name not in current]
-        if not missing:
-            return []
-        lists = folders.lists()
-        known = [s for s in missing if s.wordlist in lists or (s.slot and s.wordlist == "*")]
-        if not known:
-            return []
-        tsets = {name: folders.template_set(name) for name in dict.fromkeys(s.template_set for s in known)}
-        generate.generate(self.con, known, lists, tsets, limits=self.limits)
-        names = [s.name for s in known]
-        return [f"generated {len(names)} missing set{'s' if len(names) != 1 else ''}: "
-                + ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")]
+        return current.ensure(self.con, specs, folders.lists(), folders.template_set, self.limits)
 
     def sets(self, like: str | None = None, all_versions: bool = False) -> pl.DataFrame:
         view = "stimulus_sets" if all_versions else "current_sets"
@@ -293,7 +305,7 @@ class Store:
 
     def import_corpus(self, paths: list[str | Path], wordlists_: list[str], *, name: str = "corpus",
                       per_word: int = 100, seed: int = 0, min_contexts: int | None = None, case: str = "auto",
-                      max_line_chars: int | None = None):
+                      max_line_chars: int | None = None, limits: Limits | None = None):
         """Contexts from real text (catalog.corpus): sentences of plain text, JSONL or Parquet
         files holding the words of the lists `wordlists_`, up to `per_word` a word (seeded),
         stored as sets `<list>@corpus:<name>` with their provenance. Returns a CorpusImport
@@ -304,7 +316,7 @@ class Store:
         lists = self.folders.lists()
         return corpus.import_corpus(self.con, list(paths), lists, list(wordlists_), name=name, per_word=per_word,
                                     seed=seed, min_contexts=min_contexts, case=case,
-                                    max_chars=max_line_chars or corpus.MAX_LINE_CHARS)
+                                    max_chars=max_line_chars, limits=limits if limits is not None else self.limits)
 
     # ------------------------------------------------------------------ vectors
 
@@ -354,13 +366,22 @@ class Store:
         return reports, failed
 
     def _execute(self, plan: Plan, command: str, progress=None, on_result=None, on_failure=None,
-                 study: dict | None = None) -> RunReport:
-        """Encode what the plan needs (released), then execute it."""
-        from .run.execute import execute
+                 study: dict | None = None, reuse: bool = False) -> RunReport:
+        """Encode what the plan needs (released), then execute it. `reuse` (a study's run, which
+        makes its family): the pairs whose results are stored under today's input keys are taken
+        out first (run.execute.reusable): neither encoded nor computed, their stored results join
+        the run's members."""
+        from dataclasses import replace
 
+        from .run.execute import execute, reusable
+
+        stored = reusable(self.con, plan) if reuse else {}
+        if stored:
+            plan = replace(plan, pairs=tuple(p for i, p in enumerate(plan.pairs) if i not in stored))
         _, failed = self._encode_plan(plan, progress)
         plan, gone = plan.without(failed)
-        return execute(self.con, plan, command, on_result, on_failure, gone, study)
+        return execute(self.con, plan, command, on_result, on_failure, gone, study,
+                       [r for ids in stored.values() for r in ids], family=reuse)
 
     # ------------------------------------------------------------------ tests
 
@@ -370,7 +391,7 @@ class Store:
              b: str | None = None, name: str = "adhoc", context: str | None = None, command: str = "library",
              options: Options | None = None, on_result=None, on_failure=None, progress=None, save: str | Path | None = None,
              cross_lingual: bool = False, rerun: bool = False, baseline: BaselineOptions | int | None = None,
-             per_test=None, **option_values) -> RunReport:
+             per_test=None, study: Study | None = None, **option_values) -> RunReport:
         """Run tests (names or shell patterns over catalog and imported tests, or `everything`,
         or one ad-hoc test from four set names or SELECTs) on each encoder, in one run.
         `context="c-word"` runs sentence tests on each encoder's inserted-word vectors
@@ -388,7 +409,8 @@ class Store:
         streams and cut derive from the name, and is not stored, so it never stands in for that test.
         `baseline`: K (or run.baseline.BaselineOptions) matched random pairs per result, stored and
         reused (see `Store.baseline`). `per_test(test)`: option values for one test alone (a
-        study's [options."<pattern>"]: its units and alternative)."""
+        study's [options."<pattern>"]: its units and alternative). `study`: the study in force,
+        whose name and correction the run records beside its alpha (it joins no study's family)."""
         from .catalog import definitions as catalog
         from .run import cword, plan as run_plan
         from .run.options import Options
@@ -418,7 +440,7 @@ class Store:
         plan = run_plan.make(self.con, chosen, list(encoders), opts, generate_missing=self._generate_missing,
                              per_test=per_test)
         plan = self._with_baselines(plan, baseline, opts.seed)
-        report = self._execute(plan, command, progress, on_result, on_failure)
+        report = self._execute(plan, command, progress, on_result, on_failure, _recorded(study, opts.alpha))
         if report.run_id and any((x, y, a, b)) and not rerun:  # as defined; a re-run by name (in a context) keeps it so
             catalog.store_adhoc(self.con, chosen[0])
         return report
@@ -442,15 +464,15 @@ class Store:
         return self._run(study, folders, encoders, options, progress, on_result, on_failure, command, started,
                          option_values)
 
-    def _run(self, study: Study, folders: Folders, encoders, options, progress, on_result, on_failure, command,
-             started, option_values) -> StudyRun:
-        import time
+    def _study_tests(self, study: Study, folders: Folders, options, option_values):
+        """What a study runs: its options (a flag's over the study's), its tests in its contexts,
+        its WEFATs. One selection for `run` and `status`."""
         from fnmatch import fnmatchcase
 
         from .catalog import definitions as catalog
         from .catalog import wefat as wefat_defs
-        from .run import cword, plan as run_plan
-        from .run.options import Options, WefatOptions
+        from .run import cword
+        from .run.options import Options
 
         opts = options or Options(**{"alpha": study.alpha, **study.options, **option_values})
         analysis.check_correction(study.correction)
@@ -467,26 +489,52 @@ class Store:
         unmatched = [p for p, _ in study.per_test if not any(fnmatchcase(t.name, p) for t in chosen)]
         if unmatched:
             raise UsageError(f"{study.path or study.name}: [options.{unmatched[0]!r}] matches none of the study's tests")
+        return opts, chosen, wefats
+
+    def _run(self, study: Study, folders: Folders, encoders, options, progress, on_result, on_failure, command,
+             started, option_values) -> StudyRun:
+        import time
+
+        from .run import plan as run_plan
+        from .run.options import WefatOptions
+
+        opts, chosen, wefats = self._study_tests(study, folders, options, option_values)
         plan = run_plan.make(self.con, chosen, list(encoders or study.encoders), opts, wefats=wefats,
                              wefat_options=WefatOptions(budget=opts.budget, seed=opts.seed), cword_optional=True,
                              generate_missing=lambda specs: self._generate_missing(specs, folders),
                              per_test=lambda t: study.options_for(t.name))
         plan = self._with_baselines(plan, study.baseline, opts.seed, folders=folders)
-        # the study's name leads the command (and is recorded on the run, with its alpha and
-        # correction: the defaults of reading its results), so `report --study` finds its runs
-        report = self._execute(plan, f"run {study.name}" + (f" ({command})" if command else ""), progress, on_result,
-                               on_failure, {"study": study.name, "alpha": opts.alpha, "correction": study.correction})
+        # recorded as typed (the CLI's `run`, replayed in the study's folder), else the call that
+        # replays it; the study's name, alpha and correction go on the run (the defaults of reading it)
+        report = self._execute(plan, command or f"run {study.path or study.name}", progress, on_result, on_failure,
+                               {"study": study.name, "alpha": opts.alpha, "correction": study.correction}, reuse=True)
         job = StudyRun(study, report, [n for n in plan.notes if n.startswith("generated")],
                        tests=[t.name for t in chosen])
-        if report.run_id and report.results:  # the data of its table; the views layer renders it
+        if report.run_id and (report.results or report.reused_results):  # its table's data; the views render it
             # the study's alpha and correction, unless an alpha was given for this run
             given = opts.alpha if options is not None or "alpha" in option_values else None
             job.results = self.results(run=report.run_id, alpha=given, study=study)
             job.family = job.results.family
-            if study.checks:
+            if study.checks and report.computed:  # nothing changed: the checks stand as `check` lists them
                 job.checks = self.check(run=report.run_id, alpha=given, study=study)
         job.seconds = time.perf_counter() - started
         return job
+
+    def status(self, study: str | Path | Study = DEFAULT_PAPER, encoders: list[str] | None = None,
+               **option_values) -> list:
+        """What today's files change for a study (`stimkit status`, as `git status`), reading only:
+        each set it needs (current, missing, or outdated: its files changed), each (test,
+        encoder) result (current: stored under today's input key; missing; outdated: its sets or
+        procedure changed) and, with a [baseline], each result's matched baseline. `run` makes
+        exactly the rows that are not current. Returns run.status.StatusRow rows."""
+        from .run import status as run_status
+        from .study import study as studies
+
+        study = study if isinstance(study, studies.Study) else studies.load(study)
+        folders = self.folders.using(catalog_dir=study.catalog_dir, wordlist_dir=study.wordlist_dir,
+                                     template_dir=study.template_dir)
+        opts, chosen, _ = self._study_tests(study, folders, None, option_values)
+        return run_status.of_study(self.con, study, chosen, list(encoders or study.encoders), opts, folders)
 
     # ------------------------------------------------------------------ baselines
 
@@ -512,7 +560,7 @@ class Store:
     def baseline(self, tests: list[str], *, encoders: list[str] = ("glove-6b-50d",), sets: int = 1000, seed: int = 0,
                  tolerance: float = 0.25, vocabulary: str | Path | None = None, language: str | None = None,
                  command: str = "library", options: Options | None = None, progress=None, on_failure=None,
-                 **option_values) -> RunReport:
+                 study: Study | None = None, **option_values) -> RunReport:
         """Matched random baselines (`stimkit baseline`): for each test and encoder, `sets` (K)
         random pairs of target sets, each word matched to a target word on frequency (Zipf within
         `tolerance`), subword count and kind, drawn from `vocabulary` (a file of words; default
@@ -535,48 +583,74 @@ class Store:
         chosen = catalog.select(self.con, list(tests), directory=self.folders.catalog_dir)
         plan = run_plan.make(self.con, chosen, list(encoders), opts, generate_missing=self._generate_missing)
         plan = self._with_baselines(plan, b, seed, keep_tests=False)
-        return self._execute(plan, command, progress, None, on_failure)
+        return self._execute(plan, command, progress, None, on_failure, _recorded(study, opts.alpha))
 
     # ------------------------------------------------------------------ results
 
     def results(self, where: str | None = None, run: str | None = None, correct: str | None = None,
                 alpha: float | None = None, include_stale: bool = False, kind: str = "test",
-                baseline: tuple[int, int] | None = None, study: Study | None = None) -> FamilyFrame:
+                baseline: tuple[int, int] | None = None, study: Study | None = None,
+                whole_store: bool = False) -> FamilyFrame:
         """The family's results with adjusted p (`correct`: holm | bonferroni | bh | by | none),
         carrying their family (`.family`: its definition, m, alpha, correction, and how many
         stale results it left out). `kind`: audit or compare results instead of the tests you
         ran. `correct`, `alpha` not given: the study's whose runs make the family (all
         agreeing), else holm at 0.01; `.family.settings` says which. `study`: the study in force
         (a Study), whose alpha, correction and baseline apply where none is given. `baseline`:
-        (K, seed) of the study's matched baselines, read first."""
-        rel, family = self._corrected(where, run, correct, alpha, include_stale, kind, baseline, study)
+        (K, seed) of the study's matched baselines, read first. With a `study` and no `run`, the
+        family is the study's (its latest run's results, computed or reused unchanged); other
+        results of the store are counted apart (`.family.outside`) unless `whole_store`."""
+        rel, family = self._corrected(where, run, correct, alpha, include_stale, kind, baseline, study, whole_store)
         return _framed(store.as_frame(rel), family)
 
     def result_rows(self, where: str | None = None, run: str | None = None, correct: str | None = None,
                     alpha: float | None = None, include_stale: bool = False, kind: str = "test",
-                    baseline: tuple[int, int] | None = None, study: Study | None = None) -> analysis.FamilyRows:
+                    baseline: tuple[int, int] | None = None, study: Study | None = None,
+                    whole_store: bool = False) -> analysis.FamilyRows:
         """`results` as plain rows (plain.Rows: Python values, no polars frame), for a reading
         that only prints them; the same query, so the same rows in the same order."""
-        rel, family = self._corrected(where, run, correct, alpha, include_stale, kind, baseline, study)
+        rel, family = self._corrected(where, run, correct, alpha, include_stale, kind, baseline, study, whole_store)
         rows = Rows.of(rel)
         return analysis.FamilyRows(rows.columns, rows.types, rows.rows, family)
 
-    def _corrected(self, where, run, correct, alpha, include_stale, kind, baseline, study):
+    def _corrected(self, where, run, correct, alpha, include_stale, kind, baseline, study, whole_store=False):
         if baseline is None and study is not None:
             baseline = study.baseline_key
         family = analysis.define_family(self.con, where, alpha, run, include_stale=include_stale, kind=kind,
-                                        correct=correct, baseline=baseline, study=_defaults(study))
-        return analysis.corrected_relation(self.con, family.correction), family
+                                        correct=correct, baseline=baseline, study=_defaults(study),
+                                        whole_store=whole_store)
+        # a study's own reading (not one run's, which `run` just made) says whether its files moved on
+        return analysis.corrected_relation(self.con, family.correction), \
+            self._drift(family, study) if run is None else family
+
+    def _drift(self, family: analysis.Family, study: Study | None) -> analysis.Family:
+        """The family with the study's sets that today's files no longer give (Family.drift): its
+        results were made from older files, which a reading says (reads only: keys, no render)."""
+        from dataclasses import replace
+
+        from .stimuli import current
+
+        if study is None or study.path is None:
+            return family
+        try:
+            folders = self.folders.using(catalog_dir=study.catalog_dir, wordlist_dir=study.wordlist_dir,
+                                         template_dir=study.template_dir)
+            _, chosen, _ = self._study_tests(study, folders, None, {})
+            specs = list(dict.fromkeys(s for t in chosen for s in t.set_specs()))
+            states = current.states(self.con, specs, folders.lists(), folders.template_set)
+        except StimkitError:  # a broken file is said by the command that reads it; a reading still reads
+            return family
+        return replace(family, drift=tuple(st.spec.name for st in states if st.status != "current"))
 
     def check(self, where: str | None = None, run: str | None = None, alpha: float | None = None,
-              include_stale: bool = False, study: Study | None = None) -> FamilyFrame:
+              include_stale: bool = False, study: Study | None = None, whole_store: bool = False) -> FamilyFrame:
         """Every consistency comparison the family allows, with its verdict (at `alpha`; not
         given: as `results`), carrying the family (`.family`)."""
         from .analysis.consistency import consistency
 
         family = analysis.define_family(self.con, where, alpha, run, allow_empty=True, include_stale=include_stale,
-                                        study=_defaults(study))
-        return _framed(consistency(self.con, family.alpha), family)
+                                        study=_defaults(study), whole_store=whole_store)
+        return _framed(consistency(self.con, family.alpha), self._drift(family, study) if run is None else family)
 
     def check_metrics(self, where: str | None = None, run: str | None = None, alpha: float | None = None,
                       include_stale: bool = False, study: Study | None = None
@@ -650,8 +724,11 @@ class Store:
         from .study import study as studies
 
         study = study if isinstance(study, studies.Study) else studies.load(study)
-        row = store.one(self.con, "SELECT run_id FROM runs WHERE command = ? OR starts_with(command, ?) "
-                                  "ORDER BY started_at DESC, run_id DESC LIMIT 1", [f"run {study.name}", f"run {study.name} ("])
+        found = store.latest_study_run(self.con, study.name)  # its family: the run's members (db/024)
+        # a store before db/024: the runs recorded with the study's name
+        row = (found,) if found else store.one(
+            self.con, "SELECT run_id FROM runs WHERE study = ? OR command = ? OR starts_with(command, ?) "
+                      "ORDER BY started_at DESC, run_id DESC LIMIT 1", [study.name, f"run {study.name}", f"run {study.name} ("])
         if row is None:
             raise UsageError(f"study {study.name!r} has no run in {self.path} (run `stimkit run {study.path or study.name}`)")
         return row[0]
@@ -673,7 +750,8 @@ class Store:
             run_id = self.study_run(study)
             # the family of the run: the latest result of each hypothesis within it (a later `test`
             # of one of its hypotheses does not take that result out of the study's report)
-            scope = f"run_id = '{run_id}'" + (f" AND ({where})" if where else "")
+            scope = (f"(run_id = '{run_id}' OR result_id IN (SELECT result_id FROM run_results WHERE run_id = '{run_id}'))"
+                     + (f" AND ({where})" if where else ""))
             correct = correct if correct is not None else study.correction
             alpha = alpha if alpha is not None else study.alpha
             baseline = baseline if baseline is not None else study.baseline_key
@@ -916,15 +994,25 @@ class Store:
         return report, before_after(self.con, report.results, next(iter(bases)))
 
 
-def debias_checks(specs: list[str], n: int = 500, seed: int = 0, resamples: int = 200) -> dict[str, list]:
+def debias_checks(specs: list[str], n: int = 500, seed: int = 0, resamples: int = 200,
+                  protocol: str = "gonen-goldberg") -> dict[str, list]:
     """Gonen & Goldberg's recoverability checks and the similarity cost of each debiased encoder:
     {spec: run.debias.CheckRow rows, base and debiased side by side}. Every spec is built (its
     lists checked) before any check runs. Reads no store, writes nothing."""
     from . import encoders
-    from .run.debias import checks
+    from .run.debias import PROTOCOLS, checks
 
+    if protocol not in PROTOCOLS:  # before any encoder is built
+        raise UsageError(f"unknown check protocol {protocol!r} (known: {', '.join(PROTOCOLS)})")
     built = {spec: encoders.resolve(spec) for spec in specs}
-    return {spec: checks(enc, n, seed, resamples) for spec, enc in built.items()}
+    return {spec: checks(enc, n, seed, resamples, protocol=protocol) for spec, enc in built.items()}
+
+
+def _recorded(study: Study | None, alpha: float) -> dict:
+    """What a run records of the reading it was made under: the study in force (None: none),
+    the alpha it judged at and the correction its results are read with."""
+    return {"study": study.name if study is not None else None, "alpha": alpha,
+            "correction": study.correction if study is not None else analysis.DEFAULT_CORRECTION}
 
 
 def _framed(df: pl.DataFrame, family: analysis.Family) -> FamilyFrame:

@@ -38,11 +38,14 @@ class Family:
     settings: str = ""      # where alpha and the correction came from: given, a study's, or the defaults
     alternatives: tuple[tuple[str, int], ...] = ()  # (alternative, results) in the family
     units: tuple[tuple[str, str, int], ...] = ()    # (word | sentence test, units, results)
+    outside: int = 0        # current results of the store outside a study's family (not counted in m)
+    drift: tuple[str, ...] = ()  # a study's sets whose files changed since they were made (stimuli.current)
 
     def as_dict(self) -> dict:
         return {"definition": self.definition, "m": self.m, "run": self.run, "where": self.where,
                 "stale_left_out": self.stale, "mixed_versions": list(self.mixed), "alpha": self.alpha,
-                "correction": self.correction, "settings": self.settings,
+                "correction": self.correction, "settings": self.settings, "outside_study": self.outside,
+                "sets_out_of_date": list(self.drift),
                 "alternatives": dict(self.alternatives), "tested": self.tested,
                 "units": [{"tests": kind, "units": units, "results": n} for kind, units, n in self.units]}
 
@@ -71,6 +74,21 @@ class Family:
         names = ", ".join(self.mixed[:5]) + (", ..." if len(self.mixed) > 5 else "")
         return (f"{len(self.mixed)} test{'s' if len(self.mixed) != 1 else ''} compared across different set versions "
                 f"(their encoders did not all run on the same stimuli): {names}")
+
+    @property
+    def drift_note(self) -> str | None:
+        if not self.drift:
+            return None
+        names = ", ".join(self.drift[:4]) + (", ..." if len(self.drift) > 4 else "")
+        return (f"warning: the study's files changed since its results were made: {len(self.drift)} set"
+                f"{'s' if len(self.drift) != 1 else ''} out of date ({names}); `stimkit status` lists what changes, "
+                "`stimkit run` brings it up to date")
+
+    @property
+    def outside_note(self) -> str | None:
+        n = self.outside
+        return (f"{n} other result{'s' if n != 1 else ''} in this store (not of the study's latest run) left out of "
+                "m: --whole-store counts them" if n else None)
 
     @property
     def stale_note(self) -> str | None:
@@ -109,7 +127,8 @@ UMARK = ("CREATE OR REPLACE TEMP MACRO umark(p, pw, units) AS CASE WHEN units = 
 def define_family(con, where: str | None = None, alpha: float | None = None, run: str | None = None,
                   allow_empty: bool = False, include_stale: bool = False, kind: str = "test",
                   values: bool = False, correct: str | None = None,
-                  baseline: tuple[int, int] | None = None, study: tuple[str, float, str] | None = None) -> Family:
+                  baseline: tuple[int, int] | None = None, study: tuple[str, float, str] | None = None,
+                  whole_store: bool = False) -> Family:
     """(Re)define the temp view `family` that the analysis queries read.
 
     Default: the latest result of each hypothesis the user tested (kind 'test': not the
@@ -119,6 +138,9 @@ def define_family(con, where: str | None = None, alpha: float | None = None, run
     superseded set versions too. `kind`: audit or compare results instead (or all).
     `values`: also metric results without a p-value (for comparing metrics; never corrected).
     `where`: an SQL condition that filters the family (checked to be part of a single SELECT).
+    `study` with no `run`: the study's family, its latest run's members (computed or reused
+    unchanged, db/024), once the store has a run of it; the other current results of the store
+    are counted apart (Family.outside) and change no m unless `whole_store`.
     `baseline`: (K, seed) of the study's matched baselines, read first where a result has one
     of them (db/019); None: the largest K, then the latest.
     `alpha`, `correct`: None takes the study's in force (`study`: its name, alpha and
@@ -137,13 +159,18 @@ def define_family(con, where: str | None = None, alpha: float | None = None, run
     conditions = ["NOT retired"] + ([] if values else ["p_value IS NOT NULL"])
     if kind != "all":
         conditions.append(f"coalesce(kind, 'test') = '{kind}'")
-    if run is not None:
-        run_id = latest_run(con) if run == "latest" else run
+    study_run = None
+    if run is None and study is not None and not whole_store and kind == "test":
+        study_run = store.latest_study_run(con, study[0])  # the study's family: its latest run's members
+    if run is not None or study_run is not None:
+        run_id = study_run or (latest_run(con) if run == "latest" else run)
         if run_id is None or not store.one(con, "SELECT 1 FROM runs WHERE run_id = ?", [run_id]):
             raise UsageError(f"--run {run}: no such run" + ("" if run_id else " (the store has no runs)"))
         con.execute("SET VARIABLE family_run = ?", [run_id])
-        conditions.append("run_id = getvariable('family_run')")
-        scope = f"in run {run_id}"
+        # a run's results: those it computed, and those a study's run reused unchanged (run_results)
+        conditions.append("(run_id = getvariable('family_run') OR result_id IN "
+                          "(SELECT result_id FROM run_results WHERE run_id = getvariable('family_run')))")
+        scope = f"of study {study[0]} (its latest run, {run_id})" if study_run else f"in run {run_id}"
     else:
         run_id, scope = None, "over the whole store"
     current = " AND ".join(conditions + ["NOT stale"])
@@ -193,6 +220,11 @@ def define_family(con, where: str | None = None, alpha: float | None = None, run
         stale = 0 if include_stale else store.one(con, f"""
             SELECT count(DISTINCT hypothesis) FROM result_hypotheses WHERE {" AND ".join(conditions)} AND stale
             {f"AND ({where})" if where else ""}""")[0]
+        outside = 0 if study_run is None else store.one(con, f"""
+            SELECT count(*) FROM latest_results WHERE result_id NOT IN (SELECT result_id FROM family)
+            AND (run_id IS DISTINCT FROM getvariable('family_run')) AND result_id NOT IN
+                (SELECT result_id FROM run_results WHERE run_id = getvariable('family_run'))
+            {f"AND ({where})" if where else ""}""")[0]
         mixed = tuple(t for (t,) in store.rows(con, """
             SELECT test FROM family GROUP BY test
             HAVING count(DISTINCT array_to_string(list_sort(set_versions), ',')) > 1 ORDER BY test"""))
@@ -204,9 +236,10 @@ def define_family(con, where: str | None = None, alpha: float | None = None, run
     except duckdb.Error as e:
         raise InputError(f"--where {where!r}: {usersql.first_line(e)}") from None
     if m == 0 and not allow_empty:
-        raise InputError(f"no results in {definition} (run `stimkit test` first)"
+        hint = "`stimkit run` brings the study's up to date" if study_run else "run `stimkit test` first"
+        raise InputError(f"no results in {definition} ({hint})"
                          + (f"; {stale} on superseded set versions (--include-stale)" if stale else ""))
-    return Family(definition, m, run_id, where, stale, mixed, alpha, correct, settings, alternatives, units)
+    return Family(definition, m, run_id, where, stale, mixed, alpha, correct, settings, alternatives, units, outside)
 
 
 def study_settings(con, alpha: float | None, correct: str | None,

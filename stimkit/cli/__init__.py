@@ -11,13 +11,13 @@ import importlib
 import shlex
 
 # The modules in the order `stimkit --help` lists their commands, and which holds each command.
-MODULES = ("stimuli", "encode", "association", "audit", "wefat", "report", "debias")
+MODULES = ("stimuli", "encode", "association", "status", "audit", "wefat", "report", "debias")
 COMMAND_MODULES = {
     "generate": "stimuli", "sets": "stimuli", "catalog": "stimuli", "export": "stimuli", "import": "stimuli",
     "templates": "stimuli",
     "encode": "encode", "encoders": "encode",
     "test": "association", "init": "association", "baseline": "association", "results": "association",
-    "check": "association", "query": "association", "run": "association",
+    "check": "association", "query": "association", "run": "association", "status": "status",
     "audit": "audit", "wefat": "wefat", "wefat-results": "wefat", "report": "report",
     "debias": "debias",
 }

@@ -117,8 +117,13 @@ def finish(report, summary: bool = False) -> None:
     else:
         for b in report.baselines:
             err.print(baseline_line(b, b.baseline_id in report.reused), highlight=False)
-    if report.run_id:
-        err.print(result_lines(f"run {report.run_id}: {_count(len(report.results), 'result')} from "
+    if report.run_id and not report.computed:  # a study's run whose inputs all stand as they were
+        err.print(result_lines(f"nothing changed since run {report.run_id}: "
+                               f"{_count(len(report.reused_results), 'result')} reused, nothing computed.",
+                               "`stimkit status` says what an edit would change"), highlight=False)
+    elif report.run_id:
+        reused = f" ({len(report.reused_results)} more reused unchanged)" if report.reused_results else ""
+        err.print(result_lines(f"run {report.run_id}: {_count(len(report.results), 'result')}{reused} from "
                                f"{_count(report.n_tests, 'test')} x {_count(report.n_encoders, 'encoder')}, "
                                f"{_count(len(report.failures), 'failure')}.", f"see `stimkit results --run {report.run_id}`"),
                   highlight=False)
@@ -185,7 +190,7 @@ def test_cmd(
             report = store.test(patterns, encoders=procedure.encoders(study, encoder), everything=everything,
                                 source=source, x=x, y=y, a=a, b=b, name=name, context=context, command=invocation(),
                                 options=opts, save=save, cross_lingual=cross_lingual, rerun=rerun,
-                                baseline=baseline or None, per_test=per_test, **callbacks)
+                                baseline=baseline or None, per_test=per_test, study=study, **callbacks)
     warn_cannot_reject(report, opts.alpha)
     finish(report)
 
@@ -234,7 +239,7 @@ def baseline_cmd(
     drawn.setdefault("seed", opts.seed)  # as `test --baseline` and `run` draw: the procedure's seed
     with open_store(wordlist_dir=wordlist_dir, template_dir=template_dir, override=override) as store:
         report = store.baseline(patterns, encoders=procedure.encoders(study, encoder), command=invocation(),
-                                options=opts, progress=progress_for,
+                                options=opts, progress=progress_for, study=study,
                                 on_failure=lambda f: err.print(f"failed: {f}", style="red", highlight=False), **drawn)
     sets = report.baselines[0].k if report.baselines else drawn.get("sets", 1000)
     rows = [{"test": b.test, "encoder": b.encoder, "d": b.observed_d, "percentile": b.percentile, "fpr": b.fpr,
@@ -281,12 +286,15 @@ def results_cmd(
     table: Annotated[bool, typer.Option("--table", help="Tests x encoders with d and significance marks (Table 4 of May et al.).")] = False,
     layout: Annotated[Optional[str], typer.Option("--layout", help=f"{choices(LAYOUTS)} (tan-celis: Tables 7/8 of Tan & Celis 2019, tests x word/sent/c-word x encoders).")] = None,
     verbose: VerboseFamily = False,
+    whole_store: Annotated[bool, typer.Option("--whole-store", help="In a study: the whole store's latest results, not the study's family alone.")] = False,
 ):
     """Results with a multiple-testing correction over a family of hypotheses, each counted once.
 
-    The family is the latest result of each hypothesis (test on its set versions, encoder,
-    context, alternative, balance, clustering, p-value procedure) that you tested, over the
-    whole store; --where filters it and --run takes one run instead. Replicates never add to
+    The family is the latest result of each hypothesis (test on its set versions by role,
+    encoder, context, alternative, balance, clustering, p-value procedure) that you tested, over
+    the whole store; in a study, the study's own (its latest run's results, computed or reused
+    unchanged; the store's other results are counted apart unless --whole-store); --where
+    filters it and --run takes one run instead. Replicates never add to
     m; audits' per-template results (--kind audit) and retired results are not in it, and
     results on superseded set versions are left out (--include-stale shows them).
 
@@ -319,7 +327,7 @@ def results_cmd(
     plain = fmt in results_view.ROWS_FORMATS and not (layout or table)
     with open_store(read_only=True) as store:  # what the user typed; the library fills in the study's
         read = store.result_rows if plain else store.results
-        df = read(where, run, correct, alpha, include_stale, kind, study=current_study())
+        df = read(where, run, correct, alpha, include_stale, kind, study=current_study(), whole_store=whole_store)
         family = df.family
         correct, alpha = family.correction, family.alpha
         if layout:
@@ -332,7 +340,7 @@ def results_cmd(
             catalog_tests = catalog.load_toml()
             view4 = table4_view(store, df, family.alpha, list(catalog.load(store.con, store.catalog_dir)))
     err.print(family_line(family, correct, alpha, verbose), highlight=False)
-    for note in (family.stale_note, family.mixed_note):
+    for note in (family.drift_note, family.stale_note, family.mixed_note, family.outside_note):
         if note:
             err.print(note, highlight=False)
     if layout:
@@ -388,6 +396,7 @@ def check_cmd(
     columns: ColumnsOption = None,
     wide: WideOption = False,
     verbose: VerboseFamily = False,
+    whole_store: Annotated[bool, typer.Option("--whole-store", help="In a study: the whole store's latest results, not the study's family alone.")] = False,
 ):
     """Consistency checks over the family: C7 vs C8, C3/C4/C5, word vs sentence, across encoders, human vs machine translation.
 
@@ -415,8 +424,10 @@ def check_cmd(
         views_check.show_metrics(agreement, tau, family, fmt)
         return
     with open_store(read_only=True) as store:
-        df = store.check(where, run, alpha, include_stale, current_study())
+        df = store.check(where, run, alpha, include_stale, current_study(), whole_store=whole_store)
         family = df.family
+    if family.drift_note:
+        err.print(family.drift_note, highlight=False)
     views_check.show(df, family, fmt or default_format(), columns, wide, verbose)
 
 

@@ -10,7 +10,7 @@ import typer
 
 from .. import __version__
 from ..choices import check_alpha, check_correction  # noqa: F401  (commands check these before any work)
-from ..errors import Interrupted, StimkitError, UsageError
+from ..errors import Interrupted, StimkitError, UsageError, first_line
 from ..views.emit import FORMATS, check_format, emit, emit_document, emit_tables, err, out, print_rows  # noqa: F401  (one output layer)
 from ..views.text import count, family_line  # noqa: F401  (said as every view says it)
 from ..paths import default_db
@@ -163,8 +163,24 @@ def _not_an_option(ctx, param, value):
 
 
 def _print_version(value: bool):
+    """The version, the store schema it writes and, where a store is found, that store's schema."""
     if value:
-        out.print(f"stimkit {__version__}", highlight=False)
+        from ..store import connection
+
+        line = f"stimkit {__version__} (store schema {connection.migrations()[-1][0]})"
+        try:
+            path = db_path()
+            if path.exists():
+                import duckdb
+
+                with duckdb.connect(str(path), read_only=True) as con:
+                    found = con.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()[0]
+                line += f"; {path}: schema {found}"
+        except (StimkitError, OSError, ImportError) as e:  # a version is printed whatever the store is
+            line += f"; store not read ({first_line(e)})"
+        except Exception as e:  # noqa: BLE001  (duckdb's errors: a locked or foreign file)
+            line += f"; store not read ({str(e).splitlines()[0] if str(e) else type(e).__name__})"
+        out.print(line, highlight=False, markup=False)
         raise typer.Exit()
 
 
@@ -310,7 +326,10 @@ def db_path() -> Path:
     except StimkitError:  # a broken study file is said by the command that reads it
         found = None
     if found is not None and found.path is not None and not _builtin(found):
-        return found.path.parent / default_db().name
+        from ..study import study as studies
+
+        # a found study's store must be yours and never a link out of its folder (study.trust)
+        return studies.store(found, default_db().name, named=bool(state.get("study") or os.environ.get(studies.STUDY_ENV)))
     return default_db()
 
 
@@ -333,10 +352,16 @@ def current_study():
     """The study in force for this command (--study, $STIMKIT_STUDY, or study.toml found from
     the working directory up), loaded once; None without one."""
     if "study_in_force" not in state:
+        import os
+
         from ..study import study as studies
 
+        # given --db, a study file above this folder that is refused or broken is passed over
+        # with a warning: it must not block a command that names its store
+        skip = (lambda message: err.print(f"warning: {message}", highlight=False, markup=False)) \
+            if state.get("db") or os.environ.get("STIMKIT_DB") else None
         try:
-            state["study_in_force"] = studies.in_force(state.get("study"))
+            state["study_in_force"] = studies.in_force(state.get("study"), on_skip=skip)
         except StimkitError as e:  # said by every later call too: a broken study file never falls back to none
             state["study_in_force"] = e
     if isinstance(state["study_in_force"], StimkitError):

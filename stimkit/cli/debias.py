@@ -15,7 +15,7 @@ debias_app = typer.Typer(help="Debiased encoders (`-e \"glove-6b-50d,debias=hard
 app.add_typer(debias_app, name="debias")
 
 CHECK_COLUMNS = ["check", "before", "before_low", "before_high", "after", "after_low", "after_high", "chance", "n",
-                 "items"]
+                 "protocol", "items"]
 COMPARE_COLUMNS = ["test", "encoder", "d", "d_low", "d_high", "p", "change", "change_low", "change_high", "change_p"]
 
 
@@ -34,11 +34,15 @@ def check_cmd(
                                                       "(Gonen & Goldberg: 500; fewer if the vocabulary has fewer).")] = 500,
     seed: Annotated[int, typer.Option("--seed", help="Seed of k-means, the bootstrap and the classifier's split.")] = 0,
     resamples: Annotated[int, typer.Option("--resamples", min=10, help="Bootstrap resamples of the clustering interval.")] = 200,
+    protocol: Annotated[str, typer.Option("--protocol", help="gonen-goldberg (words ranked by cos(w, he) - cos(w, she), "
+                                          "RBF SVM, share of male-biased neighbours) or projection (stimkit's first: "
+                                          "ranked on the removed direction, for comparison).")] = "gonen-goldberg",
     fmt: Annotated[Optional[str], format_option()] = None,
 ):
     """Gonen & Goldberg's (2019) checks of a debiased encoder, on the base and after: k-means
-    accuracy of the most biased words, a linear classifier's held-out accuracy, the correlation
-    of a word's original bias with its neighbours'; and what it cost: Spearman rho on
+    accuracy of the most biased words (by cos(w, he) - cos(w, she)), an RBF SVM's held-out
+    accuracy (and a linear one's), the correlation of a word's original bias with the share of
+    male-biased words among its 100 neighbours; and what it cost: Spearman rho on
     WordSim-353 and SimLex-999 (and neighbour overlap for a sentence encoder). Each with its
     95% interval (of the debiased figure in after_low/after_high) and chance level. Reads no
     store and writes nothing.
@@ -47,7 +51,7 @@ def check_cmd(
     """
     from ..api import debias_checks
 
-    for spec, rows in debias_checks(list(encoder), n, seed, resamples).items():
+    for spec, rows in debias_checks(list(encoder), n, seed, resamples, protocol).items():
         emit(_frame(rows, CHECK_COLUMNS), fmt, title=spec)
 
 

@@ -44,6 +44,9 @@ def generate_cmd(
 ):
     """Render word lists through template sets into versioned stimulus sets (a no-op when nothing changed).
 
+    In a study's folder, with no list or template set named, the sets the study's tests read,
+    each as today's files give it.
+
     Examples:
       stimkit generate
       stimkit generate -w flowers -t may2019 -t heilman/engineer_attribute
@@ -60,8 +63,12 @@ def generate_cmd(
         if value is not None and not value > 0:
             raise UsageError(f"{Limits.OPTIONS[key][0]} must be > 0, not {value}")
     limits = dataclasses.replace(Limits.from_env(), **{k: v for k, v in asked.items() if v is not None})
-    with open_store() as store:
-        report = store.generate(wordlist, template_set, wordlist_dir, template_dir, override, limits=limits)
+    from .common import current_study
+
+    study = current_study() if not (wordlist or template_set or wordlist_dir or template_dir) else None
+    with open_store() as store:  # in a study folder, plain `generate` makes the study's sets, no others
+        report = store.generate_study(study, limits=limits) if study is not None else \
+            store.generate(wordlist, template_set, wordlist_dir, template_dir, override, limits=limits)
     counts = {s: sum(r["status"] == s for r in report) for s in ("new", "restored", "unchanged")}
     if not quiet:
         for r in report:
@@ -262,36 +269,59 @@ def import_weathub(
 @import_app.command("corpus")
 @handles_errors
 def import_corpus_cmd(
-    paths: Annotated[list[Path], typer.Argument(help="Corpus files: .txt (a line a record), .jsonl (a `text` field), .parquet (a `text` column).")],
+    paths: Annotated[list[Path], typer.Argument(help="Corpus files or folders: .txt (a line a record), .jsonl (a `text` field), .parquet (a `text` column); a folder: its corpus files, recursively.")],
     wordlist: Annotated[list[str], typer.Option("--wordlist", "-w", help="A word list whose words to find (repeatable).")],
     name: Annotated[str, typer.Option("--name", help="The corpus' name: sets <list>@corpus:<name>.")] = "corpus",
-    per_word: Annotated[int, typer.Option("--per-word", "-n", help="Contexts kept a word, at most (a seeded sample).")] = 100,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the sample.")] = 0,
-    min_contexts: Annotated[Optional[int], typer.Option("--min-contexts", help="Name the words with fewer contexts than this (default: the lesser of 10 and --per-word).")] = None,
+    per_word: Annotated[int, typer.Option("--per-word", "-n", help="Contexts kept a word, at most (a seeded sample): 1 to 10,000.")] = 100,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the sample: a 64-bit integer.")] = 0,
+    min_contexts: Annotated[Optional[int], typer.Option("--min-contexts", help="Name the words with fewer contexts than this, 0 to 10,000 (default: the lesser of 10 and --per-word).")] = None,
     case: Annotated[str, typer.Option("--case", help="auto (names in their own case, other words in any), sensitive, insensitive.")] = "auto",
-    max_line_chars: Annotated[Optional[int], typer.Option("--max-line-chars", help="Refuse a record longer than this (default 1000000).")] = None,
+    max_line_chars: Annotated[Optional[int], typer.Option("--max-line-chars", help="Refuse a record (a line, a JSONL `text`, a Parquet cell) longer than this: 1 to 100,000,000 (default 1,000,000).")] = None,
+    max_sentence_chars: Annotated[Optional[int], typer.Option("--max-sentence-chars", help="Longest sentence kept as a stimulus; a longer one is left out and counted (default 2000; env STIMKIT_MAX_SENTENCE_CHARS).")] = None,
     wordlist_dir: Annotated[Optional[Path], typer.Option("--wordlist-dir", help="Your word lists, beside the built-in ones.")] = None,
 ):
     """Contexts from real text: sentences holding the words of word lists, sampled, as stimulus sets.
 
     Each list becomes the set <list>@corpus:<name>: a sentence a stimulus, with the word's span
-    (c-word and pooled encoders both read it), its document as its context (the crossed model's
-    template factor) and its provenance (document, line, offset) in `corpus_contexts`.
+    (c-word and pooled encoders both read it), its document (its path relative to the folder the
+    files share) as its context (the crossed model's template factor) and its provenance
+    (document, line, offset) in `corpus_contexts`. Control, bidi-override and private-use
+    characters are taken out of the text, and counted.
 
     Example:
       stimkit import corpus speeches/*.txt -w male_terms -w female_terms -w career -w family --name speeches -n 50
     """
+    import dataclasses
+
+    from ..stimuli.limits import Limits
+
+    if max_sentence_chars is not None and not max_sentence_chars > 0:
+        raise UsageError(f"--max-sentence-chars must be > 0, not {max_sentence_chars}")
+    limits = Limits.from_env()
+    if max_sentence_chars is not None:
+        limits = dataclasses.replace(limits, sentence_chars=max_sentence_chars)
     with open_store(wordlist_dir=wordlist_dir) as store:
         r = store.import_corpus(paths, wordlist, name=name, per_word=per_word, seed=seed, min_contexts=min_contexts,
-                                case=case, max_line_chars=max_line_chars)
+                                case=case, max_line_chars=max_line_chars, limits=limits)
     err.print(f"read {count(r.n_records, 'record')}, {count(r.n_sentences, 'sentence')}", highlight=False,
               markup=False, emoji=False)
+    if r.removed:
+        err.print(f"note: took {count(r.removed, 'control, bidi or private-use character')} out of "
+                  f"{count(r.cleaned, 'record')}", highlight=False, markup=False, emoji=False)
+    if r.too_long:
+        err.print(f"note: left out {count(r.too_long, 'sentence')} holding a word, over {r.sentence_chars:,} characters "
+                  "(raise it with --max-sentence-chars)", highlight=False, markup=False, emoji=False)
     for s in r.sets:
         out.print(f"{s['status']:>9}  {s['name']:<40} {s['version']}  {count(s['n_words'], 'word'):>9}  "
                   f"{count(s['n_stimuli'], 'context'):>13}", highlight=False, markup=False, emoji=False)
     if r.few:
-        err.print(f"note: {count(len(r.few), 'word')} with fewer than {min_contexts or min(10, per_word)} contexts: "
-                  + ", ".join(f"{c.word} ({c.sampled})" for c in r.few), highlight=False, markup=False, emoji=False)
+        shown = ", ".join(f"{c.word} ({c.sampled})" for c in r.few[:FEW_SHOWN])
+        more = f", and {len(r.few) - FEW_SHOWN:,} more" if len(r.few) > FEW_SHOWN else ""
+        err.print(f"note: {count(len(r.few), 'word')} with fewer than {min_contexts if min_contexts is not None else min(10, per_word)} "
+                  f"contexts: {shown}{more}", highlight=False, markup=False, emoji=False)
+
+
+FEW_SHOWN = 50   # words named in the note of too few contexts: a long list would fill the terminal
 
 
 @import_app.command("holisticbias")

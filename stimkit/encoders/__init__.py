@@ -53,6 +53,10 @@ PREFIXES = ("hf:", "st:", "vectors:", "import:")
 # NAME=SPEC: a display name has no ':', '/', ',', '=' or quote, so no spec is read as one
 DISPLAY = re.compile(r"\s*([^:/,=\"]+?)\s*=(?!=)(.+)", re.S)
 ESCAPES = {'"': '"', "\\": "\\", "n": "\n"}
+# what str.splitlines breaks at: outside a quoted value a spec is one line (a display name, an
+# option and a model name print on one line in every table and error)
+LINE_BREAK = re.compile(r"[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
+QUOTED = re.compile(r'"(?:\\.|[^"\\])*"', re.S)
 
 
 def split_display(spec: str) -> tuple[str | None, str]:
@@ -101,6 +105,8 @@ def parse(spec: str) -> tuple[str, dict[str, str]]:
 
 
 def resolve(spec: str) -> Encoder:
+    if LINE_BREAK.search(QUOTED.sub("", spec)):  # a quoted template may hold one; nothing else may
+        raise StimkitError(f"encoder {spec!r}: a line break outside a quoted value (a spec is one line)")
     display, inner = split_display(spec)
     try:
         enc = _build(inner)

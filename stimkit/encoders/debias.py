@@ -12,10 +12,22 @@ default `gender`: Bolukbasi et al.'s published lists) or a path. It names its li
 `specific` words (left out of neutralizing). Options (all change the vectors, so all enter
 the fingerprint with the lists' versions and the method's):
 
-    debias_iterations=N   INLP: at most N classifiers (default 35, Ravfogel et al.'s)
-    debias_tol=T          INLP: converged when held-out accuracy <= chance + T (default 0.05)
-    debias_words=N        INLP: words of each class (default 2500)
-    debias_vocab=N        INLP: the N most frequent words it draws them from (default 50000)
+    debias_variant=V      Hard Debias: debiaswe (default: equalize reads the neutralised vectors, as
+                          Bolukbasi et al.'s code) or wefe (WEFE 1.0.1: equalize reads the original
+                          vectors; a definitional pair the vocabulary lacks as written is dropped)
+    debias_recipe=R       INLP: the recipe the options below start from (default `scaled`):
+                          ravfogel  Ravfogel et al. 2020 as published: 7500 words a class from the
+                                    150,000 most frequent, the direction pair (he - she), 35 classifiers
+                          scaled    the same, with Ravfogel's 35 classifiers per 300 dimensions scaled
+                                    to the base's (6 on GloVe 50d: 35 would leave 5 of its 50 dimensions)
+                          stopping  stimkit's first recipe: 2500 a class from 50,000, the definitional
+                                    pairs' principal direction, stop within 0.05 of chance (at most 35)
+    debias_iterations=N   INLP: remove N classifiers (a fixed count)
+    debias_tol=T          INLP: stop early, at the first classifier whose held-out accuracy is
+                          within T of chance (the `stopping` recipe's 0.05; the others: no early stop)
+    debias_words=N        INLP: words of each class
+    debias_vocab=N        INLP: the N most frequent words it draws them from
+    debias_direction=D    INLP: pair (the dimension's direction pair: he - she) or pca
     debias_alpha=A        Half-Sibling Regression: the ridge constant (default 60, WEFE's)
     debias_components=K   SentenceDebias: the subspace's dimension (default 1, as Liang et al.)
     debias_templates=SET  SentenceDebias: the template set of the counterfactual pairs (may2019_fixed)
@@ -50,10 +62,22 @@ from .wordvectors import WordVectorEncoder, WordVectors
 METHODS = ("hard", "inlp", "hsr", "sentencedebias")
 STATIC_ONLY = ("hard", "inlp", "hsr")  # inlp: over a static vocabulary, else over counterfactual sentences
 OPTION_KEYS = ("debias", "debias_iterations", "debias_tol", "debias_words", "debias_vocab", "debias_components",
-               "debias_templates", "debias_alpha")
-VERSION = "stimkit-debias/1"  # bump when a method's arithmetic changes in a way its inputs do not show
-DEFAULTS = {"inlp": {"iterations": 35, "tol": 0.05, "words": 2500, "vocab": 50000},
-            "sentencedebias": {"components": 1, "templates": "may2019_fixed"}, "hard": {}, "hsr": {"alpha": 60.0}}
+               "debias_templates", "debias_alpha", "debias_recipe", "debias_direction", "debias_variant")
+# 2: the specific list matched as published (no case-folding), equalize from the neutralised
+# vectors (debiaswe), INLP's recipes (Ravfogel et al.'s data, a fixed number of classifiers)
+VERSION = "stimkit-debias/2"  # bump when a method's arithmetic changes in a way its inputs do not show
+# INLP's recipes: where each option starts from (an option given in the spec overrides it).
+# iterations 0: Ravfogel et al.'s 35 classifiers per 300 dimensions, scaled to the base's; tol 0: no early stop.
+INLP_RECIPES = {
+    "ravfogel": {"iterations": 35, "tol": 0.0, "words": 7500, "vocab": 150000, "direction": "pair"},
+    "scaled": {"iterations": 0, "tol": 0.0, "words": 7500, "vocab": 150000, "direction": "pair"},
+    "stopping": {"iterations": 35, "tol": 0.05, "words": 2500, "vocab": 50000, "direction": "pca"},
+}
+DEFAULTS = {"inlp": {"recipe": "scaled", **INLP_RECIPES["scaled"]},
+            "sentencedebias": {"components": 1, "templates": "may2019_fixed"},
+            "hard": {"variant": "debiaswe"}, "hsr": {"alpha": 60.0}}
+CHOICES = {"recipe": tuple(INLP_RECIPES), "direction": ("pair", "pca"), "variant": ("debiaswe", "wefe")}
+NEUTRAL_COS = 0.03  # Ravfogel et al.'s neutral words: |cos(w, direction)| below this
 
 Pair = tuple[str, str]
 _FITS: dict[str, dict] = {}  # what a map's fit found (direction, accuracies), by the encoder's fingerprint
@@ -71,11 +95,18 @@ class Dimension:
     definitional: tuple[Pair, ...]
     equalize: tuple[Pair, ...]
     specific: tuple[str, ...]
+    direction: Pair | None = None   # the pair whose cosine difference ranks words (gender: he, she)
+
+    @property
+    def bias_pair(self) -> Pair:
+        """The pair (a, b) of a word's bias cos(w, a) - cos(w, b): the `direction` pair, else the
+        first definitional pair."""
+        return self.direction or self.definitional[0]
 
     def versions(self) -> dict[str, str]:
         """Each list's version: a hash of its words as written (in order)."""
-        return {k: hashlib.sha256(json.dumps(getattr(self, k)).encode()).hexdigest()[:16]
-                for k in ("definitional", "equalize", "specific")}
+        keys = ("definitional", "equalize", "specific") + (("direction",) if self.direction else ())
+        return {k: hashlib.sha256(json.dumps(getattr(self, k)).encode()).hexdigest()[:16] for k in keys}
 
 
 def dimension_dirs() -> list[Path]:
@@ -107,10 +138,10 @@ def load_dimension(name: str = "gender") -> Dimension:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise StimkitError(f"{path}: not valid TOML: {e}") from None
-    unknown = set(raw) - {"description", "source", "licence", "definitional", "equalize", "specific"}
+    unknown = set(raw) - {"description", "source", "licence", "definitional", "equalize", "specific", "direction"}
     if unknown:
         raise StimkitError(f"{path}: unknown key {sorted(unknown)[0]!r} (allowed: description, source, licence, "
-                           "definitional, equalize, specific)")
+                           "definitional, equalize, specific, direction)")
     if "definitional" not in raw:
         raise StimkitError(f"{path}: no `definitional` pairs (they define the direction)")
     definitional = _pairs(_list(raw["definitional"], path, "definitional"), path, "definitional")
@@ -121,8 +152,9 @@ def load_dimension(name: str = "gender") -> Dimension:
     specific = _list(raw.get("specific", []), path, "specific")
     if not all(isinstance(w, str) and w.strip() for w in specific):
         raise StimkitError(f"{path}: `specific` must be a list of words")
+    direction = _pairs([raw["direction"]], path, "direction")[0] if "direction" in raw else None
     return Dimension(path.stem, str(path), raw.get("description", ""), raw.get("source", ""), definitional, equalize,
-                     tuple(specific))
+                     tuple(specific), direction)
 
 
 def _list(value, path: Path, key: str) -> list:
@@ -148,25 +180,43 @@ def _pairs(items: list, path: Path, key: str) -> tuple[Pair, ...]:
 # ------------------------------------------------------------------ words in a vocabulary
 
 def lookup(word: str, wv: WordVectors) -> int | None:
-    """The row of a list's word: as written, else lower-cased in a lower-case vocabulary (GloVe 6B)."""
+    """The row of a pair's word: as written, else lower-cased in a lower-case vocabulary (GloVe 6B:
+    "Mary" is "mary"). Pairs only: a specific word is matched as written (specific_rows)."""
     row = wv.index.get(word)
     if row is None and wv.lower:
         row = wv.index.get(word.lower())
     return row
 
 
-def definitional_rows(dim: Dimension, wv: WordVectors, where: str) -> np.ndarray:
+def definitional_rows(dim: Dimension, wv: WordVectors, where: str, fold: bool = True) -> np.ndarray:
     """(pairs, 2) rows; a word the vocabulary lacks is an error naming it (the direction would
-    silently rest on fewer pairs than the list says)."""
+    silently rest on fewer pairs than the list says). `fold=False` is WEFE's reading: each word
+    as written, a pair the vocabulary lacks dropped (on GloVe 6B, Mary/John)."""
     rows = []
     for i, pair in enumerate(dim.definitional, start=1):
-        found = [lookup(w, wv) for w in pair]
+        found = [lookup(w, wv) if fold else wv.index.get(w) for w in pair]
+        if not fold:
+            if None not in found:
+                rows.append(found)
+            continue
         for w, r in zip(pair, found):
             if r is None:
                 raise StimkitError(f"encoder {where!r}: {dim.path}: definitional pair {i} {list(pair)}: "
                                    f"the vocabulary has no word {w!r}")
         rows.append(found)
+    if len(rows) < 2:
+        raise StimkitError(f"encoder {where!r}: {dim.path}: {len(rows)} definitional pair(s) in the vocabulary as "
+                           "written; a direction needs at least 2")
     return np.array(rows, dtype=np.int64)
+
+
+def pair_rows(pair: Pair, dim: Dimension, wv: WordVectors, where: str) -> tuple[int, int]:
+    found = [lookup(w, wv) for w in pair]
+    for w, r in zip(pair, found):
+        if r is None:
+            raise StimkitError(f"encoder {where!r}: {dim.path}: direction pair {list(pair)}: "
+                               f"the vocabulary has no word {w!r}")
+    return found[0], found[1]
 
 
 def equalize_rows(dim: Dimension, wv: WordVectors) -> np.ndarray:
@@ -183,7 +233,10 @@ def equalize_rows(dim: Dimension, wv: WordVectors) -> np.ndarray:
 
 
 def specific_rows(dim: Dimension, wv: WordVectors) -> np.ndarray:
-    return np.array(sorted({r for w in dim.specific if (r := lookup(w, wv)) is not None}), dtype=np.int64)
+    """The specific words the vocabulary has as written, as debiaswe and WEFE match them: no
+    case-folding ("NeW" in Bolukbasi's list is not GloVe's "new"; 131 GloVe words would otherwise
+    skip neutralizing)."""
+    return np.array(sorted({r for w in dim.specific if (r := wv.index.get(w)) is not None}), dtype=np.int64)
 
 
 # ------------------------------------------------------------------ the maps (pure)
@@ -203,13 +256,16 @@ def pair_subspace(a: np.ndarray, b: np.ndarray, components: int = 1) -> np.ndarr
     return PCA(n_components=components).fit(np.concatenate([a - mean, b - mean])).components_
 
 
-def hard_debias(matrix: np.ndarray, definitional: np.ndarray, equalize: np.ndarray, specific: np.ndarray
-                ) -> tuple[np.ndarray, np.ndarray]:
+def hard_debias(matrix: np.ndarray, definitional: np.ndarray, equalize: np.ndarray, specific: np.ndarray,
+                variant: str = "debiaswe") -> tuple[np.ndarray, np.ndarray]:
     """Hard Debias (Bolukbasi et al. 2016) of a whole vocabulary: (the new unit vectors, the
     direction). Every word but the specific ones loses its component along the direction
     (neutralize); each equalize pair becomes two unit vectors symmetric about the direction,
     their common part the pair's neutralized mean (equalize). Rows are normalised before,
-    between and after, as the published code does."""
+    between and after, as the published code does. Equalize reads the pair's vectors after
+    neutralizing (`debiaswe`, as debiaswe's debias.py: E.v(a) after E.normalize()) or before
+    (`wefe`, as WEFE 1.0.1, which takes them at fit time); the two differ only for a pair word
+    that is not specific (with the gender lists none on GloVe 6B)."""
     x = normalize(np.asarray(matrix, dtype=np.float32))
     g = pair_subspace(x[definitional[:, 0]], x[definitional[:, 1]])[0]
     keep = np.zeros(len(x), dtype=bool)
@@ -218,12 +274,15 @@ def hard_debias(matrix: np.ndarray, definitional: np.ndarray, equalize: np.ndarr
     moved = ~keep
     out[moved] -= np.outer(out[moved] @ g, g).astype(np.float32)
     out = normalize(out)
-    for ia, ib in equalize:  # from the original normalised vectors, as the published code
-        ea, eb = x[ia].astype(np.float64), x[ib].astype(np.float64)
+    read = out.copy() if variant == "debiaswe" else x  # a copy: an equalized pair must not feed a later one
+    for ia, ib in equalize:
+        ea, eb = read[ia].astype(np.float64), read[ib].astype(np.float64)
         mu = (ea + eb) / 2
         nu = mu - g * (mu @ g)
         z = np.sqrt(max(1 - nu @ nu, 0.0))
-        z = -z if (ea - eb) @ g < 0 else z
+        # oriented by the original vectors: after neutralizing, a pair of two non-specific words has
+        # no difference along g, and debiaswe's sign test ((E.v(a) - E.v(b)) . g < 0) reads rounding noise
+        z = -z if (x[ia].astype(np.float64) - x[ib]) @ g < 0 else z
         out[ia], out[ib] = nu + z * g, nu - z * g
     return normalize(out).astype(np.float32), g
 
@@ -306,13 +365,47 @@ def split(x: np.ndarray, y: np.ndarray):
     return x_train, x_dev, x_test, y_train, y_dev, y_test
 
 
+def listed_rows(dim: Dimension, wv: WordVectors) -> set[int]:
+    """The rows of every word in the dimension's lists (pairs as lookup finds them, specific words as written)."""
+    pairs = dim.definitional + dim.equalize + ((dim.direction,) if dim.direction else ())
+    listed = {r for pair in pairs for w in pair if (r := lookup(w, wv)) is not None}
+    return listed | set(specific_rows(dim, wv).tolist())
+
+
 def candidate_rows(wv: WordVectors, dim: Dimension, vocab: int) -> np.ndarray:
-    """The words a method or a check draws from: the `vocab` most frequent (the file's order)
-    that are plain lower-case words, none of them in the dimension's lists."""
-    listed = {r for pair in dim.definitional + dim.equalize for w in pair if (r := lookup(w, wv)) is not None}
-    listed |= set(specific_rows(dim, wv).tolist())
+    """stimkit's first rule (the `projection` checks, the `stopping` INLP recipe): the `vocab`
+    most frequent words (the file's order) that are plain lower-case words, none of them in the
+    dimension's lists."""
+    listed = listed_rows(dim, wv)
     return np.array([i for i, w in enumerate(wv.words[:vocab]) if w.isalpha() and w.islower() and i not in listed],
                     dtype=np.int64)
+
+
+def _plain_token(w: str) -> bool:
+    """Gonen & Goldberg's and Ravfogel et al.'s filter of a vocabulary: under 20 characters, no
+    digit, no ASCII punctuation (but '_' joining clean parts, word2vec's phrases)."""
+    import string
+
+    if len(w) >= 20 or any(c in "0123456789" for c in w):
+        return False
+    return not any(c in string.punctuation for c in w.replace("_", ""))
+
+
+def plain_rows(wv: WordVectors, vocab: int, exclude: set[int] = frozenset(), filter_first: bool = False,
+               lower: bool = True) -> np.ndarray:
+    """Plain words (_plain_token; lower-case where `lower`) outside `exclude`. Gonen & Goldberg
+    filter the `vocab` most frequent words (`filter_first=False`); Ravfogel et al. keep the
+    `vocab` most frequent of the filtered vocabulary (`filter_first=True`)."""
+    words = wv.words if filter_first else wv.words[:vocab]
+    rows = [i for i, w in enumerate(words) if _plain_token(w) and (not lower or w == w.lower()) and i not in exclude]
+    return np.array(rows[:vocab] if filter_first else rows, dtype=np.int64)
+
+
+def cosine_bias(x: np.ndarray, rows: np.ndarray, a: int, b: int) -> np.ndarray:
+    """cos(w, a) - cos(w, b) of each row (Gonen & Goldberg 2019's bias of a word, a = he, b = she)."""
+    u = normalize(np.asarray(x[rows], dtype=np.float64))
+    ua, ub = normalize(np.asarray(x[[a, b]], dtype=np.float64))
+    return u @ ua - u @ ub
 
 
 def oriented_direction(x: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -332,14 +425,25 @@ def pair_sides(a: np.ndarray, b: np.ndarray, word_pair: np.ndarray) -> np.ndarra
     return np.array([1 if means[w] >= 0 else 0 for w in word_pair])
 
 
-def inlp_classes(x: np.ndarray, candidates: np.ndarray, g: np.ndarray, words: int):
-    """Ravfogel et al.'s INLP data for word vectors: the `words` candidates most biased towards
-    the pairs' first words (label 1), towards their second (0), and the `words` least biased
-    (-1), by projection of the normalised vectors on the direction. Returns (rows, labels)."""
-    bias = normalize(x[candidates]) @ g
+def inlp_classes(x: np.ndarray, candidates: np.ndarray, g: np.ndarray, words: int, neutral: str = "least",
+                 seed: int = 0):
+    """INLP's data for word vectors: the `words` candidates most biased towards the direction's
+    positive side (label 1), towards its negative side (0), and `words` neutral ones (-1), by
+    the cosine of each vector with g. Neutral: the least biased (`least`, stimkit's first
+    recipe), or, as Ravfogel et al., drawn at random among those with |cos| < 0.03 (`random`:
+    without replacement, numpy seed `seed`; theirs draws with replacement, unseeded, and keeps
+    the distinct words). Returns (rows, labels)."""
+    bias = normalize(np.asarray(x[candidates], dtype=np.float64)) @ (g / np.linalg.norm(g))
     order = np.argsort(bias, kind="stable")
     first, second = order[::-1][:words], order[:words]
-    neutral = np.argsort(np.abs(bias), kind="stable")[:words]
+    if neutral == "least":
+        neutral = np.argsort(np.abs(bias), kind="stable")[:words]
+    else:
+        near = np.flatnonzero(np.abs(bias) < NEUTRAL_COS)
+        if len(near) < words:
+            raise StimkitError(f"INLP needs {words} neutral words (|cos| < {NEUTRAL_COS}) and the candidates "
+                               f"have {len(near)}: lower debias_words")
+        neutral = np.sort(np.random.default_rng(seed).choice(near, words, replace=False))
     rows = np.concatenate([candidates[first], candidates[second], candidates[neutral]])
     labels = np.concatenate([np.ones(words, int), np.zeros(words, int), -np.ones(words, int)])
     return rows, labels
@@ -371,12 +475,14 @@ def parse_options(spec: str, options: dict) -> tuple[dict, Recipe | None]:
     if method not in METHODS:
         raise StimkitError(f"encoder {spec!r}: unknown debias method {method!r} (known: {', '.join(METHODS)})")
     params = dict(DEFAULTS[method])
+    given = {}
     for key, value in mine.items():
         name = key.removeprefix("debias_")
         if name not in params:
             raise StimkitError(f"encoder {spec!r}: {key} is no option of debias={method} "
                                f"(its options: {', '.join('debias_' + k for k in params) or 'none'})")
-        params[name] = _typed(value, params[name], key, spec)
+        given[name] = _typed(value, params[name], key, spec)
+    params = {**recipe_defaults(method, {**params, **given}), **given}
     return options, Recipe(method, load_dimension(dim_name.strip() or "gender"), params)
 
 
@@ -387,7 +493,22 @@ def _typed(value: str, default, key: str, spec: str):
         raise StimkitError(f"encoder {spec!r}: {key} must be a {type(default).__name__}, not {value!r}") from None
     if isinstance(typed, (int, float)) and not typed > 0:
         raise StimkitError(f"encoder {spec!r}: {key} must be above 0, not {value!r}")
+    name = key.removeprefix("debias_")
+    if name in CHOICES and typed not in CHOICES[name]:
+        raise StimkitError(f"encoder {spec!r}: {key} must be one of {', '.join(CHOICES[name])}, not {value!r}")
     return typed
+
+
+def recipe_defaults(method: str, params: dict) -> dict:
+    """What each option is when the spec does not give it: the method's defaults, for INLP its recipe's."""
+    return {**DEFAULTS[method], **INLP_RECIPES[params["recipe"]]} if method == "inlp" else DEFAULTS[method]
+
+
+def inlp_iterations(params: dict, dim: int) -> int:
+    """The classifiers to remove: the count given, else Ravfogel et al.'s 35 per 300 dimensions
+    scaled to `dim` (at least 1): a 3-class linear SVM removes up to 2 dimensions a classifier
+    (3 one-vs-rest rows summing near 0), so 35 of them leave GloVe 50d 5 of its 50 dimensions."""
+    return params["iterations"] or max(1, round(35 * dim / 300))
 
 
 def derive(base: Encoder, recipe: Recipe, spec: str) -> Encoder:
@@ -413,7 +534,8 @@ def _options(base: Encoder, recipe: Recipe) -> dict:
     dim = recipe.dimension
     builtin = any(Path(dim.path) == d / f"{dim.name}.toml" for d in dimension_dirs())
     value = recipe.method if dim.name == "gender" and builtin else f"{recipe.method}:{dim.name if builtin else dim.path}"
-    extra = {f"debias_{k}": v for k, v in recipe.params.items() if v != DEFAULTS[recipe.method][k]}
+    defaults = recipe_defaults(recipe.method, recipe.params)
+    extra = {f"debias_{k}": v for k, v in recipe.params.items() if v != defaults[k]}
     return {**base.options, "debias": value, **extra}
 
 
@@ -440,8 +562,11 @@ class DebiasedWordEncoder(WordVectorEncoder):
         dim = self.recipe.dimension
         definitional = definitional_rows(dim, wv, self.where)
         if self.recipe.method == "hard":
-            matrix, g = hard_debias(wv.matrix, definitional, equalize_rows(dim, wv), specific_rows(dim, wv))
-            self.fit = {"direction": g}
+            variant = self.recipe.params["variant"]
+            if variant == "wefe":
+                definitional = definitional_rows(dim, wv, self.where, fold=False)
+            matrix, g = hard_debias(wv.matrix, definitional, equalize_rows(dim, wv), specific_rows(dim, wv), variant)
+            self.fit = {"direction": g, "definitional": len(definitional)}
         elif self.recipe.method == "hsr":
             specific = specific_rows(dim, wv)
             if len(specific) < 2:
@@ -454,21 +579,33 @@ class DebiasedWordEncoder(WordVectorEncoder):
 
     def _inlp(self, wv: WordVectors, definitional: np.ndarray) -> np.ndarray:
         p = self.recipe.params
+        dim = self.recipe.dimension
         x = np.asarray(wv.matrix, dtype=np.float32)
-        g = oriented_direction(x, definitional)
-        candidates = candidate_rows(wv, self.recipe.dimension, p["vocab"])
+        if p["direction"] == "pair":  # Ravfogel et al.: he - she of the raw vectors
+            a, b = pair_rows(dim.bias_pair, dim, wv, self.where)
+            g = x[a].astype(np.float64) - x[b]
+        else:
+            g = oriented_direction(x, definitional)
+        if p["recipe"] == "stopping":  # stimkit's first rule: plain words outside the lists
+            candidates, neutral = candidate_rows(wv, dim, p["vocab"]), "least"
+        else:  # Ravfogel et al.'s vecs.filtered.txt: the filtered vocabulary's most frequent, listed words kept
+            candidates, neutral = plain_rows(wv, p["vocab"], filter_first=True, lower=False), "random"
         if len(candidates) < 3 * p["words"]:
             raise StimkitError(f"encoder {self.where!r}: INLP needs {3 * p['words']} candidate words "
                                f"(debias_words={p['words']} of each class) among the {p['vocab']} most frequent, "
                                f"and the vocabulary gives {len(candidates)}: lower debias_words")
-        rows, labels = inlp_classes(x, candidates, g, p["words"])
-        x_train, x_dev, _, y_train, y_dev, _ = split(x[rows], labels)
-        fit = inlp(x_train, y_train, x_dev, y_dev, p["iterations"], p["tol"])
+        rows, labels = inlp_classes(x, candidates, g, p["words"], neutral)
+        r_train, r_dev, _, y_train, y_dev, _ = split(rows, labels)
+        n = inlp_iterations(p, x.shape[1])
+        fit = inlp(x[r_train], y_train, x[r_dev], y_dev, n, p["tol"] or None)
         if not fit.converged:
             raise StimkitError(f"encoder {self.where!r}: INLP did not converge: held-out accuracy "
-                               f"{fit.accuracies[-1]:.3f} after {p['iterations']} classifiers (chance {fit.chance:.3f} "
+                               f"{fit.accuracies[-1]:.3f} after {n} classifiers (chance {fit.chance:.3f} "
                                f"+ debias_tol {p['tol']}): raise debias_iterations or debias_tol")
-        self.fit = {"direction": g, "accuracies": fit.accuracies, "removed": fit.removed, "chance": fit.chance}
+        # trained: the words INLP fitted on (train and dev parts), which a check must not score
+        self.fit = {"direction": g / np.linalg.norm(g), "accuracies": fit.accuracies, "removed": fit.removed,
+                    "chance": fit.chance, "trained": np.sort(np.concatenate([r_train, r_dev])), "rows": rows,
+                    "labels": labels, "projection": fit.projection}
         return (x @ fit.projection.T).astype(np.float32)
 
 
@@ -542,10 +679,11 @@ class DebiasedEncoder(Encoder):
         side = pair_sides(a, b, word_pair)
         x = np.concatenate([a, b])
         x_train, x_dev, _, y_train, y_dev, _ = split(x, np.concatenate([side, 1 - side]))
-        fit = inlp(x_train, y_train, x_dev, y_dev, p["iterations"], p["tol"])
+        n = inlp_iterations(p, x.shape[1])
+        fit = inlp(x_train, y_train, x_dev, y_dev, n, p["tol"] or None)
         if not fit.converged:
             raise StimkitError(f"encoder {self.where!r}: INLP did not converge: held-out accuracy "
-                               f"{fit.accuracies[-1]:.3f} after {p['iterations']} classifiers (chance {fit.chance:.3f} "
+                               f"{fit.accuracies[-1]:.3f} after {n} classifiers (chance {fit.chance:.3f} "
                                f"+ debias_tol {p['tol']}): raise debias_iterations or debias_tol")
         self.fit.setdefault("accuracies", fit.accuracies)
         self.fit.setdefault("removed", fit.removed)

@@ -132,9 +132,12 @@ class SentenceTransformerEncoder(Encoder):
             hf_logging.set_verbosity_error()
             hf_logging.disable_progress_bar()
             device = devices.torch_device(self.device)
+            from .transformer import refusing_pickles
+
             try:
-                self._model = SentenceTransformer(str(self.folder), device=str(device), local_files_only=True,
-                                                  model_kwargs={"dtype": getattr(torch, self.dtype)})
+                with refusing_pickles(str(self.folder), self.name):
+                    self._model = SentenceTransformer(str(self.folder), device=str(device), local_files_only=True,
+                                                      model_kwargs={"dtype": getattr(torch, self.dtype)})
             except (OSError, ValueError) as e:
                 first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
                 raise StimkitError(f"encoder {self.name!r}: cannot load model {self.model_id!r}: {first}") from None

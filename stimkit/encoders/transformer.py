@@ -27,6 +27,7 @@ is fast.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import re
@@ -265,8 +266,9 @@ class TransformerEncoder(Encoder):
                     raise StimkitError(f"encoder {self.name!r}: device_map={self.device_map} needs the package accelerate")
                 kwargs["device_map"] = self.device_map
             try:
-                tokenizer = AutoTokenizer.from_pretrained(self.model_id)
-                model = AutoModel.from_pretrained(self.model_id, **kwargs)
+                with refusing_pickles(self.model_id, self.name):
+                    tokenizer = AutoTokenizer.from_pretrained(self.model_id)
+                    model = AutoModel.from_pretrained(self.model_id, **kwargs)
             except (OSError, ValueError) as e:
                 first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
                 raise StimkitError(f"encoder {self.name!r}: cannot load model {self.model_id!r}: {first}") from None
@@ -469,6 +471,41 @@ def shared_passes(needs: list[tuple[Encoder, "object"]], concat) -> list[tuple[E
         elif i not in skip:
             out.append(need)
     return out
+
+
+# weights files that torch.load unpickles (transformers reads safetensors without unpickling)
+PICKLED = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
+
+
+@contextlib.contextmanager
+def refusing_pickles(model_id: str, name: str):
+    """Around a model's load: a weights file that torch's safe unpickler refuses (it holds more
+    than tensors: objects, code) ends in one line naming the file, never in torch's own message,
+    which suggests weights_only=False, the unsafe way to load it. torch's note on the pickle's
+    protocol, said just before, is dropped with it."""
+    import pickle
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"(?s).*pickle protocol")
+        try:
+            yield
+        except pickle.UnpicklingError:
+            raise StimkitError(f"encoder {name!r}: {pickled_weights(model_id)}: refused as unsafe: a pickle that "
+                               "holds more than tensors (loading it could run code); use the model's safetensors "
+                               "weights") from None
+
+
+def pickled_weights(model_id: str) -> str:
+    """The pickled weights file of a model folder (pytorch_model.bin first), or the model
+    named as a whole where none is found (a hub id: its cached file)."""
+    folder = Path(model_id)
+    try:
+        found = sorted((p for p in folder.rglob("*") if p.suffix in PICKLED and p.is_file()),
+                       key=lambda p: (p.name != "pytorch_model.bin", len(p.parts), str(p)))
+    except OSError:
+        found = []
+    return str(found[0]) if found else f"the weights of {model_id}"
 
 
 @functools.lru_cache(maxsize=8)

@@ -4,9 +4,10 @@ drop stimuli without one, balance the targets, compute d and p, and build its Re
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from math import log10
 
 import numpy as np
@@ -132,6 +133,20 @@ def unit_p(s: np.ndarray, n_x: int, units: tuple[np.ndarray | None, int], opts: 
 def context_of(test, enc: Encoder) -> str:
     """A result's context: c-word (and its slot), token for an encoder that reads spans, else the test's own."""
     return cword.label(test) if test.context == "c-word" else ("token" if enc.uses_span else test.context)
+
+
+def result_key(planned: PlannedTest, enc: Encoder, opts: Options, kind: str = "test") -> str | None:
+    """The hash of everything a (test, encoder) pair's results are computed from: the test's
+    definition (its sets by role, context, slot), the versions selected for each role, the
+    encoder's fingerprint, the resolved procedure, the sampler and stimkit's version. A study's
+    run reuses stored results with today's key (execute). None where an input is outside the
+    key (a centring reference set): never reused."""
+    if opts.center is not None:
+        return None
+    test = replace(planned.test, source="")  # where its definition lies is provenance, not input
+    payload = [repr(test), planned.role_versions, enc.fingerprint, context_of(planned.test, enc),
+               json.dumps(asdict(opts), sort_keys=True, default=str), kind, sampler.NAME, __version__]
+    return hashlib.sha256(json.dumps(payload).encode()).hexdigest()[:24]
 
 
 def set_versions_of(prep: Prepared) -> list[str]:
@@ -287,7 +302,7 @@ def result(run_id: str, planned: PlannedTest, enc: Encoder, prep: Prepared, opts
                                       **crossed.columns(prep, out["association"], opts, test.name, enc.fingerprint)),
         robustness=Robustness(**spread_columns(cuts, opts.alpha), **influential, cut_rows=tuple(cuts),
                               influence=tuple(influence_rows)),
-        provenance=provenance_of(opts, started),
+        provenance=provenance_of(opts, started, result_key(planned, enc, opts, kind)),
     )
 
 
@@ -310,7 +325,8 @@ def sets_of(planned: PlannedTest, prep: Prepared, opts: Options, items: pl.DataF
         n_dropped_oov=sum(int(f["dropped"].str.starts_with("oov").sum()) for f in prep.frames.values()),
         balance=prep.policy, cut_seed=opts.cut_seed if prep.policy != "none" else None,
         n_balanced_away=sum(int((f["dropped"] == "balanced").sum()) for f in prep.frames.values()),
-        n_shared_vectors=prep.n_shared_vectors, word_lists=test.word_lists(), items=items)
+        n_shared_vectors=prep.n_shared_vectors, word_lists=test.word_lists(), role_versions=planned.role_versions,
+        items=items)
 
 
 def inference_of(opts: Options, **found) -> Inference:
@@ -319,10 +335,10 @@ def inference_of(opts: Options, **found) -> Inference:
                      centering=opts.centering, **found)
 
 
-def provenance_of(opts: Options, started: float) -> Provenance:
+def provenance_of(opts: Options, started: float, input_key: str | None = None) -> Provenance:
     # which sampler drew the partitions: same seed and sampler, same p-value
     return Provenance(json.dumps({**asdict(opts), "sampler": sampler.NAME}), __version__, time.perf_counter() - started,
-                      opts.clustered)
+                      opts.clustered, input_key)
 
 
 def items(result_id: str, prep: Prepared, association: np.ndarray) -> pl.DataFrame:
@@ -393,7 +409,7 @@ def metric_result(run_id: str, planned: PlannedTest, enc: Encoder, prep: Prepare
                             p_value=pv.p if pv else None, p_method=pv.method if pv else None,
                             samples=pv.samples if pv else 0, min_p=pv.min_p if pv else None,
                             log10_partitions=log10(pv.partitions) if pv else None, p_null_reason=reason),
-        provenance=provenance_of(opts, started),
+        provenance=provenance_of(opts, started, result_key(planned, enc, opts, kind)),
     )
 
 

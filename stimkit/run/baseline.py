@@ -11,7 +11,7 @@ alternative, balance and cut, budget and method, ddof) applies to them unchanged
 items are dropped and cut, the same words are the permutation units.
 
 Planning (`plan`) draws and renders once, so the plan's encodings include the new stimuli;
-a baseline already stored under the same id (test, encoder fingerprint, set versions, K,
+a baseline already stored under the same id (test, encoder fingerprint, set versions by role, K,
 seed, procedure) is reused, not drawn again. Executing (`execute_one`) computes the test's own
 d and, for all K pairs at once, s(w) of every drawn stimulus, d, p (stats.baseline) and d of X
 and of Y against their own matched random sets; `write` stores the summary and the draws.
@@ -123,8 +123,10 @@ def procedure_of(opts: Options, b: BaselineOptions, vocabulary: str, context: st
     return json.dumps(fields, sort_keys=True, default=str)
 
 
-def baseline_id(test: str, fingerprint: str, versions: list[str], k: int, seed: int, procedure: str) -> str:
-    key = json.dumps([test, fingerprint, sorted(versions), k, seed, procedure])
+def baseline_id(test: str, fingerprint: str, role_versions: str, k: int, seed: int, procedure: str) -> str:
+    """By role (stimuli.sets.role_versions): a test with A and B swapped, or X and Y, is another
+    baseline (its observed d has the other sign), never the stored one."""
+    key = json.dumps([test, fingerprint, role_versions, k, seed, procedure])
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
@@ -169,7 +171,7 @@ def plan(con, run_plan: Plan, b: BaselineOptions, inputs: Inputs) -> tuple[tuple
                                                diagnostics.reference_vocabulary(b.language, b.vocabulary))
             vocab = vocabs[(b.language, names)]
             procedure = procedure_of(opts, b, vocab.source, association.context_of(planned.test, enc))
-            bid = baseline_id(planned.name, enc.fingerprint, planned.versions, b.sets, b.seed, procedure)
+            bid = baseline_id(planned.name, enc.fingerprint, planned.role_versions, b.sets, b.seed, procedure)
             found = stored(con, bid)
             if found is not None:
                 out.append(PlannedBaseline(planned, enc, b, bid, procedure, vocab.source, None, found))
@@ -480,6 +482,7 @@ def execute_one(con, run_id: str, pb: PlannedBaseline, reference: pl.DataFrame |
         baseline_id=pb.baseline_id, run_id=run_id, test=name, encoder=getattr(enc, "base_spec", enc.spec),
         fingerprint=enc.fingerprint,
         context=association.context_of(planned.test, enc), set_versions=association.set_versions_of(prep),
+        role_versions=planned.role_versions,
         k=summary.k, seed=pb.options.seed, procedure=pb.procedure, alternative=opts.alternative, balance=prep.policy,
         cut_seed=opts.cut_seed if prep.policy != "none" else None, clustered=units[0] is not None, ddof=opts.ddof,
         centering=opts.centering, p_method=pv.method, samples=pv.samples, tolerance=float(pb.options.tolerance),

@@ -2,16 +2,25 @@
 did debiasing cost (word similarity, neighbours)? Each figure on the base encoder and on the
 debiased one, with its interval and chance level (stats.recover).
 
-Word vectors (Hard Debias, INLP): the words come from the `vocab` most frequent plain
-lower-case words of the vocabulary that are in none of the dimension's lists; a word's
-original bias is the projection of its normalised base vector on the dimension's direction
-(the definitional pairs' first principal direction, signed towards the pairs' first words).
+Word vectors (Hard Debias, INLP), protocol `gonen-goldberg` (the default, as Gonen & Goldberg
+2019 and the functions of Double-Hard Debias's utils.py): the words are the 50,000 most
+frequent, plain (under 20 characters, no digit or punctuation), lower-case and in none of the
+dimension's lists; a word's original bias is cos(w, he) - cos(w, she) in the base space (the
+dimension's direction pair; its first definitional pair if it names none). For INLP the words
+it trained on are left out: a check never scores them.
 
-    clustering   k-means of the N most biased words of each side (Gonen & Goldberg: N = 500)
-    classifier   a linear SVM trained on 1000 of the M most biased words of each side (M = 2500),
-                 tested on the others (Gonen & Goldberg used an RBF SVM; the issue asks a linear one)
-    neighbours   r(original bias, mean original bias of the 100 nearest neighbours), for the 2N words
+    clustering          k-means (k = 2) of the N most biased words of each side (N = 500)
+    classifier (RBF)    an RBF SVM (SVC, gamma 'auto') trained on 500 + 500 of the 2500 most biased
+                        words of each side, tested on the other 4000
+    classifier (linear) a linear SVM on the same split
+    neighbours          r(original bias, share of male-biased words among the 100 nearest
+                        neighbours), for the 2N words
     wordsim353, simlex999   Spearman rho of human ratings and cosines (the pairs gensim ships)
+
+Protocol `projection` (stimkit's first, kept for comparison): words ranked by the projection
+of the normalised vector on the definitional pairs' principal direction (the one Hard Debias
+removes), isalpha lower-case words, a linear SVM on 1000 words drawn from the 5000, the
+neighbours' mean original bias (INLP's training words left out here too).
 
 Sentence encoders (SentenceDebias, INLP over sentences): the classifier over the counterfactual sentences (labelled
 by the word of the pair, each word pair oriented by the base's direction over its sentences;
@@ -32,6 +41,7 @@ from ..errors import UsageError
 from ..encoders import debias
 from ..stats import recover
 
+PROTOCOLS = ("gonen-goldberg", "projection")
 SIMILARITY_SETS = {"wordsim353": "wordsim353.tsv", "simlex999": "simlex999.txt"}
 
 
@@ -49,11 +59,13 @@ class CheckRow:
     chance: float
     n: int
     interval: str         # how the intervals were made
+    protocol: str = "gonen-goldberg"   # how the words were chosen and scored (PROTOCOLS; "" for the cost rows)
 
 
-def _row(enc, check: str, items: str, before: recover.Figure, after: recover.Figure) -> CheckRow:
+def _row(enc, check: str, items: str, before: recover.Figure, after: recover.Figure,
+         protocol: str = "gonen-goldberg") -> CheckRow:
     return CheckRow(enc.spec, check, items, before.value, before.low, before.high, after.value, after.low, after.high,
-                    after.chance, after.n, after.method)
+                    after.chance, after.n, after.method, protocol)
 
 
 def similarity_pairs(name: str) -> list[tuple[str, str, float]]:
@@ -80,13 +92,16 @@ def similarity(enc, base, name: str) -> CheckRow:
     kept = [(at[a], at[b], s) for a, b, s in pairs if a in at and b in at]
     ia, ib, ratings = (np.array(c) for c in zip(*kept))
     figures = [recover.spearman(ratings, np.sum(recover.unit(v[ia]) * recover.unit(v[ib]), axis=1)) for v in found]
-    return _row(enc, name, f"{len(kept)} of {len(pairs)} pairs (gensim's {SIMILARITY_SETS[name]})", *figures)
+    return _row(enc, name, f"{len(kept)} of {len(pairs)} pairs (gensim's {SIMILARITY_SETS[name]})", *figures, "")
 
 
-def checks(enc, n: int = 500, seed: int = 0, resamples: int = 200, vocab: int = 50000) -> list[CheckRow]:
+def checks(enc, n: int = 500, seed: int = 0, resamples: int = 200, vocab: int = 50000,
+           protocol: str = "gonen-goldberg") -> list[CheckRow]:
     """Every check of a debiased encoder (`encoders.resolve("...,debias=...")`)."""
+    if protocol not in PROTOCOLS:
+        raise UsageError(f"unknown check protocol {protocol!r} (known: {', '.join(PROTOCOLS)})")
     if isinstance(enc, debias.DebiasedWordEncoder):
-        rows = word_checks(enc, n, seed, resamples, vocab)
+        rows = (word_checks if protocol == "gonen-goldberg" else projection_checks)(enc, n, seed, resamples, vocab)
     elif isinstance(enc, debias.DebiasedEncoder):
         rows = sentence_checks(enc, seed)
     else:
@@ -104,31 +119,77 @@ def word_bias(enc) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     return x0, np.asarray(wv.matrix), rows, g
 
 
+def gg_words(enc, vocab: int = 50000) -> tuple[np.ndarray, np.ndarray]:
+    """(candidate rows, original bias of every row (0 off the candidates)): Gonen & Goldberg's
+    vocabulary and bias, INLP's training words left out."""
+    base_wv, dim = enc.base.vectors, enc.recipe.dimension
+    a, b = debias.pair_rows(dim.bias_pair, dim, base_wv, enc.where)
+    exclude = debias.listed_rows(dim, base_wv) | set(np.asarray(enc.fit.get("trained", []), dtype=int).tolist())
+    candidates = debias.plain_rows(base_wv, vocab, exclude, lower=base_wv.lower)
+    bias = np.zeros(len(base_wv.words))
+    bias[candidates] = debias.cosine_bias(np.asarray(base_wv.matrix), candidates, a, b)
+    return candidates, bias
+
+
+def extremes(bias: np.ndarray, candidates: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """The m most positive and the m most negative candidates (labels 1 and 0)."""
+    order = candidates[np.argsort(bias[candidates], kind="stable")]
+    m = min(m, len(order) // 2)
+    return np.concatenate([order[::-1][:m], order[:m]]), np.concatenate([np.ones(m, int), np.zeros(m, int)]), m
+
+
 def word_checks(enc, n: int, seed: int, resamples: int, vocab: int) -> list[CheckRow]:
+    """Gonen & Goldberg's checks (the module's doc)."""
+    x0, x1 = np.asarray(enc.base.vectors.matrix, dtype=np.float32), np.asarray(enc.vectors.matrix)
+    candidates, bias = gg_words(enc, vocab)
+    if len(candidates) < 40:
+        raise StimkitError(f"encoder {enc.spec!r}: the checks need at least 40 plain lower-case words outside the "
+                           f"dimension's lists among the {vocab} most frequent; the vocabulary has {len(candidates)}")
+    left = " (INLP's training words left out)" if "trained" in enc.fit else ""
+    a, b = enc.recipe.dimension.bias_pair
+    by = f"by cos(w, {a}) - cos(w, {b}){left}"
+    items, labels, m = extremes(bias, candidates, n)
+    out = [_row(enc, "clustering", f"{m} most biased words of each side {by}",
+                *(recover.cluster_accuracy(x[items], labels, seed, resamples) for x in (x0, x1)))]
+    wide, wide_labels, mw = extremes(bias, candidates, 2500)
+    train = min(500, mw // 5)
+    for kernel in ("rbf", "linear"):
+        name = "RBF SVM" if kernel == "rbf" else "linear SVM"
+        out.append(_row(enc, f"classifier ({kernel})",
+                        f"{name}: {mw} most biased words of each side {by}, {train} of each trained on",
+                        *(recover.classifier_accuracy(x[wide], wide_labels, train, seed, kernel=kernel, balanced=True)
+                          for x in (x0, x1))))
+    k = min(100, len(candidates) - 1)
+    out.append(_row(enc, "neighbours", f"{m} most biased words of each side, share of male-biased ({a}) among "
+                    f"{k} neighbours in {len(candidates)}",
+                    *(recover.neighbour_share_correlation(x, bias, items, candidates, k) for x in (x0, x1))))
+    return out
+
+
+def projection_checks(enc, n: int, seed: int, resamples: int, vocab: int) -> list[CheckRow]:
+    """stimkit's first protocol (the module's doc), for comparison."""
     x0, x1, _, g = word_bias(enc)
     candidates = debias.candidate_rows(enc.base.vectors, enc.recipe.dimension, vocab)
+    candidates = candidates[~np.isin(candidates, enc.fit.get("trained", []))]  # never a word INLP trained on
     if len(candidates) < 40:
         raise StimkitError(f"encoder {enc.spec!r}: the checks need at least 40 plain lower-case words outside the "
                            f"dimension's lists among the {vocab} most frequent; the vocabulary has {len(candidates)}")
     bias = np.zeros(len(x0))
     bias[candidates] = recover.unit(x0[candidates]) @ g
-    order = candidates[np.argsort(bias[candidates], kind="stable")]
-
-    def extremes(m):
-        m = min(m, len(order) // 2)
-        items = np.concatenate([order[::-1][:m], order[:m]])
-        return items, np.concatenate([np.ones(m, int), np.zeros(m, int)]), m
-
-    items, labels, m = extremes(n)
-    out = [_row(enc, "clustering", f"{m} most biased words of each side",
-                *(recover.cluster_accuracy(x[items], labels, seed, resamples) for x in (x0, x1)))]
-    wide, wide_labels, mw = extremes(2500)
+    left = " (INLP's training words left out)" if "trained" in enc.fit else ""
+    by, p = f"by projection on the definitional pairs' principal direction{left}", "projection"
+    items, labels, m = extremes(bias, candidates, n)
+    out = [_row(enc, "clustering", f"{m} most biased words of each side {by}",
+                *(recover.cluster_accuracy(x[items], labels, seed, resamples) for x in (x0, x1)), p)]
+    wide, wide_labels, mw = extremes(bias, candidates, 2500)
     train = min(1000, mw)
-    out.append(_row(enc, "classifier", f"{mw} most biased words of each side, {train} trained on",
-                    *(recover.classifier_accuracy(x[wide], wide_labels, train, seed) for x in (x0, x1))))
+    out.append(_row(enc, "classifier (linear)", f"linear SVM: {mw} most biased words of each side {by}, "
+                    f"{train} trained on", *(recover.classifier_accuracy(x[wide], wide_labels, train, seed)
+                                              for x in (x0, x1)), p))
     k = min(100, len(candidates) - 1)
-    out.append(_row(enc, "neighbours", f"{m} most biased words of each side, {k} neighbours among {len(candidates)}",
-                    *(recover.neighbour_correlation(x, bias, items, candidates, k) for x in (x0, x1))))
+    out.append(_row(enc, "neighbours", f"{m} most biased words of each side, mean original bias of {k} neighbours "
+                    f"among {len(candidates)}",
+                    *(recover.neighbour_correlation(x, bias, items, candidates, k) for x in (x0, x1)), p))
     return out
 
 

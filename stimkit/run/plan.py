@@ -24,7 +24,7 @@ from ..errors import StimkitError, first_line
 from ..stats import check_exact
 from ..stimuli import language as languages
 from ..stimuli.properties import PropertyTable, read_property
-from ..stimuli.sets import SetSpec, fetch, set_sql, specs_of, versions
+from ..stimuli.sets import SetSpec, fetch, role_versions, set_sql, specs_of, versions
 from . import cword
 from .options import Options, WefatOptions
 from .rows import Failure
@@ -44,6 +44,11 @@ class PlannedTest:
     @property
     def versions(self) -> list[str]:
         return versions(self.sets.values())
+
+    @property
+    def role_versions(self) -> str:
+        """Which selected versions play X, Y, A and B (stimuli.sets.role_versions)."""
+        return role_versions(self.sets)
 
 
 def corpus_notes(test: TestDef, sets: dict[str, pl.DataFrame]) -> list[str]:

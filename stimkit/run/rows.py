@@ -54,6 +54,7 @@ class Sets:
     n_balanced_away: int
     n_shared_vectors: int | None = None  # stimuli whose vector another word has too (the encoder cannot tell them apart)
     word_lists: list[str | None] | None = None  # the word list behind X, Y, A, B (None: a set given as SQL)
+    role_versions: str | None = None  # which versions play X, Y, A, B (stimuli.sets.role_versions)
     items: pl.DataFrame | None = column(stored=False)  # result_items: one row per selected stimulus
 
 
@@ -141,6 +142,7 @@ class Provenance:
     stimkit_version: str
     seconds: float
     clustered: bool                # units == 'words' (the column before `units`)
+    input_key: str | None = None   # what it was computed from (run.association.result_key): reused while unchanged
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -240,6 +242,7 @@ class BaselineRow:
     fingerprint: str
     context: str
     set_versions: list[str]
+    role_versions: str | None      # which versions play X, Y, A, B: part of its id
     k: int
     seed: int
     procedure: str                 # JSON: the test's options that decide d and p, and how words were matched
@@ -433,7 +436,9 @@ class Failure:
     error: BaseException | None = field(default=None, compare=False, repr=False)  # what was raised
 
     def __str__(self) -> str:
-        return f"test {self.test}, encoder {self.encoder}: {self.cause}"
+        # a name as typed may hold a line break (a quoted template): the failure stays one line
+        def shown(name): return name if name.isprintable() else repr(name)[1:-1]
+        return f"test {shown(self.test)}, encoder {shown(self.encoder)}: {self.cause}"
 
     def as_error(self) -> BaseException:
         """The error to raise where one failure stops the whole (an audit)."""
@@ -465,6 +470,8 @@ class RunReport:
     warnings: list[str] = field(default_factory=list)  # stimulus diagnostics: X and Y differ in frequency, length
     baselines: list[BaselineRow] = field(default_factory=list)  # computed or reused
     reused: list[str] = field(default_factory=list)   # baseline_ids found stored, not computed again
+    reused_results: list[str] = field(default_factory=list)  # result_ids stored under today's input keys: not recomputed
+    computed: bool = True          # False: nothing changed, nothing computed (run_id names the study's latest run)
 
     @property
     def cannot_reject(self) -> list[Result]:

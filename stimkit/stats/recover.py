@@ -8,11 +8,14 @@ would give, so "still recoverable" is read against chance, not against 1.
   bootstrap over words (k-means run again on each resample). Chance: the same share when
   the clusters are independent of the sides, E[max(K, n - K)] / n for K ~ Binomial(n, 1/2)
   (with balanced sides: every labelling is as likely).
-- classifier_accuracy: a linear SVM trained on some words, its accuracy on the others.
-  Interval: Clopper-Pearson (the test words are independent trials given the classifier).
-  Chance: the test part's most common class.
-- neighbour_correlation: Pearson r between a word's original bias and the mean original
-  bias of its k nearest neighbours. Interval: Fisher's z. Chance: 0.
+- classifier_accuracy: an SVM (RBF kernel, as Gonen & Goldberg; or linear) trained on some
+  words, its accuracy on the others. Interval: Clopper-Pearson (the test words are independent
+  trials given the classifier). Chance: the test part's most common class.
+- neighbour_share_correlation: Pearson r between a word's original bias and the share of its
+  k nearest neighbours whose original bias is positive (Gonen & Goldberg's bias-by-neighbours:
+  male-biased neighbours among 100). Interval: Fisher's z. Chance: 0.
+- neighbour_correlation: the same with the mean original bias of the neighbours (stimkit's
+  first rule, the `projection` protocol).
 - spearman: rho of word-similarity ratings and cosines, Fisher z with Bonett & Wright's
   (2000) variance (1 + rho^2 / 2) / (n - 3).
 - neighbour_overlap: the mean share of each item's k nearest neighbours kept after a map.
@@ -43,10 +46,13 @@ def unit(x: np.ndarray) -> np.ndarray:
     return x / np.where(n == 0, 1, n)
 
 
+KMEANS_INITS = 10  # scikit-learn's default when Gonen & Goldberg ran KMeans(n_clusters=2) (before 1.4's 'auto')
+
+
 def _kmeans_accuracy(x: np.ndarray, labels: np.ndarray, seed: int) -> float:
     from sklearn.cluster import KMeans
 
-    found = KMeans(n_clusters=2, n_init=4, random_state=seed).fit_predict(x)
+    found = KMeans(n_clusters=2, n_init=KMEANS_INITS, random_state=seed).fit_predict(x)
     agree = float(np.mean(found == labels))
     return max(agree, 1 - agree)
 
@@ -75,14 +81,34 @@ def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
     return float(r.low), float(r.high)
 
 
-def classifier_accuracy(x: np.ndarray, labels: np.ndarray, train: int, seed: int = 0, level: float = 0.95) -> Figure:
-    """A linear SVM (scikit-learn's LinearSVC) trained on `train` words drawn at random, tested on the rest."""
-    from sklearn.svm import LinearSVC
+def svm(kernel: str, seed: int = 0):
+    """rbf: scikit-learn's SVC with the parameters of Gonen & Goldberg's (and Double-Hard
+    Debias's) train_and_predict, `svm.SVC(gamma='auto')` (gamma 1 / features, C 1); linear:
+    LinearSVC (primal)."""
+    from sklearn.svm import SVC, LinearSVC
 
+    return SVC(kernel="rbf", gamma="auto") if kernel == "rbf" else LinearSVC(dual=False, random_state=seed)
+
+
+def balanced_split(labels: np.ndarray, train: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """(train rows, test rows): `train` rows of each class drawn at random (numpy seed), the rest
+    tested, as Gonen & Goldberg shuffle each side and train on the first of each."""
+    rng = np.random.default_rng(seed)
+    labels = np.asarray(labels)
+    parts = [rng.permutation(np.flatnonzero(labels == c)) for c in np.unique(labels)[::-1]]
+    return np.concatenate([p[:train] for p in parts]), np.concatenate([p[train:] for p in parts])
+
+
+def classifier_accuracy(x: np.ndarray, labels: np.ndarray, train: int, seed: int = 0, level: float = 0.95,
+                        kernel: str = "linear", balanced: bool = False) -> Figure:
+    """An SVM trained on `train` words drawn at random (`balanced`: `train` of each class), tested on the rest."""
     x, labels = unit(x), np.asarray(labels)
-    order = np.random.default_rng(seed).permutation(len(x))
-    tr, te = order[:train], order[train:]
-    clf = LinearSVC(dual=False, random_state=seed).fit(x[tr], labels[tr])
+    if balanced:
+        tr, te = balanced_split(labels, train, seed)
+    else:
+        order = np.random.default_rng(seed).permutation(len(x))
+        tr, te = order[:train], order[train:]
+    clf = svm(kernel, seed).fit(x[tr], labels[tr])
     right = int(np.sum(clf.predict(x[te]) == labels[te]))
     low, high = clopper_pearson(right, len(te), level)
     _, counts = np.unique(labels[te], return_counts=True)
@@ -90,13 +116,12 @@ def classifier_accuracy(x: np.ndarray, labels: np.ndarray, train: int, seed: int
                   f"Clopper-Pearson over {len(te)} held-out items ({train} trained on)")
 
 
-def split_classifier_accuracy(x_train, y_train, x_test, y_test, seed: int = 0, level: float = 0.95) -> Figure:
-    """A linear SVM trained on one part, its accuracy on the other (as classifier_accuracy,
-    where the caller splits: sentences of a word pair stay on one side)."""
-    from sklearn.svm import LinearSVC
-
+def split_classifier_accuracy(x_train, y_train, x_test, y_test, seed: int = 0, level: float = 0.95,
+                              kernel: str = "linear") -> Figure:
+    """An SVM trained on one part, its accuracy on the other (as classifier_accuracy, where the
+    caller splits: sentences of a word pair stay on one side)."""
     y_test = np.asarray(y_test)
-    clf = LinearSVC(dual=False, random_state=seed).fit(unit(x_train), y_train)
+    clf = svm(kernel, seed).fit(unit(x_train), y_train)
     right, n = int(np.sum(clf.predict(unit(x_test)) == y_test)), len(y_test)
     low, high = clopper_pearson(right, n, level)
     _, counts = np.unique(y_test, return_counts=True)
@@ -112,9 +137,13 @@ def fisher_interval(r: float, n: int, level: float = 0.95, var: float | None = N
 
 def nearest(x: np.ndarray, items: np.ndarray, pool: np.ndarray, k: int) -> np.ndarray:
     """(len(items), k): the rows of `pool` nearest (cosine) to each item, the item itself left out."""
-    xu = unit(x)
-    sims = xu[items] @ xu[pool].T
-    sims[pool[None, :] == items[:, None]] = -np.inf
+    items, pool = np.asarray(items), np.asarray(pool)
+    sims = unit(x[items]) @ unit(x[pool]).T  # only the rows needed: x may be a whole vocabulary
+    at = {r: j for j, r in enumerate(pool.tolist())}
+    own = [(i, at[r]) for i, r in enumerate(items.tolist()) if r in at]
+    if own:
+        rows, cols = zip(*own)
+        sims[list(rows), list(cols)] = -np.inf
     top = np.argpartition(-sims, k, axis=1)[:, :k]
     return pool[top]
 
@@ -124,6 +153,17 @@ def neighbour_correlation(x: np.ndarray, bias: np.ndarray, items: np.ndarray, po
     """`bias`: each row's original bias (indexed like x); items: the words checked; pool: where neighbours come from."""
     neighbours = nearest(x, items, pool, k)
     r = float(stats.pearsonr(bias[items], bias[neighbours].mean(axis=1))[0])
+    low, high = fisher_interval(r, len(items), level)
+    return Figure(r, low, high, 0.0, len(items), f"Fisher z over {len(items)} words ({k} neighbours each)")
+
+
+def neighbour_share_correlation(x: np.ndarray, bias: np.ndarray, items: np.ndarray, pool: np.ndarray, k: int = 100,
+                                level: float = 0.95) -> Figure:
+    """Gonen & Goldberg's bias-by-neighbours: r(a word's original bias, the share of its k nearest
+    neighbours in `pool` whose original bias is above 0). `bias` is indexed like x."""
+    neighbours = nearest(x, items, pool, k)
+    share = (bias[neighbours] > 0).mean(axis=1)
+    r = float(stats.pearsonr(bias[items], share)[0])
     low, high = fisher_interval(r, len(items), level)
     return Figure(r, low, high, 0.0, len(items), f"Fisher z over {len(items)} words ({k} neighbours each)")
 

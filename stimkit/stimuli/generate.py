@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from ..choices import suggest
 from .. import StimkitError, store
-from . import grammar
+from . import grammar, keys
 from .language import Provenance
 from .sets import SetSpec  # noqa: F401  (generate.SetSpec: a set to render)
 from .product import SlotPlan
@@ -251,7 +251,11 @@ def generate(con, specs: list[SetSpec], wordlists: dict[str, WordList], template
     `limits`: the bounds on the rendering (a Store passes its own)."""
     template_sets = template_sets if template_sets is not None else {}
     rendered = [render(s, wordlists, template_sets, limits=limits) for s in dict.fromkeys(specs)]
-    return write(con, rendered)
+    with store.transaction(con):
+        report = write(con, rendered)
+        keys.record(con, rendered, wordlists, lambda name: template_set(SetSpec("", name), template_sets),
+                    GENERATOR_VERSION)
+    return report
 
 
 def plan(lists: dict, wordlist_names: list[str] | None = None, template_sets: list[str] | None = None,

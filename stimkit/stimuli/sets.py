@@ -83,3 +83,13 @@ def fetch(con, sql: str, what: str = "set", ref: str | None = None) -> pl.DataFr
 def versions(frames) -> list[str]:
     """The set versions behind selected stimuli (sorted)."""
     return sorted({v for f in frames if "set_version" in f.columns for v in f["set_version"].unique().to_list() if v})
+
+
+ROLE_ORDER = ("x", "y", "a", "b")
+
+
+def role_versions(frames: dict) -> str:
+    """Which set versions play X, Y, A and B: 'X:v|Y:v|A:v|B:v' (a role's versions sorted and
+    comma-joined; empty for a query over no generated set). `versions` sorts the four together
+    and loses the roles: a test with A and B swapped would look the same."""
+    return "|".join(f"{r.upper()}:{','.join(versions([frames[r]]))}" for r in ROLE_ORDER if r in frames)

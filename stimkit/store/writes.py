@@ -97,3 +97,12 @@ def all_or_nothing(method):
             con.execute("DELETE FROM pending_work WHERE token = ?", [token])
         return out
     return unit
+
+
+def latest_study_run(con, study: str) -> str | None:
+    """The newest run of the study that records its members (run_results, db/024)."""
+    from .connection import one
+
+    row = one(con, "SELECT run_id FROM runs WHERE study = ? AND run_id IN (SELECT run_id FROM run_results) "
+                   "ORDER BY started_at DESC, run_id DESC LIMIT 1", [study])
+    return row[0] if row else None

@@ -3,9 +3,12 @@ one template set, a word test and a sentence test, and a study file with every k
 
 from __future__ import annotations
 
+import errno
+import os
+import tempfile
 from pathlib import Path
 
-from ..errors import UsageError
+from ..errors import InputError, UsageError
 
 STUDY = '''\
 # A stimkit study: every command run in this folder (or one below it) reads this file.
@@ -13,7 +16,7 @@ STUDY = '''\
 # take their folders, encoders, alpha and baseline from it. A flag on the command line
 # overrides a key here; --study FILE or $STIMKIT_STUDY name another study file.
 
-name = "{name}"                          # recorded on each run: `report` finds the study's runs
+{name}                          # recorded on each run: `report` finds the study's runs
 description = "Sweets vs vegetables, pleasant vs unpleasant: a study to start from"
 tests = ["sweets-*"]                     # test names or shell patterns (from `catalog` and the catalog's)
 # paper = "may-2019"                     # or: every test a paper published
@@ -111,22 +114,155 @@ paper_test = "sweets"
 }
 
 
-def init(folder: str | Path, name: str | None = None) -> list[Path]:
-    """Write the starter study into `folder` (made if missing; refused where it already holds a
-    study file or any file the scaffold would write). Returns the files written."""
-    from .study import STUDY_FILE
+# explicit bidi embeddings, overrides and isolates: they reorder what a terminal shows after them
+BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+# what init adds to the folder, each refused when the folder has it already (a file, a folder or a link)
+TOP = ("study.toml", "wordlists", "templates", "tests")
 
-    root = Path(folder)
+
+def name_line(name: str) -> str:
+    """`name = "..."` as a TOML writer writes it (quotes and backslashes escaped): a name is a
+    value, never text pasted into the file. One line, no control characters."""
+    import unicodedata
+
+    import tomli_w
+
+    bad = next((c for c in name if unicodedata.category(c) in ("Cc", "Zl", "Zp") or c in BIDI_CONTROLS), None)
+    if bad is not None:
+        raise UsageError(f"study name {name!r}: a name is one line without control characters or bidi overrides "
+                         f"(it has U+{ord(bad):04X})")
+    return tomli_w.dumps({"name": name}).rstrip("\n")
+
+
+def init(folder: str | Path, name: str | None = None) -> list[Path]:
+    """Write the starter study into `folder`, all or nothing: refused where the folder is a
+    link or already holds a study file, `wordlists`, `templates` or `tests` (as a file, a folder
+    or a link: nothing is written through a link). The files are written into a new private
+    folder (beside `folder`, or inside it when it exists), then moved in by renames and hard
+    links, which never follow a link or replace a file; a failure
+    (a blocked path, a full disk) removes what was written, so a retry starts clean.
+    Returns the files written."""
+    root = Path(os.path.abspath(folder))
+    text = STUDY.format(name=name_line(name or root.name or "my-study"))
+    files = {TOP[0]: text, **FILES}
+    if root.is_symlink():
+        raise UsageError(f"{folder}: a link: `stimkit init` writes only into a real folder, never through a link")
     if root.exists() and not root.is_dir():
-        raise UsageError(f"{root}: not a folder")
-    files = {STUDY_FILE: STUDY.format(name=name or root.resolve().name or "my-study"), **FILES}
-    taken = [p for p in files if (root / p).exists()]
-    if taken:
-        raise UsageError(f"{root / taken[0]} exists: `stimkit init` writes a new study into an empty folder")
-    written = []
+        raise UsageError(f"{folder}: not a folder")
+    if root.exists():
+        taken = next((t for t in TOP if os.path.lexists(root / t)), None)
+        if taken:
+            raise UsageError(f"{Path(folder) / taken} exists: `stimkit init` writes a new study into a folder without "
+                             f"{', '.join(TOP)}")
+    made = _parents(root.parent, folder)
+    staged = None
+    try:
+        # 0700 while it is written: no one else can put a link into it. Beside a new folder
+        # (moved there whole), inside one that exists (its parent need not be writable);
+        # either way on its file system, so moved in by renames
+        whole = not root.exists()
+        staged = Path(tempfile.mkdtemp(prefix=f".{root.name}.", suffix=".init", dir=root.parent if whole else root))
+        _fill(staged, files)
+        _move_in(staged, root, whole)
+    except OSError as e:
+        _remove(staged)
+        for parent in reversed(made):  # folders made for it, if still empty
+            try:
+                parent.rmdir()
+            except OSError:
+                break
+        why = e.strerror or type(e).__name__
+        raise InputError(f"{folder}: cannot write the study ({why}{f': {e.filename}' if e.filename else ''}); "
+                         "nothing was written") from None
+    except BaseException:
+        _remove(staged)
+        raise
+    return [Path(folder) / relative for relative in files]
+
+
+def _parents(parent: Path, folder) -> list[Path]:
+    """Make the missing folders above the study's (as `mkdir -p`); returns those made."""
+    missing = []
+    for p in (parent, *parent.parents):
+        if os.path.lexists(p):
+            break
+        missing.append(p)
+    made = []
+    try:
+        for p in reversed(missing):
+            p.mkdir()
+            made.append(p)
+    except OSError as e:
+        for p in reversed(made):
+            p.rmdir()
+        raise InputError(f"{folder}: cannot make the folder {p} ({e.strerror or type(e).__name__}); nothing was written") from None
+    return made
+
+
+def _fill(staged: Path, files: dict[str, str]) -> None:
+    """The study's files written into the staging folder, its mode then the usual (0777 less
+    the umask)."""
     for relative, text in files.items():
-        path = root / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        written.append(path)
-    return written
+        path = staged / relative
+        for folder in reversed(path.relative_to(staged).parents[:-1]):
+            if not (staged / folder).is_dir():
+                os.mkdir(staged / folder)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())  # a full disk is found here, not after the move
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(staged, 0o777 & ~umask)
+
+
+def _move_in(staged: Path, root: Path, whole: bool) -> None:
+    """Move the staged study to `root`: the whole folder (`whole`: `root` was missing), else
+    each top-level entry into it, none replacing anything; undone if one fails."""
+    if whole:
+        os.rename(staged, root)  # replaces nothing but an empty folder made meanwhile; a link there: ENOTDIR
+        return
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0))  # names below are in it
+    moved = []
+    try:
+        for entry in sorted(os.listdir(staged)):
+            if (staged / entry).is_dir():  # a folder moves whole; onto a link or a file: ENOTDIR
+                os.rename(staged / entry, entry, dst_dir_fd=fd)
+            else:
+                _link(staged / entry, entry, fd)
+            moved.append(entry)
+    except OSError:
+        for entry in reversed(moved):
+            if (staged / entry).exists():
+                os.unlink(entry, dir_fd=fd)
+            else:
+                os.rename(entry, staged / entry, src_dir_fd=fd)
+        raise
+    finally:
+        os.close(fd)
+    _remove(staged)
+
+
+def _link(source: Path, name: str, fd: int) -> None:
+    """`source` as `name` in the folder `fd`, replacing nothing: a hard link fails where
+    anything is (a dangling link too); a file system without hard links checks, then renames."""
+    try:
+        os.link(source, name, dst_dir_fd=fd, follow_symlinks=False)
+    except OSError as e:
+        if e.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK):
+            raise
+        try:
+            os.lstat(name, dir_fd=fd)
+        except FileNotFoundError:
+            os.rename(source, name, dst_dir_fd=fd)
+            return
+        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), name) from None
+
+
+def _remove(staged: Path | None) -> None:
+    """The staging folder and all in it (links are removed, never followed)."""
+    import shutil
+
+    if staged is not None and os.path.lexists(staged):
+        shutil.rmtree(staged, ignore_errors=True)

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..choices import ALTERNATIVES, BALANCE_POLICIES, CORRECTIONS, P_METHODS, UNITS
-from ..errors import UsageError
+from ..errors import StimkitError, UsageError, first_line
 from ..paths import data_dir
 from ..stimuli.inputs import read_toml
 
@@ -95,22 +95,50 @@ STUDY_ENV = "STIMKIT_STUDY"  # names one explicitly (as does --study)
 
 def find(start: Path | None = None) -> Path | None:
     """The study file of a project: `study.toml` in `start` (default: the working directory)
-    or the nearest folder above it that has one; None when there is none."""
-    here = Path(start or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        candidate = folder / STUDY_FILE
-        if candidate.is_file():
-            return candidate
-    return None
+    or the nearest folder above it that has one, up to the home folder and within one file
+    system; None when there is none. A file found that someone else could have planted (not
+    yours, or in a folder anyone may write to) is refused (study.trust)."""
+    from .trust import check_found, search
+
+    found = search(Path(start or Path.cwd()).resolve(), STUDY_FILE)
+    if found is not None:
+        check_found(found)
+    return found
 
 
-def in_force(explicit: str | Path | None = None, start: Path | None = None) -> Study | None:
+def in_force(explicit: str | Path | None = None, start: Path | None = None, on_skip=None) -> Study | None:
     """The study that gives a command its context: `explicit` (--study: a file or a built-in
-    name), else $STIMKIT_STUDY, else the study file found from `start` up; None without one."""
+    name), else $STIMKIT_STUDY, else the study file found from `start` up; None without one.
+
+    on_skip(message): given, a study file found in a folder above `start` that is refused or
+    cannot be read is passed over with a message (a command given --db does not need it)."""
     import os
 
-    ref = explicit or os.environ.get(STUDY_ENV) or find(start)
-    return load(ref) if ref else None
+    from .trust import check_found, search
+
+    ref = explicit or os.environ.get(STUDY_ENV)
+    if ref:
+        return load(ref)
+    here = Path(start or Path.cwd()).resolve()
+    found = search(here, STUDY_FILE)
+    if found is None:
+        return None
+    try:
+        check_found(found)
+        return load(found)
+    except StimkitError as e:
+        if on_skip is None or found.parent == here:
+            raise
+        on_skip(f"{first_line(e)} (passed over: it is above this folder and --db names the store)")
+        return None
+
+
+def store(study: Study, name: str, named: bool) -> Path:
+    """The store beside `study`'s file (`name` in its folder): a link out of the folder is
+    refused, and for a study found rather than `named` so is a store someone else owns."""
+    from .trust import store_beside
+
+    return store_beside(study.path, name, trusted=named)
 
 
 def builtin() -> list[str]:

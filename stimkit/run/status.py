@@ -1,0 +1,94 @@
+"""What today's files change for a study, from the input keys alone (`stimkit status`).
+
+Reads only: the sets' keys (stimuli.current), then, for the tests whose sets all stand as
+the files give them, the plan's (test, encoder) pairs and their result keys
+(association.result_key), and the matched baselines of the study's [baseline]. `run` makes
+exactly what is not current here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import store
+from ..stimuli import current
+
+RUN = "stimkit run"
+
+
+@dataclass(frozen=True)
+class StatusRow:
+    kind: str                # set | result | baseline
+    name: str                # the set's name, or the test's
+    encoder: str | None      # a result's or baseline's encoder
+    state: str               # current | missing | outdated
+    detail: str              # what changed, or what stands
+    command: str | None      # what brings it up to date (None: current)
+
+
+_SET_STATES = {"current": ("current", "as its files give it"),
+               "missing": ("missing", "not generated yet"),
+               "outdated": ("outdated", "its word list or templates changed"),
+               "restore": ("outdated", "its files give an earlier version again")}
+
+
+def of_study(con, study, chosen, encoder_specs: list[str], opts, folders) -> list[StatusRow]:
+    from . import plan as run_plan
+    from .association import result_key
+
+    lists = folders.lists()
+    specs = list(dict.fromkeys(s for t in chosen for s in t.set_specs()))
+    sets = current.states(con, specs, lists, folders.template_set)
+    rows = [StatusRow("set", st.spec.name, None, *_SET_STATES[st.status],
+                      None if st.status == "current" else RUN) for st in sets]
+    changed = {st.spec.name for st in sets if st.status != "current"}
+    ready = []
+    for t in chosen:
+        moved = [s.name for s in t.set_specs() if s.name in changed]
+        if moved:
+            why = f"set {moved[0]} changes" + (f" (and {len(moved) - 1} more)" if len(moved) > 1 else "")
+            state = "outdated" if _has_result(con, t.name) else "missing"
+            for e in encoder_specs:
+                rows.append(StatusRow("result", t.name, e, state, why, RUN))
+                if study.baseline:
+                    rows.append(StatusRow("baseline", t.name, e, state, "follows its result", RUN))
+        else:
+            ready.append(t)
+    if not ready:
+        return rows
+    plan = run_plan.make(con, ready, encoder_specs, opts, cword_optional=True,
+                         per_test=lambda t: study.options_for(t.name))
+    for f in plan.refused:
+        rows.append(StatusRow("result", f.test, None if f.encoder == "*" else f.encoder, "missing",
+                              f"refused: {f.cause}", None))
+    baseline = study.baseline or None
+    for planned, enc in plan.pairs:
+        spec = getattr(enc, "base_spec", enc.spec)
+        key = result_key(planned, enc, planned.options)
+        found = store.one(con, "SELECT result_id, role_versions FROM results WHERE input_key = ? "
+                               "AND coalesce(kind, 'test') = 'test' AND result_id NOT IN "
+                               "(SELECT result_id FROM result_retirements) ORDER BY created_at DESC LIMIT 1",
+                          [key]) if key else None
+        if found is None:
+            earlier = _has_result(con, planned.name, enc.fingerprint)
+            rows.append(StatusRow("result", planned.name, spec, "outdated" if earlier else "missing",
+                                  "its procedure or stimkit changed" if earlier else "not run yet", RUN))
+            if baseline:
+                rows.append(StatusRow("baseline", planned.name, spec, "missing", "follows its result", RUN))
+            continue
+        rows.append(StatusRow("result", planned.name, spec, "current", f"stored ({found[0]})", None))
+        if baseline:
+            k, seed = int(baseline.get("sets", 0)), int(baseline.get("seed", opts.seed))
+            has = store.one(con, "SELECT baseline_id FROM baselines WHERE test = ? AND fingerprint = ? "
+                                 "AND role_versions = ? AND k = ? AND seed = ? LIMIT 1",
+                            [planned.name, enc.fingerprint, found[1], k, seed])
+            rows.append(StatusRow("baseline", planned.name, spec, "current" if has else "missing",
+                                  f"K {k}, seed {seed}" + (f" ({has[0]})" if has else ": not drawn yet"),
+                                  None if has else RUN))
+    return rows
+
+
+def _has_result(con, test: str, fingerprint: str | None = None) -> bool:
+    sql = "SELECT 1 FROM results WHERE test = ? AND coalesce(kind, 'test') = 'test'"
+    return store.one(con, sql + (" AND fingerprint = ?" if fingerprint else "") + " LIMIT 1",
+                     [test, fingerprint] if fingerprint else [test]) is not None
