@@ -865,7 +865,7 @@ class Store:
         from .catalog import definitions as catalog
         from .run import plan as run_plan, wording
         from .run.options import Options
-        from .stimuli import generate, perturb
+        from .stimuli import current, generate, perturb
 
         self._writable("audit")
         if study is not None:
@@ -904,7 +904,11 @@ class Store:
             tests_all = [vt for t in chosen for vt in wording.variant_tests(t, families[wording.perturbed_set(t)])]
             specs = list(dict.fromkeys(s for t in tests_all for s in t.set_specs()))
             generate.generate(self.con, specs, lists, tsets, limits=self.limits)
-        plan = run_plan.make(self.con, tests_all, encoders, opts, generate_missing=self._generate_missing)
+            # i49rules: planned while the variants' folders exist, their template sets known (the
+            # plan checks each set is current as its template set gives it: stimuli.current)
+            known = lambda n: tsets[n] if n in tsets else self.folders.template_set(n)  # noqa: E731
+            plan = run_plan.make(self.con, tests_all, encoders, opts, generate_missing=lambda specs: current.ensure(
+                self.con, specs, lists, known, self.limits))
         if plan.refused:
             raise plan.refused[0].as_error()
         _, failed = self._encode_plan(plan, progress)
