@@ -12,6 +12,6 @@ CREATE TABLE IF NOT EXISTS pending_work (
 
 CREATE TABLE IF NOT EXISTS pending_rows (
     token VARCHAR NOT NULL,
-    tbl   VARCHAR NOT NULL,    -- stimulus_sets, stimuli, stimulus_slots, slot_words, set_log, embeddings_<dim>
-    key   VARCHAR[] NOT NULL   -- the row's key (a set's version; a vector's fingerprint, text and span; a log's seq)
+    tbl   VARCHAR NOT NULL,    -- stimulus_sets, stimuli, stimulus_slots, slot_words, set_log, set_inputs, encoders, embeddings_<dim>
+    key   VARCHAR[] NOT NULL   -- the row's key (a set's version or input key; a vector's fingerprint, text and span; a log's seq)
 );

@@ -28,6 +28,7 @@ _SET_TABLES = {"stimulus_sets": ("version",), "stimuli": ("set_version",), "stim
                "slot_words": ("set_version",)}
 _VECTOR_KEY = ("fingerprint", "text", "span_start", "span_end")
 _VECTOR_TABLE = re.compile(r"embeddings_[0-9]+")
+_ROW_TABLES = {"set_inputs": ("input_key",)}   # removed row by row, whatever else stays (a set's input key)
 
 _active: dict[str, str] = {}   # database file -> the token of this process's command writing to it
 
@@ -64,6 +65,8 @@ def token_of(con) -> str | None:
 def key_columns(table: str) -> tuple[str, ...] | None:
     if table in _SET_TABLES:
         return _SET_TABLES[table]
+    if table in _ROW_TABLES:
+        return _ROW_TABLES[table]
     return _VECTOR_KEY if _VECTOR_TABLE.fullmatch(table) else None
 
 
@@ -148,8 +151,8 @@ def discard(con, token: str) -> int:
     if "set_log" in tables:
         con.execute("DELETE FROM set_log WHERE seq::VARCHAR IN (SELECT key[1] FROM pending_rows "
                     "WHERE token = ? AND tbl = 'set_log')", [token])
-    for table in sorted(t for t in tables if _VECTOR_TABLE.fullmatch(t)):
-        key = "[" + ", ".join(f'"{c}"::VARCHAR' for c in _VECTOR_KEY) + "]"
+    for table in sorted(t for t in tables if _VECTOR_TABLE.fullmatch(t) or t in _ROW_TABLES):
+        key = "[" + ", ".join(f'"{c}"::VARCHAR' for c in key_columns(table)) + "]"
         con.execute(f'DELETE FROM "{table}" WHERE {key} IN (SELECT key FROM pending_rows WHERE token = ? AND tbl = ?)',
                     [token, table])
     versions = [v for (v,) in con.execute(
