@@ -259,13 +259,17 @@ _KILLED = """
 import os, signal, sys
 import stimkit
 from stimkit.run import execute, wording
+from stimkit.stimuli import generate
 
 def die(*a, **k):
     os.kill(os.getpid(), signal.SIGKILL)
 
-wording.run = execute.execute = die
+if sys.argv[2] == "perturb-generating":  # while the variants' folder is there
+    generate.generate = die
+else:                                    # sets and vectors stored, before the results
+    wording.run = execute.execute = die
 with stimkit.open(sys.argv[1]) as s:
-    if sys.argv[2] == "perturb":
+    if sys.argv[2].startswith("perturb"):
         s.audit_perturb(["sent-weat6"], ["glove-6b-50d"], rules=["tense-past", "syn-present"], budget=500)
     else:
         s.test(["weat6"], encoders=["glove-6b-50d"], budget=500)
@@ -288,12 +292,13 @@ def _gone(folder: Path, seconds: float = 10) -> list[Path]:
 
 def test_kill_9_during_audit_perturb_leaves_the_store_and_tmp_as_they_were(catalog_db, tmp_path):
     path, before = _copy(catalog_db, tmp_path)
-    r = _killed(path, "perturb", tmp_path / "tmp")
+    r = _killed(path, "perturb-generating", tmp_path / "tmp")
     assert r.returncode == -signal.SIGKILL, r.stderr[-2000:]
     assert _gone(tmp_path / "tmp") == []       # the variants' folder: removed by the guard
+    r = _killed(path, "perturb", tmp_path / "tmp")
+    assert r.returncode == -signal.SIGKILL, r.stderr[-2000:]
     con = store.connect(path, read_only=True)  # killed after generating and encoding: the work is there
     assert store.one(con, "SELECT count(*) FROM set_log WHERE name LIKE '%~%'")[0] > 0
-    assert store.one(con, "SELECT count(*) FROM pending_work")[0] == 1
     con.close()
     con = store.connect(path)                  # the next writing open removes it
     after = snapshot(con)
@@ -335,7 +340,7 @@ def test_a_command_that_fails_part_way_removes_its_work_at_once(catalog_db, tmp_
     monkeypatch.setattr(tempfile, "tempdir", None)
     with stimkit.open(path) as s, pytest.raises(OSError):
         s.audit_perturb(["sent-weat6"], ["glove-6b-50d"], rules=["tense-past"], budget=500)
-    assert not list(tmp_path.glob(f"{wording.SCRATCH}*"))
+    assert not list(tmp_path.glob("stimkit-perturb-*"))
     con = store.connect(path, read_only=True)   # without a reopen: already as it was
     assert snapshot(con) == before
     con.close()
