@@ -5,11 +5,13 @@ A command such as `test` or `audit perturb` commits in several steps: it generat
 it lacks, encodes them (the store closed, so other processes may read it meanwhile, each
 append a transaction of its own), then stores its results. Killed between them, it would
 leave sets that are current and vectors with no result beside them. So while the command
-runs (store.writes.all_or_nothing), every row it adds to the tables of sets and vectors is
-noted in `pending_rows` under its `pending_work` token, in the transaction that adds it; the
-transaction that stores its results (store.start_run) removes the notes. A command that fails
-removes its noted rows itself; one killed leaves its token, and the next writing open of the
-store (store.connect) removes the rows of every token whose process is gone.
+runs (store.writes.all_or_nothing), every row it adds to the tables of sets (their stimuli,
+input keys and log entries), encoders and vectors is noted in `pending_rows` under its
+`pending_work` token, in the transaction that adds it; the transaction that stores its
+results (store.start_run) removes the notes. A command that fails removes its noted rows
+itself; one killed leaves its token, and the next writing open of the store (store.connect)
+removes the rows of every token whose process is gone (and a vector table left empty and of no
+encoder).
 
 Set versions are content hashes and otherwise never deleted: one is removed only while no
 other command has logged it and no result names it.
