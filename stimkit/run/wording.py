@@ -94,6 +94,21 @@ class WordingPlan:
     provenance: tuple[dict, ...] = ()     # stimuli.perturb.provenance rows of every variant
 
 
+MAX_VARIANTS = 1_000  # the most variants a family may be allowed (STIMKIT_MAX_VARIANTS)
+
+
+def check_max_variants(max_variants: int | None) -> None:
+    """--max-variants: a number of variants, 1 to the bound (each variant is a test run per encoder)."""
+    from ..choices import limit
+
+    if max_variants is None:
+        return
+    bound = limit("max_variants", MAX_VARIANTS)
+    if not 1 <= max_variants <= bound:
+        raise UsageError(f"--max-variants must be between 1 and {bound:,} (raise the bound with STIMKIT_MAX_VARIANTS), "
+                         f"not {max_variants}")
+
+
 def perturbed_set(test: TestDef) -> str:
     """The one template set a test's sets are rendered by (the set whose family it runs under)."""
     own = template_sets_of(test)
@@ -222,9 +237,10 @@ def audit_one(run_id: str, con, test: TestDef, family: Family, planned: dict, en
         share, None if fit is None else float(fit.d), "fragile" if fragile else "robust", tuple(rows))
 
 
-def run(con, plan: WordingPlan, alpha: float, command: str, on_audit=None) -> tuple[str, list[WordingAudit],
-                                                                                   list[WordingRanking]]:
-    """Every test over its family on every encoder, in one run (all or nothing)."""
+def run(con, plan: WordingPlan, alpha: float, command: str, on_audit=None,
+        run_fields: dict | None = None) -> tuple[str, list[WordingAudit], list[WordingRanking]]:
+    """Every test over its family on every encoder, in one run (all or nothing). run_fields:
+    the study's name, alpha and correction, recorded on the run."""
     if plan.run.refused:
         raise plan.run.refused[0].as_error()
     for family in plan.families.values():
@@ -235,7 +251,7 @@ def run(con, plan: WordingPlan, alpha: float, command: str, on_audit=None) -> tu
     encoders = list({enc.fingerprint: enc for _, enc in plan.run.pairs}.values())
     audits = []
     with store.transaction(con):
-        run_id = store.start_run(con, command, plan.run.options.seed)
+        run_id = store.start_run(con, command, plan.run.options.seed, **(run_fields or {}))
         store.insert(con, "template_variants", list(plan.provenance), keep_stored=True)
         for test in plan.tests:
             family = plan.families[perturbed_set(test)]
