@@ -462,3 +462,24 @@ def test_fuzz_random_rules_within_10_s_and_1_gb():
     except subprocess.TimeoutExpired:
         pytest.fail("the fuzzer ran past 300 s")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+
+
+def test_the_next_open_undoes_only_the_work_of_commands_that_are_gone(tmp_path):
+    """Marks of a dead process are undone; a running one's, or another machine's, are left;
+    notes whose command stored its run (no mark) are dropped, their rows kept."""
+    path = tmp_path / "j.duckdb"
+    con = store.connect(path)
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    here = __import__("socket").gethostname()
+    for seq, (token, pid, host) in enumerate([("dead", int(done.stdout), here), ("live", os.getpid(), here),
+                                              ("away", int(done.stdout), "another-machine"), ("done", None, None)]):
+        con.execute("INSERT INTO set_log (name, version, seq) VALUES (?, ?, ?)", [f"s{seq}", f"v{seq}", seq + 1])
+        if pid is not None:
+            con.execute("INSERT INTO pending_work (token, pid, host, command) VALUES (?, ?, ?, 'x')", [token, pid, host])
+        con.execute("INSERT INTO pending_rows (token, tbl, key) VALUES (?, 'set_log', [?])", [token, str(seq + 1)])
+    con.close()
+    con = store.connect(path)
+    assert store.rows(con, "SELECT name FROM set_log ORDER BY seq") == [("s1",), ("s2",), ("s3",)]
+    assert store.rows(con, "SELECT token FROM pending_work ORDER BY 1") == [("away",), ("live",)]
+    assert store.rows(con, "SELECT token FROM pending_rows ORDER BY 1") == [("away",), ("live",)]
+    con.close()

@@ -213,6 +213,7 @@ def recover(con) -> int:
         with transaction(con):
             removed += journal.discard(con, token)
             refresh_vector_view(con)  # a vector table it made may be gone
+    journal.forget_finished(con)
     return removed
 
 

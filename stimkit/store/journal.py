@@ -137,6 +137,12 @@ def finish(con) -> None:
         con.execute("DELETE FROM pending_work WHERE token = ?", [token])
 
 
+def forget_finished(con) -> None:
+    """Drop notes whose command has stored its run (its token gone): rows it added after that
+    are its own, kept (a command killed after its run stored keeps what it stored)."""
+    con.execute("DELETE FROM pending_rows WHERE token NOT IN (SELECT token FROM pending_work)")
+
+
 def stale(con) -> list[str]:
     """The tokens of commands that are no longer running (on this machine: their process is
     gone; a token of another machine is left to it)."""
