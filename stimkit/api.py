@@ -627,12 +627,12 @@ class Store:
     def _drift(self, family: analysis.Family, study: Study | None) -> analysis.Family:
         """The family with the study's sets that today's files no longer give (Family.drift): its
         results were made from older files, which a reading says (reads only: keys, no render)."""
+        if study is None or study.path is None:
+            return family
         from dataclasses import replace
 
         from .stimuli import current
 
-        if study is None or study.path is None:
-            return family
         try:
             folders = self.folders.using(catalog_dir=study.catalog_dir, wordlist_dir=study.wordlist_dir,
                                          template_dir=study.template_dir)
