@@ -385,6 +385,7 @@ class Store:
 
     # ------------------------------------------------------------------ tests
 
+    @store.all_or_nothing  # its sets, vectors and results commit together (store.journal)
     def test(self, tests: list[str] | None = None, *, encoders: list[str] = ("glove-6b-50d",), everything: bool = False,
              source: str | None = None, x: str | None = None, y: str | None = None, a: str | None = None,
              b: str | None = None, name: str = "adhoc", context: str | None = None, command: str = "library",
@@ -627,12 +628,12 @@ class Store:
     def _drift(self, family: analysis.Family, study: Study | None) -> analysis.Family:
         """The family with the study's sets that today's files no longer give (Family.drift): its
         results were made from older files, which a reading says (reads only: keys, no render)."""
+        if study is None or study.path is None:
+            return family
         from dataclasses import replace
 
         from .stimuli import current
 
-        if study is None or study.path is None:
-            return family
         try:
             folders = self.folders.using(catalog_dir=study.catalog_dir, wordlist_dir=study.wordlist_dir,
                                          template_dir=study.template_dir)
@@ -860,7 +861,7 @@ class Store:
 
         check_max_variants(max_variants)
         chosen = self._perturbed_tests(tests, study)
-        return {s: perturb.plan(self.folders.template_set(s), limit=max_variants, only=rules)
+        return {s: perturb.plan(self.folders.template_set(s), limit=max_variants, only=rules, limits=self.limits)
                 for s in dict.fromkeys(perturbed_set(t) for t in chosen)}
 
     def _perturbed_tests(self, tests: list[str] | None, study) -> list:
@@ -879,6 +880,7 @@ class Store:
             raise UsageError(f"study {st.path or st.name}: no sentence test to reword")
         return chosen
 
+    @store.all_or_nothing  # its sets, vectors and audits commit together (store.journal)
     def audit_perturb(self, tests: list[str] | None = None, encoders: list[str] | None = None, *,
                       study: str | Path | Study | None = None, alpha: float | None = None,
                       rules: list[str] | None = None, max_variants: int | None = None, command: str = "library",
@@ -889,8 +891,6 @@ class Store:
         `tests`): its sentence tests. `procedure` (run.options.procedure): the options, encoders,
         alpha and per-test options (default: the study's, flags over it), so the original's d
         and p are the study's run's. Returns (run_id, audits, rankings, families)."""
-        import tempfile
-
         from .run import plan as run_plan, wording
         from .stimuli import generate, perturb
 
@@ -906,14 +906,14 @@ class Store:
         opts = proc.analysis(alpha)
         lists = self.folders.lists()
         families, tsets, provenance = {}, {}, []
-        with tempfile.TemporaryDirectory(prefix="stimkit-perturb-") as tmp:
+        with wording.variants_folder() as tmp:  # removed on exit, killed or not (store.staging.scratch)
             for name in dict.fromkeys(wording.perturbed_set(t) for t in chosen):
                 tset = self.folders.template_set(name)
-                family = perturb.plan(tset, limit=max_variants, only=rules)  # size known, bounded: nothing rendered yet
+                family = perturb.plan(tset, limit=max_variants, only=rules, limits=self.limits)  # nothing rendered yet
                 words = [tset.inflected(w) for t in chosen if wording.perturbed_set(t) == name
                          for s in t.set_specs() if s.wordlist in lists for w in lists[s.wordlist].words]
                 candidates = perturb.materialize(family, tset, Path(tmp) / f"{name}.candidates")
-                family = perturb.check(family, tset, candidates, words, self.limits)
+                family = wording.require_variants(perturb.check(family, tset, candidates, words, self.limits))
                 tsets[name] = tset
                 tsets.update(perturb.materialize(family, tset, Path(tmp) / name))
                 provenance += [row for v in family.variants for row in perturb.provenance(v, tsets[v.name])]
