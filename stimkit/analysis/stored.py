@@ -79,15 +79,18 @@ def audit_summary(con, where: str | None = None, top: int = 3,
 
 def wording_summary(con, where: str | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Per wording audit (test x encoder): variants, d and p of the original, the range of the
-    relative change, flip shares, the templates' share of variance, the verdict; and per test
+    relative change, flip shares (over the variants that change the encoder's input: n_no_op of
+    n_variants, named in no_op_variants, change nothing), the templates' share of variance, the
+    verdict; and per test
     the rankings of the encoders across the variants (the runs the audits selected)."""
     if where:
         usersql.check_select(f"SELECT * FROM wording_audits WHERE ({where})", f"--where {where!r}")
     clause = f"WHERE {where}" if where else ""
     try:
         audits = store.frame(con, f"""
-            SELECT test, encoder, template_set, n_variants, n_dropped, original_d, original_p, rel_change_min,
-                   rel_change_max, sign_flip_share, decision_flip_share, template_share, alpha, verdict, run_id
+            SELECT test, encoder, template_set, n_variants, n_no_op, no_op_variants, n_dropped, original_d, original_p,
+                   rel_change_min, rel_change_max, sign_flip_share, decision_flip_share, template_share, alpha, verdict,
+                   run_id
             FROM wording_audits {clause} ORDER BY run_id, test, encoder""")
         rankings = store.frame(con, f"""
             SELECT r.test, r.encoders, r.n_variants, r.mean_tau, r.keep_share, r.run_id FROM wording_rankings r
@@ -98,13 +101,14 @@ def wording_summary(con, where: str | None = None) -> tuple[pl.DataFrame, pl.Dat
 
 
 def wording_variants(con, where: str | None = None) -> pl.DataFrame:
-    """d, p, relative change and flips of every variant of the wording audits `where` selects."""
+    """d, p, relative change and flips of every variant of the wording audits `where` selects;
+    no_op: the variant gives the encoder the original's input (out of the audit's shares)."""
     if where:
         usersql.check_select(f"SELECT * FROM wording_audits WHERE ({where})", f"--where {where!r}")
     try:
         return store.frame(con, f"""
             SELECT a.test, a.encoder, v.variant, v.rule, v.family, v.n_changed, v.effect_size AS d, v.p_value AS p,
-                   v.rel_change, v.sign_flip, v.decision_flip, a.alpha
+                   v.rel_change, v.sign_flip, v.decision_flip, v.no_op, a.alpha
             FROM wording_variants v JOIN wording_audits a USING (audit_id) {('WHERE ' + where) if where else ''}
             ORDER BY a.run_id, a.test, a.encoder, v.rule NULLS FIRST""")
     except duckdb.Error as e:

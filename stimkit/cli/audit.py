@@ -158,10 +158,33 @@ RANKINGS_TITLE = "Encoders' order by d across the rewordings (Kendall's tau agai
 
 
 def _wording_line(a) -> None:
+    """One audit's progress line, then the variants that change nothing for its encoder (the
+    shares are over the others)."""
+    from ..views.audit import no_op_line
+
     rel = "n/a" if a.rel_change_min is None else f"{a.rel_change_min:+.0%}..{a.rel_change_max:+.0%}"
-    err.print(f"{a.test}  {a.encoder}  d={a.original_d:+.2f} p={a.original_p:.2g}  {a.n_variants} variants  "
-              f"change {rel}  sign flips {a.sign_flip_share:.0%}  decision flips {a.decision_flip_share:.0%}  "
+    counted = f" ({a.n_variants - a.n_no_op} counted)" if a.n_no_op else ""
+    err.print(f"{a.test}  {a.encoder}  d={a.original_d:+.2f} p={a.original_p:.2g}  {a.n_variants} variants{counted}  "
+              f"change {rel}  sign flips {_share(a.sign_flip_share)}  decision flips {_share(a.decision_flip_share)}  "
               f"{a.verdict}", highlight=False)
+    line = no_op_line(a.test, a.encoder, a.no_op_variants)
+    if line:
+        err.print(line, highlight=False)
+
+
+def _share(x) -> str:
+    """A share as a percentage; n/a where no variant changes the encoder's input."""
+    return "n/a" if x is None else f"{x:.0%}"
+
+
+def _no_op_lines(wording) -> None:
+    """`audit show`: each stored wording audit's variants that change nothing for its encoder."""
+    from ..views.audit import no_op_line
+
+    for row in wording.iter_rows(named=True):
+        line = no_op_line(row["test"], row["encoder"], row.get("no_op_variants"))
+        if line:
+            err.print(line, highlight=False)
 
 
 @audit_app.command("ceat")
@@ -276,6 +299,7 @@ def audit_show_cmd(
                                          "wording": WORDING_TITLE, "rankings": RANKINGS_TITLE},
                     options={"audits": views_audit.AUDITS, "templates": views_audit.TEMPLATES,
                              "wording": views_audit.WORDING, "rankings": views_audit.RANKINGS})
+        _no_op_lines(wording)
         return
     if audits.height == 0:
         raise StimkitError("no audits" + (f" where {where}" if where else "") + " (run `stimkit audit templates` "

@@ -50,6 +50,12 @@ class Encoder:
     def encode(self, texts: list[str], spans: list[Span]) -> Encoded:
         raise NotImplementedError
 
+    def inputs(self, texts: list[str], spans: list[Span]) -> list | None:
+        """What the model reads of each text, as comparable values (token ids; with the span's
+        tokens where the vector depends on them): two texts with equal inputs get one vector. None
+        where the encoder cannot say; a wording audit then compares the vectors exactly."""
+        return None
+
     def encode_stream(self, texts: list[str], spans: list[Span]) -> Iterator[tuple[np.ndarray, Encoded]]:
         """(row indices into texts, their vectors) in whatever order suits the model; an
         encoder that batches by length yields batch after batch so the store writes meanwhile."""

@@ -293,6 +293,22 @@ class TransformerEncoder(Encoder):
             self._loaded = (tokenizer, model, device, int(self.options.get("max_length", limit)), positions)
         return self._loaded[:4]
 
+    def inputs(self, texts: list[str], spans: list[Span]) -> list[tuple] | None:
+        """Each text's token ids in full (truncation cuts equal ids equally), read by the
+        tokenizer alone; where the pooling reads character offsets (token pooling, a masked
+        prompt), the offsets, the span and the text's length too. None where the tokenizer gives
+        no offsets and they are needed."""
+        tokenizer = self._loaded[0] if self._loaded is not None else tokenizer_of(self.model_id, self.name)
+        wrapped = self._wrapped(texts)
+        offsets = self.uses_span or not self.include_prompt
+        if offsets and not tokenizer.is_fast:
+            return None
+        enc = tokenizer(wrapped, return_offsets_mapping=offsets) if wrapped else {"input_ids": []}
+        if not offsets:
+            return [tuple(row) for row in enc["input_ids"]]
+        return [(tuple(row), tuple(map(tuple, off)), span, len(text))
+                for row, off, span, text in zip(enc["input_ids"], enc["offset_mapping"], spans, texts)]
+
     def encode(self, texts: list[str], spans: list[Span]) -> Encoded:
         shape = (len(texts), self.n_layers() + 1, self.dim) if self.layer == "all" else (len(texts), self.dim)
         return gathered(self.encode_stream(texts, spans), shape)
@@ -306,9 +322,13 @@ class TransformerEncoder(Encoder):
             for rows, got in self._encode_window(texts[window], spans[window], poolers):
                 yield rows + start, got
 
+    def _wrapped(self, texts: list[str]) -> list[str]:
+        """The texts in the encoder's template (prefix + text + suffix), if it has one."""
+        return [self.prefix + t + self.suffix for t in texts] if self.template else list(texts)
+
     def _tokenize(self, tokenizer, texts, max_len):
         """Token ids (unpadded), offsets where needed, and a note for each truncated text."""
-        wrapped = [self.prefix + t + self.suffix for t in texts] if self.template else texts
+        wrapped = self._wrapped(texts)
         offsets = self.uses_span or not self.include_prompt
         room = max_len - 1 if self.pooling == "eos" else max_len  # the EOS token goes after the text
         enc = tokenizer(wrapped, truncation=True, max_length=room, return_offsets_mapping=offsets)

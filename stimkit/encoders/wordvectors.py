@@ -88,6 +88,17 @@ class WordVectorEncoder(Encoder):
             counts.append(len(tokens) if tokens and all(t in wv.index for t in tokens) else 0)
         return np.array(counts, dtype=np.int64)
 
+    def inputs(self, texts: list[str], spans: list[Span]) -> list[tuple[int, ...]]:
+        """The in-vocabulary token ids each vector is the mean of, in order (encode's reading)."""
+        wv = self.vectors
+        out = []
+        for text, span in zip(texts, spans):
+            tokens = tokenize(text, wv.lower)
+            if self.uses_span and span is not None:
+                tokens = [t for t in tokens if t[1] < span[1] and t[2] > span[0]]
+            out.append(tuple(j for j in (wv.index.get(t[0]) for t in tokens) if j is not None))
+        return out
+
     def encode(self, texts: list[str], spans: list[Span]) -> Encoded:
         wv = self.vectors
         out = nan_rows(len(texts), self.dim)

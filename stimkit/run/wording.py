@@ -10,16 +10,23 @@ and a verdict: fragile where a variant changes the conclusion (flips the decisio
 of a d that is significant, in the original or the variant), else robust. Across
 encoders, per test: Kendall's tau between each variant's order of the encoders by d and the
 original's, and the share of variants that keep that order.
+
+A variant that gives an encoder the same input as the original (every stimulus of the four sets
+read as the same token ids; where the encoder cannot say, the same vectors exactly) changes
+nothing for it: it is flagged (no_op), named on the audit, and left out of that encoder's
+relative change, flip shares, verdict and family fit, which would otherwise count a copy of the
+original as a rewording that held ("case-lower" on GloVe and MiniLM, punctuation on GloVe).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from .. import store
-from ..catalog.definitions import TestDef
+from ..catalog.definitions import ROLES, TestDef
+from ..encoders.embeddings import load, stimuli_of
 from ..errors import InputError, UsageError
 from ..seeding import rng_for
 from ..stats.crossed import crossed_fit
@@ -49,6 +56,7 @@ class WordingVariant:
     rel_change: float | None
     sign_flip: bool | None
     decision_flip: bool | None
+    no_op: bool | None = None      # the encoder's input is the original's (None: the original)
 
 
 @dataclass(frozen=True)
@@ -70,7 +78,9 @@ class WordingAudit:
     decision_flip_share: float | None
     template_share: float | None
     family_d: float | None
-    verdict: str
+    verdict: str                   # robust | fragile | unchanged (no variant changes the input)
+    n_no_op: int = 0               # variants that change nothing for the encoder: out of the shares
+    no_op_variants: list[str] = field(default_factory=list)
     variants: tuple[WordingVariant, ...] = column((), stored=False)
 
 
@@ -193,35 +203,65 @@ def _family_fit(parts: list[tuple[str, list[str], list[str], np.ndarray, int]], 
         return None
 
 
+def encoder_input(con, planned, enc) -> tuple[str, object]:
+    """What the encoder reads of a planned test's four sets, in order: ("inputs", its token ids
+    per stimulus) where it can say (encoders.base.Encoder.inputs), else ("vectors", the stored
+    vectors). Token ids, not vectors, where there are any: a transformer's vector of one input
+    differs in the last float bits with the batch it was padded in (encoders.embeddings.missing)."""
+    stimuli = stimuli_of([planned.sets[r] for r in ROLES])
+    texts = stimuli["stimulus"].to_list()
+    spans = [None if a is None or b is None else (a, b)
+             for a, b in zip(stimuli["span_start"].to_list(), stimuli["span_end"].to_list())]
+    found = enc.inputs(texts, spans)
+    if found is not None:
+        return "inputs", found
+    return "vectors", load(con, enc, stimuli)[0]
+
+
+def same_input(a: tuple[str, object], b: tuple[str, object]) -> bool:
+    """Two readings of encoder_input are one: equal token ids, or vectors equal bit for bit
+    (NaN, a stimulus without a vector, equal to NaN)."""
+    if a[0] != b[0]:
+        return False
+    if a[0] == "inputs":
+        return a[1] == b[1]
+    return a[1].shape == b[1].shape and bool(np.array_equal(a[1], b[1], equal_nan=True))
+
+
 def audit_one(run_id: str, con, test: TestDef, family: Family, planned: dict, enc, alpha: float) -> WordingAudit:
-    """One test on one encoder over its family: the original, then each variant."""
+    """One test on one encoder over its family: the original, then each variant. A variant whose
+    input to the encoder is the original's is flagged no_op and counts in none of the shares."""
     audit_id = f"{run_id}/{test.name}/{enc.fingerprint}"
     names = [test.name] + [retemplate(test, v.name).name for v in family.variants]
     labels = [(family.parent, None, None, 0)] + [(v.name, v.rule, v.family, len(v.changes)) for v in family.variants]
     rows, parts = [], []
-    d0 = p0 = None
+    d0 = p0 = seen0 = None
     for name, (variant, rule, fam, n_changed) in zip(names, labels):
         pt = planned[name]
         prep = association.prepare(con, pt, enc, pt.options)
         out = association.compute(prep, pt.options, pt.test.name, enc.fingerprint, enc.spec)
         d, p = float(out["effect_size"]), float(out["p_value"])
+        seen = encoder_input(con, pt, enc)
         if d0 is None:
-            d0, p0 = d, p
+            d0, p0, seen0 = d, p, seen
+        first = rule is None
+        no_op = None if first else same_input(seen, seen0)
         n_x = prep.kept["x"].height
         found = [word_and_context(prep.kept[r]) for r in ("x", "y")]
-        if None not in found:
+        if None not in found and not no_op:
             (wx, cx), (wy, cy) = found
             parts.append((variant, wx + wy, cx + cy, out["association"], n_x))
-        first = rule is None
         rows.append(WordingVariant(audit_id, variant, rule, fam, n_changed, n_x, prep.kept["y"].height, d, p,
                                    None if first else relative_change(d, d0),
                                    None if first else bool(np.sign(d) != np.sign(d0)),
-                                   None if first else significant(p, alpha) != significant(p0, alpha)))
-    others = rows[1:]
-    rel = [r.rel_change for r in others if r.rel_change is not None]
-    signs = [r.sign_flip for r in others]
-    decisions = [r.decision_flip for r in others]
-    fit = _family_fit(parts, planned[test.name].options, test.name, enc.fingerprint) if len(parts) == len(rows) else None
+                                   None if first else significant(p, alpha) != significant(p0, alpha), no_op))
+    changing = [r for r in rows[1:] if not r.no_op]
+    quiet = [r.variant for r in rows[1:] if r.no_op]
+    rel = [r.rel_change for r in changing if r.rel_change is not None]
+    signs = [r.sign_flip for r in changing]
+    decisions = [r.decision_flip for r in changing]
+    fit = (_family_fit(parts, planned[test.name].options, test.name, enc.fingerprint)
+           if len(parts) == len(changing) + 1 else None)
     share = None
     if fit is not None:
         shares = fit.shares
@@ -229,12 +269,13 @@ def audit_one(run_id: str, con, test: TestDef, family: Family, planned: dict, en
     # fragile: a rewording changes the conclusion: the decision at alpha, or the direction of a
     # significant effect (a sign that flips between two non-significant d's changes no conclusion)
     fragile = any(decisions) or any(r.sign_flip and (significant(r.p_value, alpha) or significant(p0, alpha))
-                                    for r in others)
+                                    for r in changing)
+    verdict = "fragile" if fragile else "robust" if changing else "unchanged"
     return WordingAudit(
-        audit_id, run_id, test.name, family.parent, enc.spec, enc.fingerprint, alpha, len(others),
+        audit_id, run_id, test.name, family.parent, enc.spec, enc.fingerprint, alpha, len(rows) - 1,
         sum(1 for x in family.dropped if x.template), d0, p0, min(rel) if rel else None, max(rel) if rel else None,
         float(np.mean(signs)) if signs else None, float(np.mean(decisions)) if decisions else None,
-        share, None if fit is None else float(fit.d), "fragile" if fragile else "robust", tuple(rows))
+        share, None if fit is None else float(fit.d), verdict, len(quiet), quiet, tuple(rows))
 
 
 def run(con, plan: WordingPlan, alpha: float, command: str, on_audit=None,
