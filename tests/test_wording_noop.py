@@ -143,3 +143,17 @@ def test_every_variant_no_op_gives_no_share(catalog_db, tmp_path):
         _, (a,), _, _ = s.audit_perturb(["sent-weat6"], ["glove-6b-50d"], alpha=0.01, rules=["case-lower"], budget=200)
     assert (a.n_no_op, a.no_op_variants, a.verdict) == (1, ["may2019~case-lower"], "unchanged")
     assert a.sign_flip_share is None and a.decision_flip_share is None and a.rel_change_min is None
+
+
+def test_encoder_inputs_by_hand():
+    """GloVe reads the multiset of its in-vocabulary lower-case tokens (a mean sees no order, nor
+    punctuation); MiniLM its uncased WordPiece ids, punctuation included."""
+    glove, minilm = resolve("glove-6b-50d"), resolve("minilm")
+    texts = ["The doctor is here.", "Here is the doctor!", "the doctor is here", "The doctor was here."]
+    g = glove.inputs(texts, [None] * 4)
+    ids = {glove.vectors.index[w] for w in ("the", "doctor", "is", "here")}
+    assert g[0] == g[1] == g[2] == tuple(sorted(ids)) and g[3] != g[0]
+    m = minilm.inputs(texts, [None] * 4)
+    assert m[0] == minilm.inputs(["THE DOCTOR IS HERE."], [None])[0]      # uncased: the same ids
+    assert len({m[0], m[1], m[2], m[3]}) == 4                              # order, "!", no stop, tense: all read
+    assert m[0][0] == 101 and m[0][-1] == 102                              # [CLS] ... [SEP], as encode reads them

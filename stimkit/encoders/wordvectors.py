@@ -89,14 +89,15 @@ class WordVectorEncoder(Encoder):
         return np.array(counts, dtype=np.int64)
 
     def inputs(self, texts: list[str], spans: list[Span]) -> list[tuple[int, ...]]:
-        """The in-vocabulary token ids each vector is the mean of, in order (encode's reading)."""
+        """The in-vocabulary token ids each vector is the mean of (encode's reading), sorted: a
+        mean does not see their order (another order changes only the sum's last float bit)."""
         wv = self.vectors
         out = []
         for text, span in zip(texts, spans):
             tokens = tokenize(text, wv.lower)
             if self.uses_span and span is not None:
                 tokens = [t for t in tokens if t[1] < span[1] and t[2] > span[0]]
-            out.append(tuple(j for j in (wv.index.get(t[0]) for t in tokens) if j is not None))
+            out.append(tuple(sorted(j for j in (wv.index.get(t[0]) for t in tokens) if j is not None)))
         return out
 
     def encode(self, texts: list[str], spans: list[Span]) -> Encoded:
