@@ -112,8 +112,11 @@ def wording_frames(draw):
     for t in draw(st.lists(test_names, min_size=1, max_size=3, unique=True)):
         for e in draw(st.lists(st.sampled_from(ENCODERS), min_size=2, max_size=4, unique=True)):
             lo = draw(st.floats(-1, 0, **finite))
-            rows.append({"test": t, "encoder": e, "template_set": "may2019", "n_variants": draw(st.integers(1, 40)),
-                         "n_dropped": draw(st.integers(0, 5)), "original_d": draw(st.floats(-2, 2, **finite)),
+            n = draw(st.integers(1, 40))
+            quiet = draw(st.lists(st.sampled_from(["may2019~case-lower", "may2019~punct-none", "may2019~punct-exclaim"]),
+                                  max_size=min(n, 3), unique=True))
+            rows.append({"test": t, "encoder": e, "template_set": "may2019", "n_variants": n,
+                         "n_no_op": len(quiet), "no_op_variants": quiet, "n_dropped": draw(st.integers(0, 5)), "original_d": draw(st.floats(-2, 2, **finite)),
                          "original_p": draw(st.floats(1e-6, 1, **finite)), "rel_change_min": lo,
                          "rel_change_max": draw(st.floats(0, 1, **finite)),
                          "sign_flip_share": draw(st.floats(0, 1, **finite)),
@@ -123,7 +126,8 @@ def wording_frames(draw):
             for rule in draw(st.lists(st.sampled_from(["neighbour~case-lower", "tense-past", "contraction",
                                                          "article-swap~the"]), min_size=1, max_size=3, unique=True)):
                 variants.append({"test": t, "encoder": e, "variant": f"may2019@{rule}", "rule": rule.split("~")[0],
-                                 "d": draw(st.floats(-2, 2, **finite)), "p": draw(st.floats(1e-6, 1, **finite))})
+                                 "d": draw(st.floats(-2, 2, **finite)), "p": draw(st.floats(1e-6, 1, **finite)),
+                                 "no_op": draw(st.booleans())})
     return pl.DataFrame(rows), pl.DataFrame(variants)
 
 
