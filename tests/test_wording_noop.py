@@ -101,6 +101,10 @@ def test_shares_by_hand_from_the_stored_rows(audited):
         changed = [r for r in kept if r[6] or (r[5] and min(r[3], p0) <= 0.01)]
         assert stored[7] == ("fragile" if changed else "robust")
         assert (a.sign_flip_share, a.decision_flip_share) == (stored[5], stored[6])
+    # on GloVe tense-past alone is counted: its range is one point, away from the no-ops' 0 that
+    # counting them (the old rule) would have put in it
+    g = by["glove-6b-50d"]
+    assert g.rel_change_min == g.rel_change_max == next(v.rel_change for v in g.variants if v.rule == "tense-past") != 0
     con.close()
 
 
@@ -157,3 +161,13 @@ def test_encoder_inputs_by_hand():
     assert m[0] == minilm.inputs(["THE DOCTOR IS HERE."], [None])[0]      # uncased: the same ids
     assert len({m[0], m[1], m[2], m[3]}) == 4                              # order, "!", no stop, tense: all read
     assert m[0][0] == 101 and m[0][-1] == 102                              # [CLS] ... [SEP], as encode reads them
+
+
+def test_token_pooling_reads_the_span_too():
+    """minilm,pooling=token pools the word's own tokens: equal ids with the word elsewhere differ."""
+    enc = resolve("minilm,pooling=token")
+    got = enc.inputs(["The doctor is here.", "the doctor is here.", "The doctor is here."], [(4, 10), (4, 10), (0, 3)])
+    assert got[0] == got[1] and got[0] != got[2] and got[0][0] == got[2][0]   # same ids, another span
+    glove = resolve("glove-6b-50d,pooling=token")
+    g = glove.inputs(["The doctor is here.", "A doctor was there!"], [(4, 10), (2, 8)])
+    assert g[0] == g[1] == (glove.vectors.index["doctor"],)                  # the span's token alone
