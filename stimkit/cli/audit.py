@@ -110,7 +110,9 @@ def audit_perturb_cmd(
     Per test x encoder: variants, d and p per variant, the range of the relative change of d
     against the original (Seshadri et al. 2022), sign and decision flip shares, the templates'
     share of variance over the family, a verdict (robust / fragile); across encoders, Kendall's
-    tau of their order by d and the share of variants that keep it. Inside a study its
+    tau of their order by d and the share of variants that keep it. A variant that gives an
+    encoder the same input as the original (the same token ids; else the same vectors) changes
+    nothing for it: it is named and left out of that encoder's shares. Inside a study its
     procedure applies (seed, budget, units, encoders, alpha, per-test options; a flag
     overrides a key), so the original's d and p are those of `stimkit run`.
 
@@ -242,7 +244,7 @@ def audit_show_cmd(
     where: Annotated[Optional[str], typer.Option("--where", help="SQL condition on `audits`.")] = None,
     top: Annotated[int, typer.Option("--top", help=f"Templates listed per audit, 1 to {MAX_TOP:,}.")] = 3,
     movers: Annotated[bool, typer.Option("--templates", help="Only the templates that move each test most.")] = False,
-    variants: Annotated[bool, typer.Option("--variants", help="Only the wording audits' variants: d, p, relative change, flips.")] = False,
+    variants: Annotated[bool, typer.Option("--variants", help="Only the wording audits' variants: d, p, relative change, flips, and whether each changes nothing for its encoder (no_op).")] = False,
     alpha: Annotated[Optional[float], typer.Option("--alpha", help="Decision flips at this alpha, recomputed from the stored p (default: the study's, else each audit's own).")] = None,
     fmt: Annotated[Optional[str], format_option()] = None,
 ):
