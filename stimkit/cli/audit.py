@@ -191,7 +191,7 @@ def audit_ceat_cmd(
     import polars as pl
 
     with open_store() as store:
-        rows = store.ceat(test, encoder or ["minilm"], context=None if context == "sentence" else context,
+        rows = store.ceat(test, encoder or ["minilm"], context=context,
                           samples=samples, seed=seed)
     emit(pl.DataFrame([dataclasses.asdict(r) for r in rows]), fmt,
          title="CEAT's combined effect size (CES, its p) beside stimkit's d and p and the crossed model's d",
