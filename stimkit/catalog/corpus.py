@@ -411,10 +411,11 @@ def _parquet_records(path: Path, max_chars: int, document: str, by: str | None =
             raise InputError(f"{document}: the `text` column holds {types.get('text')}, not text")
         if by not in (None, FILE, RECORD) and by not in types:
             raise InputError(f"{document}: no `{by}` column for --document {by} (has: {', '.join(types)})")
-        field = (None if by in (FILE, RECORD) else by if by is not None
-                 else next((f for f in DOCUMENT_FIELDS if f in types), None))
-        quoted = '"' + str(field).replace('"', '""') + '"'
-        doc = f"left(CAST({quoted} AS VARCHAR), {ID_CHARS + 1})" if field else "NULL"
+        # a row's document: the field named, or by default its first non-null DOCUMENT_FIELDS
+        fields = [] if by in (FILE, RECORD) else [by] if by is not None else [f for f in DOCUMENT_FIELDS if f in types]
+        field = fields[0] if fields else None
+        cast = ", ".join(f'CAST("{f.replace(chr(34), chr(34) * 2)}" AS VARCHAR)' for f in fields)
+        doc = f"left(coalesce({cast}), {ID_CHARS + 1})" if fields else "NULL"
         # a cell over the limit never reaches Python: DuckDB measures it and passes its length
         cur = con.execute(f"SELECT {doc}, file_row_number + 1, length(text) AS n, "
                           f"CASE WHEN length(text) <= {int(max_chars)} THEN text END "
