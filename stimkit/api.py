@@ -918,7 +918,7 @@ class Store:
         return run_id, audits, rankings, families
 
     def ceat(self, tests: list[str], encoders: list[str] = ("minilm",), *, context: str | None = "c-word",
-             samples: int = 1000, seed: int = 0, progress=None, **option_values) -> list:
+             samples: int = 10000, seed: int = 0, progress=None, **option_values) -> list:
         """CEAT's combined effect size (stats.ceat; Guo & Caliskan 2021) of each test on each
         encoder (default context c-word: a word's vector in each of its contexts), beside
         stimkit's d and p over every context and the crossed model's d. Vectors missing are

@@ -244,3 +244,16 @@ def test_jsonl_and_parquet_documents(tmp_path):
         assert "document" in str(e.value) and "3" in str(e.value)
     with pytest.raises(UsageError):
         corpus.check_reading([tmp_path / "a.cor"], "topic", "utf-8")
+
+
+def test_ceat_draws_the_papers_10000_by_default_and_reads_the_pooled_sentence_on_request(lee):
+    db, _, _ = lee
+    r = invoke(db, "audit", "ceat", "-t", "lee-lines", "-e", "minilm", "--format", "json")
+    assert r.exit_code == 0, r.output
+    (row,) = json.loads(r.stdout)
+    assert row["n_samples"] == 10_000 and row["context"] == "c-word"
+    r = invoke(db, "audit", "ceat", "-t", "lee-lines", "-e", "minilm", "--context", "sentence", "-n", "50",
+               "--format", "json")
+    assert r.exit_code == 0, r.output
+    (pooled,) = json.loads(r.stdout)
+    assert pooled["context"] == "sentence" and pooled["n_samples"] == 50 and pooled["d"] != row["d"]

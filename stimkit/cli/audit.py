@@ -174,7 +174,7 @@ def audit_ceat_cmd(
     test: Annotated[list[str], typer.Option("--test", "-t", help="A test whose words have several contexts (a corpus import's sets; repeatable).")],
     encoder: Annotated[Optional[list[str]], typer.Option("--encoder", "-e", help="Encoder (repeatable; default: minilm).")] = None,
     context: Annotated[str, typer.Option("--context", help="c-word (a word's own vector in each context) or sentence (the pooled sentence).")] = "c-word",
-    samples: Annotated[int, typer.Option("--samples", "-n", help="CEAT's N: draws of one context a word.", min=2)] = 1000,
+    samples: Annotated[int, typer.Option("--samples", "-n", help="CEAT's N: draws of one context a word (default the paper's 10,000: under 7 s on 2 cores for 25 words a list in 768 dimensions, bench/bench_corpus.py --ceat).", min=2)] = 10000,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the draws.")] = 0,
     fmt: Annotated[Optional[str], format_option()] = None,
 ):
