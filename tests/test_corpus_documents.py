@@ -89,6 +89,7 @@ def lee(tmp_path_factory):
     for name, extra in (("lines", ["--document", "record"]), ("whole", [])):
         r = invoke(db, *import_args(tmp, name, f, *extra))
         assert r.exit_code == 0, r.output
+        runs[f"import-{name}"] = " ".join(r.output.split())
     for test, name in (("lee-lines", "lines"), ("lee-whole", "whole")):
         r = invoke(db, *adhoc_test(test, name))
         assert r.exit_code == 0, r.output
@@ -114,6 +115,8 @@ def test_a_record_a_document_gives_a_crossed_d_over_the_articles(lee):
     assert crossed_d is not None and ci_low < crossed_d < ci_high
     assert context == "c-word"           # sets from a corpus: the word's own vector by default
     assert "one document" not in runs["lee-lines"]
+    assert f"read {N_ARTICLES} records, {5 * N_ARTICLES} sentences; contexts from {N_ARTICLES} documents" \
+        in runs["import-lines"]
 
 
 def test_one_document_has_no_crossed_d_and_the_output_says_how_to_get_more(lee):
@@ -127,6 +130,9 @@ def test_one_document_has_no_crossed_d_and_the_output_says_how_to_get_more(lee):
     assert docs == 1 and crossed_d is None and n_templates is None
     assert ("test 'lee-whole': every context of X and Y comes from one document (lee_background.cor), so the crossed "
             "model has one level of documents and no crossed d; import the corpus with --document record") in runs["lee-whole"]
+    assert ("contexts from 1 document note: every context comes from one document (lee_background.cor): a test over "
+            "these sets has no crossed d (one level); --document record makes each line or row a document") \
+        in runs["import-whole"]
 
 
 def test_corpus_sets_default_to_cword_and_the_pooled_sentence_stays_an_option():

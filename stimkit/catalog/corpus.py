@@ -135,6 +135,7 @@ class CorpusImport:
     cleaned: int = 0             # records they were taken out of
     too_long: int = 0            # sentences holding a word, left out: over the stimulus limit
     sentence_chars: int = Limits.sentence_chars
+    documents: tuple[str, ...] = ()  # the documents of the contexts kept, sorted (the crossed model's levels)
 
 
 def kind_of(path: Path) -> str:
@@ -809,8 +810,9 @@ def import_corpus(con, paths: list[str | Path], lists: dict, names: list[str], *
                            "n_words": sum(1 for c in counts if c.wordlist == n and c.sampled),
                            "n_stimuli": len(rows["stimulus"])})
     few = [c for c in counts if c.sampled < (min(10, per_word) if min_contexts is None else min_contexts)]
+    kept_documents = tuple(sorted({d for _, _, _, _, rows, _ in sets for d in rows["context_id"]}))
     return CorpusImport(name, report, counts, counter["records"], counter["sentences"], few, counter["removed"],
-                        counter["cleaned"], counter["too_long"], limits.sentence_chars)
+                        counter["cleaned"], counter["too_long"], limits.sentence_chars, kept_documents)
 
 
 def context_counts(con, versions: list[str]) -> list[tuple[str, str, int, int]]:

@@ -308,8 +308,12 @@ def import_corpus_cmd(
         r = store.import_corpus(paths, wordlist, name=name, per_word=per_word, seed=seed, min_contexts=min_contexts,
                                 case=case, max_line_chars=max_line_chars, limits=limits, document=document,
                                 encoding=encoding)
-    err.print(f"read {count(r.n_records, 'record')}, {count(r.n_sentences, 'sentence')}", highlight=False,
-              markup=False, emoji=False)
+    err.print(f"read {count(r.n_records, 'record')}, {count(r.n_sentences, 'sentence')}; contexts from "
+              f"{count(len(r.documents), 'document')}", highlight=False, markup=False, emoji=False)
+    if len(r.documents) == 1:
+        err.print(f"note: every context comes from one document ({r.documents[0]}): a test over these sets has no "
+                  "crossed d (one level); --document record makes each line or row a document", highlight=False,
+                  markup=False, emoji=False)
     if r.removed:
         err.print(f"note: took {count(r.removed, 'control, bidi or private-use character')} out of "
                   f"{count(r.cleaned, 'record')}", highlight=False, markup=False, emoji=False)
