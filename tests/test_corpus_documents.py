@@ -263,3 +263,14 @@ def test_ceat_draws_the_papers_10000_by_default_and_reads_the_pooled_sentence_on
     assert r.exit_code == 0, r.output
     (pooled,) = json.loads(r.stdout)
     assert pooled["context"] == "sentence" and pooled["n_samples"] == 50 and pooled["d"] != row["d"]
+
+
+def test_a_saved_corpus_test_reads_back_as_cword(tmp_path):
+    from stimkit.catalog.definitions import load_dir, to_toml
+
+    refs = ("him@corpus:lee", "her@corpus:lee", "work@corpus:lee", "kin@corpus:lee")
+    (tmp_path / "t.toml").write_text(to_toml(adhoc("mine", refs, None, "none")))
+    assert load_dir(tmp_path)["mine"].context == "c-word"
+    (tmp_path / "t.toml").write_text('[mine]\nsets = ["a@word", "b@word", "c@word", "d@word"]\ncontext = "c-word"\n')
+    with pytest.raises(UsageError):
+        load_dir(tmp_path)

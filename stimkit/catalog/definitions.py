@@ -92,8 +92,10 @@ def parse_tests(raw: dict, path, source: str = "catalog", paper: str | None = DE
         balance = body.get("balance", "cut")
         if balance not in BALANCE_POLICIES:
             raise UsageError(f"{where}: unknown balance {balance!r} (known: {', '.join(BALANCE_POLICIES)})")
-        if body.get("context") not in (None, "word", "sentence"):
-            raise UsageError(f"{where}: unknown context {body.get('context')!r} (known: word, sentence)")
+        if body.get("context") not in (None, "word", "sentence", "c-word"):
+            raise UsageError(f"{where}: unknown context {body.get('context')!r} (known: word, sentence, c-word)")
+        if body.get("context") == "c-word" and infer_context(sets) == "word":
+            raise UsageError(f"{where}: context c-word reads a word in its sentences, and `list@word` sets have none")
         context = body.get("context") or infer_context(sets)
         alternative = body.get("alternative")
         if alternative is not None and alternative not in ALTERNATIVES:
