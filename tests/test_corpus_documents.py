@@ -274,3 +274,19 @@ def test_a_saved_corpus_test_reads_back_as_cword(tmp_path):
     (tmp_path / "t.toml").write_text('[mine]\nsets = ["a@word", "b@word", "c@word", "d@word"]\ncontext = "c-word"\n')
     with pytest.raises(UsageError):
         load_dir(tmp_path)
+
+
+def test_another_encoding_keeps_the_line_limit_and_names_a_bad_line(tmp_path):
+    from stimkit.errors import InputError
+
+    f = tmp_path / "long.txt"
+    f.write_bytes(("short line\n" + "é" * 50 + "\n").encode("latin-1"))
+    with pytest.raises(InputError) as e:
+        list(corpus.records(f, 40, encoding="latin-1"))
+    assert str(e.value) == "long.txt:2: a line over 40 characters (raise it with --max-line-chars)"
+    assert [t for _, _, t in corpus.records(f, 50, encoding="latin-1")] == ["short line", "é" * 50]
+    g = tmp_path / "odd.txt"
+    g.write_bytes("fine\n".encode("utf-16-le") + b"\x00\xd8" + "x\n".encode("utf-16-le"))  # a lone surrogate
+    with pytest.raises(InputError) as e:
+        list(corpus.records(g, encoding="utf-16-le"))
+    assert str(e.value).startswith("odd.txt:2: not utf-16-le") and "--encoding" in str(e.value)

@@ -87,6 +87,7 @@ PER_WORD_BOUND = 10_000         # CEAT's own largest sample (Guo & Caliskan 2021
 SEED_BOUND = 2 ** 63            # the seed goes into DuckDB's hash as a BIGINT
 ID_CHARS = 1_000                # a document's name (a JSONL or Parquet `id`), at most
 BATCH = 65_536                  # sentences per Arrow batch
+DECODE_CHUNK = 1 << 20          # bytes decoded at a time in an encoding other than UTF-8
 CASES = ("auto", "sensitive", "insensitive")
 PREFIX = "corpus:"              # a corpus set's template set: corpus:<name>
 GENERATOR = "corpus-1"
@@ -329,26 +330,43 @@ def _utf8_lines(f, max_chars: int, path: Path, document: str):
 
 
 def _decoded_lines(f, max_chars: int, document: str, encoding: str):
-    """Lines in another encoding: cut at "\n" as decoded (UTF-16's newline is two bytes)."""
-    import io
+    """Lines in another encoding, decoded a chunk at a time and cut at "\n" as decoded (UTF-16's
+    newline is two bytes); a line grows no longer than the limit, and a byte the encoding
+    cannot decode is refused naming its line."""
+    import codecs
 
-    text_file = io.TextIOWrapper(f, encoding=encoding, errors="strict", newline="\n")
-    number = 0
+    decoder = codecs.getincrementaldecoder(encoding)(errors="strict")
+    number, pending = 0, ""
     while True:
+        chunk = f.read(DECODE_CHUNK)
         try:
-            line = text_file.readline(max_chars + 3)
+            text = decoder.decode(chunk, not chunk)
         except UnicodeDecodeError as e:
-            raise InputError(f"{document}:{number + 1}: not {encoding} ({e.reason} at byte {e.start} of a "
-                             "chunk): check --encoding") from None
-        if not line:
+            # the lines before the bad byte: the text up to it, decoded as far as it goes
+            before = codecs.decode(e.object[:e.start], encoding, "replace") if isinstance(e.object, bytes) else ""
+            line = number + 1 + (pending + before).count("\n")
+            raise InputError(f"{document}:{line}: not {encoding} ({e.reason}): give the file's encoding with "
+                             "--encoding") from None
+        pieces = (pending + text).split("\n")
+        pending = pieces.pop()
+        for piece in pieces:
+            number += 1
+            yield number, _decoded_line(piece.rstrip("\r"), document, number, max_chars)
+        if len(pending) > max_chars + 1:
+            raise _over(document, number + 1, max_chars)
+        if not chunk:
+            if pending:
+                number += 1
+                yield number, _decoded_line(pending.rstrip("\r"), document, number, max_chars)
             return
-        number += 1
-        if "\x00" in line:
-            raise InputError(f"{document}:{number}: a binary file (a NUL character), not text")
-        text = line.rstrip("\r\n")
-        if len(text) > max_chars:
-            raise _over(document, number, max_chars)
-        yield number, text
+
+
+def _decoded_line(text: str, document: str, number: int, max_chars: int) -> str:
+    if "\x00" in text:
+        raise InputError(f"{document}:{number}: a binary file (a NUL character), not text")
+    if len(text) > max_chars:
+        raise _over(document, number, max_chars)
+    return text
 
 
 def _jsonl_record(text: str, document: str, number: int, by: str | None = None) -> tuple[str, int, str]:
