@@ -194,3 +194,44 @@ def corpus_limits(repeat: int) -> None:
 
 if __name__ == "__main__":
     corpus_limits(int(sys.argv[sys.argv.index("--repeat") + 1]) if "--repeat" in sys.argv else 3)
+
+
+# --- audit perturb rules (issue 49, findings 5 and 6): the worst regex --------------------------
+
+def worst_regex(repeat: int) -> None:
+    """Issue 49, findings 5 and 6: the worst rewording rules, each an `audit perturb --dry-run`
+    in a process of its own (wall time, CPU and peak RSS from start to exit, imports included):
+    `(\\w+\\s?)+!` on a 20-word line (before: never returned) and 34 chained `(o+)` -> `\\1\\1`
+    (before: 21 GB, or MemoryError under a cap). Goal: each under 10 s and 1 GB."""
+    import shutil
+
+    from stimkit import store
+    from stimkit.paths import data_dir
+
+    line = "{{ word|capfirst }} and the others were walking slowly along the quiet river bank on a warm and sunny afternoon"
+    rules = {"backtracking (\\w+\\s?)+! on 20 words": [["(\\w+\\s?)+!", "!"]],
+             "34 x (o+) -> \\1\\1, refused at 2000 chars": [["(o+)", "\\1\\1"]] * 34}
+    print(f"{'worst regex: audit perturb --dry-run':<44} {'best s':>7} {'cpu s':>6} {'peak MB':>8} {'exit':>5}  message")
+    for name, subs in rules.items():
+        runs = []
+        for _ in range(repeat):
+            with tempfile.TemporaryDirectory() as tmp:
+                folder = Path(tmp) / "tpl" / "may2019"
+                shutil.copytree(data_dir("templates") / "may2019", folder)
+                with open(folder / "_set.toml", "a") as f:
+                    f.write(f'\n[[perturb.rules]]\nname = "worst"\nsubs = {json.dumps(subs)}\n')
+                with open(folder / "name.j2", "a") as f:
+                    f.write(line + "\n")
+                store.connect(Path(tmp) / "s.duckdb").close()
+                runs.append(run([sys.executable, "-m", "stimkit", "--db", str(Path(tmp) / "s.duckdb"), "audit",
+                                 "perturb", "-t", "sent-weat6", "--dry-run", "--rule", "worst", "--template-dir",
+                                 str(Path(tmp) / "tpl"), "--override"]))
+        seconds, _, code, message, _ = min(runs)
+        cpu, peak = min(r[4] for r in runs), max(r[1] for r in runs)
+        print(f"{name:<44} {seconds:7.2f} {cpu:6.2f} {peak / 2 ** 20:8.0f} {code:>5}  {message[:100]}")
+        if seconds >= 10 or peak >= 2 ** 30:
+            print(f"  GOAL MISSED: {name}")
+
+
+if __name__ == "__main__":
+    worst_regex(int(sys.argv[sys.argv.index("--repeat") + 1]) if "--repeat" in sys.argv else 3)

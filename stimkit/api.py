@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from .catalog.definitions import TestDef
     from .catalog.wefat import WefatDef
     from .run.baseline import BaselineOptions
-    from .run.options import Options
+    from .run.options import Options, Procedure
     from .run.plan import Plan
     from .run.rows import Audit, RunReport, WefatResult
     from .study.study import Study
@@ -388,6 +388,7 @@ class Store:
 
     # ------------------------------------------------------------------ tests
 
+    @store.all_or_nothing  # its sets, vectors and results commit together (store.journal)
     def test(self, tests: list[str] | None = None, *, encoders: list[str] = ("glove-6b-50d",), everything: bool = False,
              source: str | None = None, x: str | None = None, y: str | None = None, a: str | None = None,
              b: str | None = None, name: str = "adhoc", context: str | None = None, command: str = "library",
@@ -562,7 +563,7 @@ class Store:
     def baseline(self, tests: list[str], *, encoders: list[str] = ("glove-6b-50d",), sets: int = 1000, seed: int = 0,
                  tolerance: float = 0.25, vocabulary: str | Path | None = None, language: str | None = None,
                  command: str = "library", options: Options | None = None, progress=None, on_failure=None,
-                 study: Study | None = None, **option_values) -> RunReport:
+                 per_test=None, study: Study | None = None, **option_values) -> RunReport:
         """Matched random baselines (`stimkit baseline`): for each test and encoder, `sets` (K)
         random pairs of target sets, each word matched to a target word on frequency (Zipf within
         `tolerance`), subword count and kind, drawn from `vocabulary` (a file of words; default
@@ -583,7 +584,8 @@ class Store:
         if not tests:
             raise UsageError("name the tests (or patterns) to draw a baseline for")
         chosen = catalog.select(self.con, list(tests), directory=self.folders.catalog_dir)
-        plan = run_plan.make(self.con, chosen, list(encoders), opts, generate_missing=self._generate_missing)
+        plan = run_plan.make(self.con, chosen, list(encoders), opts, generate_missing=self._generate_missing,
+                             per_test=per_test)  # a study's [options."<pattern>"], as `test` takes them
         plan = self._with_baselines(plan, b, seed, keep_tests=False)
         return self._execute(plan, command, progress, None, on_failure, _recorded(study, opts.alpha))
 
@@ -628,12 +630,12 @@ class Store:
     def _drift(self, family: analysis.Family, study: Study | None) -> analysis.Family:
         """The family with the study's sets that today's files no longer give (Family.drift): its
         results were made from older files, which a reading says (reads only: keys, no render)."""
+        if study is None or study.path is None:
+            return family
         from dataclasses import replace
 
         from .stimuli import current
 
-        if study is None or study.path is None:
-            return family
         try:
             folders = self.folders.using(catalog_dir=study.catalog_dir, wordlist_dir=study.wordlist_dir,
                                          template_dir=study.template_dir)
@@ -779,15 +781,18 @@ class Store:
     # ------------------------------------------------------------------ audits and WEFAT
 
     def _audit_plan(self, tests: list[str], encoders, template_sets: list[str] | None, opts: Options, progress,
-                    min_template_sets: int = 1):
-        """The audit's plan (re-templated tests, their sets generated and selected once), encoded."""
+                    min_template_sets: int = 1, procedure: Procedure | None = None):
+        """The audit's plan (re-templated tests, their sets generated and selected once), encoded;
+        each test under its own per-test options of the study (`procedure`)."""
         from .catalog import definitions as catalog
         from .run import audit, plan as run_plan
 
         chosen = [catalog.get(self.con, n, self.folders.catalog_dir) for n in tests]
         audited = audit.audited(chosen, template_sets, min_template_sets)
+        original = {audit.retemplate(t, s).name: t.name for t, s in audited}
         plan = run_plan.make(self.con, [audit.retemplate(t, s) for t, s in audited], list(encoders), opts,
-                             generate_missing=self._generate_missing)
+                             generate_missing=self._generate_missing,
+                             per_test=procedure.per_test(lambda t: original.get(t.name, t.name)) if procedure else None)
         if plan.refused:  # an audit is one whole: refused before anything is encoded
             raise plan.refused[0].as_error()
         _, failed = self._encode_plan(plan, progress)
@@ -801,39 +806,43 @@ class Store:
         quoted = ", ".join("'" + t.replace("'", "''") + "'" for t in tests)
         return analysis.define_family(self.con, f"test IN ({quoted})" if tests else None, allow_empty=True).alpha
 
-    def audit(self, tests: list[str] | None = None, encoders: list[str] = ("minilm",),
+    def audit(self, tests: list[str] | None = None, encoders: list[str] | None = None,
               template_sets: list[str] | None = None, alpha: float | None = None, command: str = "library",
-              on_audit=None, progress=None, **option_values) -> tuple[str, list[Audit]]:
+              on_audit=None, progress=None, procedure: Procedure | None = None,
+              **option_values) -> tuple[str, list[Audit]]:
         """Template audits (see stimkit.run.audit) of any test whose sets come from templates,
         under each template set (built-in or yours; default: the test's own): per template
         alone and left out, the pooled d of words and templates as random factors, flip rates and word influence.
-        `alpha` not given: that of the study that ran the tests (as `results` reads them), else 0.01."""
+        `procedure` (run.options.procedure): the study's options, encoders and per-test options;
+        `alpha` not given: the procedure's, else that of the study that ran the tests (as
+        `results` reads them), else 0.01."""
         from .run import audit
-        from .run.options import Options
 
         self._writable("audit")
         tests = tests or audit.caliskan_sentence_tests()
-        alpha = alpha if alpha is not None else self.study_alpha(tests)
-        opts = Options(**{"alpha": alpha, **option_values})
-        plan = self._audit_plan(tests, encoders, template_sets, opts, progress)
-        return audit.run_templates(self.con, plan, alpha, command, on_audit)
+        proc = _procedure(procedure, encoders, option_values, ("minilm",))
+        alpha = _alpha(alpha, proc, lambda: self.study_alpha(tests))
+        opts = proc.analysis(alpha)
+        plan = self._audit_plan(tests, proc.encoders, template_sets, opts, progress, procedure=proc)
+        return audit.run_templates(self.con, plan, alpha, command, on_audit, proc.run_fields(alpha))
 
-    def audit_compare(self, tests: list[str], template_sets: list[str], encoders: list[str] = ("minilm",),
+    def audit_compare(self, tests: list[str], template_sets: list[str], encoders: list[str] | None = None,
                       alpha: float | None = None, command: str = "library", progress=None,
-                      **option_values) -> tuple[str, pl.DataFrame]:
+                      procedure: Procedure | None = None, **option_values) -> tuple[str, pl.DataFrame]:
         """The same tests under each template set: d, its shift and flips against the first set."""
         import polars as pl
 
         from .run import audit
-        from .run.options import Options
 
         self._writable("audit")
-        alpha = alpha if alpha is not None else self.study_alpha(tests)
-        opts = Options(**{"alpha": alpha, **option_values})
+        proc = _procedure(procedure, encoders, option_values, ("minilm",))
+        alpha = _alpha(alpha, proc, lambda: self.study_alpha(tests))
+        opts = proc.analysis(alpha)
         if len(template_sets) < 2:  # before any set is generated or encoded
             raise UsageError("compare needs at least two template sets")
-        plan = self._audit_plan(tests, encoders, template_sets, opts, progress, min_template_sets=2)
-        run_id, rows = audit.run_compare(self.con, plan, alpha, command)
+        plan = self._audit_plan(tests, proc.encoders, template_sets, opts, progress, min_template_sets=2,
+                                procedure=proc)
+        run_id, rows = audit.run_compare(self.con, plan, alpha, command, proc.run_fields(alpha))
         return run_id, pl.DataFrame(rows)
 
     def audits(self, where: str | None = None, top: int = 3,
@@ -844,99 +853,118 @@ class Store:
 
         return audit_summary(self.con, where, top, alpha)
 
-    def perturbation_families(self, tests: list[str], rules: list[str] | None = None,
-                              max_variants: int | None = None) -> dict:
+    def perturbation_families(self, tests: list[str] | None, rules: list[str] | None = None,
+                              max_variants: int | None = None, study: str | Path | Study | None = None) -> dict:
         """Each test's template set's perturbation family (stimuli.perturb.plan), from the text
-        alone: its size is known, and bounded, before anything renders."""
-        from .catalog import definitions as catalog
-        from .run.wording import perturbed_set
+        alone: its size is known, and bounded, before anything renders. `study` (without
+        `tests`): its sentence tests."""
+        from .run.wording import check_max_variants, perturbed_set
         from .stimuli import perturb
 
-        chosen = [catalog.get(self.con, n, self.folders.catalog_dir) for n in tests]
-        return {s: perturb.plan(self.folders.template_set(s), limit=max_variants, only=rules)
+        check_max_variants(max_variants)
+        chosen = self._perturbed_tests(tests, study)
+        return {s: perturb.plan(self.folders.template_set(s), limit=max_variants, only=rules, limits=self.limits)
                 for s in dict.fromkeys(perturbed_set(t) for t in chosen)}
 
-    def audit_perturb(self, tests: list[str] | None = None, encoders: list[str] | None = None, *,
-                      study: str | Path | None = None, alpha: float | None = None, rules: list[str] | None = None,
-                      max_variants: int | None = None, command: str = "library", on_family=None, on_audit=None,
-                      progress=None, **option_values):
-        """Wording audits (stimkit.run.wording): each test under its template set and every
-        meaning-preserving rewording of it (stimuli.perturb), on each encoder. `study`: its tests,
-        encoders and alpha (flags override). Returns (run_id, audits, rankings, families)."""
-        import tempfile
-
+    def _perturbed_tests(self, tests: list[str] | None, study) -> list:
+        """The tests a wording audit rewords: those named, else the study's sentence tests."""
         from .catalog import definitions as catalog
+
+        if tests:
+            return [catalog.get(self.con, n, self.folders.catalog_dir) for n in tests]
+        if study is None:
+            raise UsageError("audit perturb needs tests: --test/-t (repeatable) or a study (--study, or study.toml "
+                             "in this folder or above)")
+        st = _study(study)
+        chosen = [t for t in catalog.select(self.con, list(st.tests) or ["*"], directory=self.folders.catalog_dir)
+                  if t.context == "sentence"]
+        if not chosen:
+            raise UsageError(f"study {st.path or st.name}: no sentence test to reword")
+        return chosen
+
+    @store.all_or_nothing  # its sets, vectors and audits commit together (store.journal)
+    def audit_perturb(self, tests: list[str] | None = None, encoders: list[str] | None = None, *,
+                      study: str | Path | Study | None = None, alpha: float | None = None,
+                      rules: list[str] | None = None, max_variants: int | None = None, command: str = "library",
+                      on_family=None, on_audit=None, progress=None, procedure: Procedure | None = None,
+                      **option_values):
+        """Wording audits (stimkit.run.wording): each test under its template set and every
+        meaning-preserving rewording of it (stimuli.perturb), on each encoder. `study` (without
+        `tests`): its sentence tests. `procedure` (run.options.procedure): the options, encoders,
+        alpha and per-test options (default: the study's, flags over it), so the original's d
+        and p are the study's run's. Returns (run_id, audits, rankings, families)."""
         from .run import plan as run_plan, wording
-        from .run.options import Options
         from .stimuli import generate, perturb
 
         self._writable("audit")
-        if study is not None:
-            from .study import study as studies
+        wording.check_max_variants(max_variants)
+        chosen = self._perturbed_tests(tests, study)
+        if procedure is None and study is not None:
+            from .run.options import procedure as resolve
 
-            st = studies.load(study)
-            chosen = [t for t in catalog.select(self.con, list(st.tests) or ["*"], directory=self.folders.catalog_dir)
-                      if t.context == "sentence"]
-            encoders, alpha = encoders or list(st.encoders), alpha if alpha is not None else st.alpha
-            option_values = {**st.options, **option_values}
-        else:
-            if not tests:
-                raise UsageError("audit perturb needs tests: --test/-t (repeatable) or --study")
-            chosen = [catalog.get(self.con, n, self.folders.catalog_dir) for n in tests]
-        if not chosen:
-            raise UsageError(f"study {study}: no sentence test to reword")
-        encoders = list(encoders or ["minilm"])
-        alpha = alpha if alpha is not None else self.study_alpha([t.name for t in chosen])
-        opts = Options(**{"alpha": alpha, **option_values})
+            procedure = resolve(_study(study))
+        proc = _procedure(procedure, encoders, option_values, ("minilm",))
+        alpha = _alpha(alpha, proc, lambda: self.study_alpha([t.name for t in chosen]))
+        opts = proc.analysis(alpha)
         lists = self.folders.lists()
         families, tsets, provenance = {}, {}, []
-        with tempfile.TemporaryDirectory(prefix="stimkit-perturb-") as tmp:
+        with wording.variants_folder() as tmp:  # removed on exit, killed or not (store.staging.scratch)
             for name in dict.fromkeys(wording.perturbed_set(t) for t in chosen):
                 tset = self.folders.template_set(name)
-                family = perturb.plan(tset, limit=max_variants, only=rules)  # size known, bounded: nothing rendered yet
+                family = perturb.plan(tset, limit=max_variants, only=rules, limits=self.limits)  # nothing rendered yet
                 words = [tset.inflected(w) for t in chosen if wording.perturbed_set(t) == name
                          for s in t.set_specs() if s.wordlist in lists for w in lists[s.wordlist].words]
                 candidates = perturb.materialize(family, tset, Path(tmp) / f"{name}.candidates")
-                family = perturb.check(family, tset, candidates, words, self.limits)
+                family = wording.require_variants(perturb.check(family, tset, candidates, words, self.limits))
                 tsets[name] = tset
                 tsets.update(perturb.materialize(family, tset, Path(tmp) / name))
                 provenance += [row for v in family.variants for row in perturb.provenance(v, tsets[v.name])]
                 families[name] = family
                 if on_family:
                     on_family(family)
+            original = {vt.name: t.name for t in chosen
+                        for vt in wording.variant_tests(t, families[wording.perturbed_set(t)])}
             tests_all = [vt for t in chosen for vt in wording.variant_tests(t, families[wording.perturbed_set(t)])]
             specs = list(dict.fromkeys(s for t in tests_all for s in t.set_specs()))
             generate.generate(self.con, specs, lists, tsets, limits=self.limits)
-        plan = run_plan.make(self.con, tests_all, encoders, opts, generate_missing=self._generate_missing)
+        # the variants' sets were rendered just now from their temporary template sets, which no
+        # folder holds: nothing to key or render again (stimuli.current)
+        plan = run_plan.make(self.con, tests_all, list(proc.encoders), opts, generate_missing=None,
+                             per_test=proc.per_test(lambda t: original.get(t.name, t.name)))
         if plan.refused:
             raise plan.refused[0].as_error()
         _, failed = self._encode_plan(plan, progress)
         if failed:
             raise InputError(next(iter(failed.values())))
         wplan = wording.WordingPlan(tuple(chosen), families, plan, tuple(provenance))
-        run_id, audits, rankings = wording.run(self.con, wplan, alpha, command, on_audit)
+        run_id, audits, rankings = wording.run(self.con, wplan, alpha, command, on_audit, proc.run_fields(alpha))
         return run_id, audits, rankings, families
 
-    def ceat(self, tests: list[str], encoders: list[str] = ("minilm",), *, context: str | None = "c-word",
-             samples: int = 10000, seed: int = 0, progress=None, **option_values) -> list:
+    def ceat(self, tests: list[str], encoders: list[str] | None = None, *, context: str | None = "c-word",
+             samples: int = 10000, seed: int | None = None, progress=None, command: str = "library",
+             procedure: Procedure | None = None, on_row=None, **option_values) -> list:
         """CEAT's combined effect size (stats.ceat; Guo & Caliskan 2021) of each test on each
         encoder (default context c-word: a word's vector in each of its contexts), beside
-        stimkit's d and p over every context and the crossed model's d. Vectors missing are
-        encoded; nothing else is stored. Returns run.ceat.CeatRow rows."""
+        stimkit's d and p over every context and the crossed model's d. `procedure`
+        (run.options.procedure): the study's encoders, seed, options and per-test options (`seed`,
+        `encoders` and option keywords over it). Vectors missing are encoded; the rows are
+        stored in `ceat_results` with their run. Returns run.ceat.CeatRow rows."""
         from .catalog import definitions as catalog
         from .run import ceat, cword, plan as run_plan
-        from .run.options import Options
 
         self._writable("ceat")
+        ceat.check_samples(samples)
+        proc = _procedure(procedure, encoders, {**option_values, "seed": seed}, ("minilm",))
         chosen = [cword.in_context(catalog.get(self.con, n, self.folders.catalog_dir), context) for n in tests]
-        plan = run_plan.make(self.con, chosen, list(encoders), Options(**{"seed": seed, **option_values}),
-                             generate_missing=self._generate_missing)
+        plan = run_plan.make(self.con, chosen, list(proc.encoders), proc.analysis(),
+                             generate_missing=self._generate_missing, per_test=proc.per_test())
         if plan.refused:
             raise plan.refused[0].as_error()
         _, failed = self._encode_plan(plan, progress)
         if failed:
             raise InputError(next(iter(failed.values())))
-        return [ceat.ceat_one(self.con, pt, enc, samples, seed)[0] for pt, enc in plan.pairs]
+        _, rows = ceat.run(self.con, plan.pairs, samples, proc.seed, command, proc.run_fields(), on_row)
+        return rows
 
     def wording_audits(self, where: str | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
         """Stored wording audits (a row per test x encoder) and the rankings across encoders."""
@@ -950,23 +978,29 @@ class Store:
 
         return wording_variants(self.con, where)
 
-    def wefat(self, name: str | None = None, encoder: str = "glove-6b-50d", *, targets: str | None = None,
+    def wefat(self, name: str | None = None, encoder: str | None = None, *, targets: str | None = None,
               a: str | None = None, b: str | None = None, property: str | None = None, label: str = "adhoc",  # noqa: A002
-              context: str | None = None, templates: str = "may2019", progress=None, **option_values) -> WefatResult:
+              context: str | None = None, templates: str = "may2019", progress=None, command: str | None = None,
+              procedure: Procedure | None = None, **option_values) -> WefatResult:
         """A WEFAT from the catalog (queries/wefat.toml) by `name`, or ad hoc from `targets`,
-        `a`, `b` and `property`, on one encoder; returns the stored WefatResult with its items."""
+        `a`, `b` and `property`, on one encoder (default: the procedure's first, else
+        glove-6b-50d); returns the stored WefatResult with its items. `procedure`
+        (run.options.procedure): the study's seed and budget, as `run` gives its WEFATs (option
+        keywords over them), and its name, alpha and correction on the run."""
         from .catalog import wefat as wefat_defs
         from .run import plan as run_plan
         from .run.options import Options, WefatOptions
 
         self._writable("wefat")
+        proc = _procedure(procedure, [encoder] if encoder else None, {}, ("glove-6b-50d",))
         test = wefat_defs.define(name, targets, a, b, property, label, context, templates)
-        opts = WefatOptions(**option_values)
-        plan = run_plan.make(self.con, [], [encoder], Options(budget=opts.budget, seed=opts.seed), wefats=[test],
-                             wefat_options=opts, generate_missing=self._generate_missing)
+        study_values = {k: v for k, v in proc.values.items() if k in ("budget", "seed")}
+        opts = WefatOptions(**{**study_values, **{k: v for k, v in option_values.items() if v is not None}})
+        plan = run_plan.make(self.con, [], [proc.encoders[0]], Options(budget=opts.budget, seed=opts.seed),
+                             wefats=[test], wefat_options=opts, generate_missing=self._generate_missing)
         if plan.refused:
             raise plan.refused[0].as_error()
-        report = self._execute(plan, f"wefat {test.name}", progress)
+        report = self._execute(plan, command or f"wefat {test.name}", progress, study=proc.run_fields())
         if report.failures:
             raise report.failures[0].as_error()
         return report.wefats[0]
@@ -977,38 +1011,88 @@ class Store:
 
         return wefat_results(self.con, where, words)
 
-    def debias_compare(self, tests: list[str], debiased: list[str], base: str | None = None, progress=None,
-                       on_result=None, **option_values) -> tuple[RunReport, list]:
+    def debias_compare(self, tests: list[str], debiased: list[str] | None = None, base: str | None = None,
+                       progress=None, on_result=None, command: str = "debias compare",
+                       procedure: Procedure | None = None, **option_values) -> tuple[RunReport, list]:
         """Before and after (analysis.debias): `tests` on the base encoder and on each debiased
         one (`glove-6b-50d,debias=hard`), in one run; the base is the debiased encoders' own
-        (`base`, if given, must be it). Returns the run's report and a BeforeAfter row per result."""
+        (`base`, if given, must be it). `procedure` (run.options.procedure): the study's seed,
+        budget, units, alpha and per-test options; `debiased` not given: the study's encoders
+        that are debiased. The results are stored as kind 'debias' (exploratory: in no family of
+        the study's tests). Returns the run's report and a BeforeAfter row per result."""
         from . import encoders
         from .analysis.debias import before_after
+        from .catalog import definitions as catalog
+        from .run import debias, plan as run_plan
+        from .run.rows import RunReport
 
-        derived = [encoders.resolve(spec) for spec in debiased]
+        self._writable("debias")
+        proc = _procedure(procedure, debiased, option_values, ())
+        specs = list(debiased or [e for e in proc.encoders if "debias=" in e])
+        derived = [encoders.resolve(spec) for spec in specs]
         bases = {getattr(e, "base", None) and e.base.fingerprint for e in derived}
         if None in bases or not derived:
             raise UsageError("name debiased encoders (a spec with debias=<method>, e.g. glove-6b-50d,debias=hard)")
         if len(bases) > 1 or (base is not None and encoders.resolve(base).fingerprint not in bases):
             raise UsageError("the debiased encoders must share one base encoder (the one they were derived from)")
         base_spec = base or derived[0].base.spec
-        report = self.test(tests, encoders=[base_spec, *debiased], progress=progress, on_result=on_result,
-                           command="debias compare", **option_values)
-        return report, before_after(self.con, report.results, next(iter(bases)))
+        if not tests:
+            raise UsageError("name the tests (or patterns) to compare")
+        chosen = catalog.select(self.con, list(tests), directory=self.folders.catalog_dir)
+        opts = proc.options(("cuts",), metrics=("weat",))
+        plan = run_plan.make(self.con, chosen, [base_spec, *specs], opts, generate_missing=self._generate_missing,
+                             per_test=proc.per_test())
+        if plan.refused:  # before and after is one table: a test or encoder that cannot run stops it
+            raise plan.refused[0].as_error()
+        _, failed = self._encode_plan(plan, progress)
+        if failed:
+            raise InputError(next(iter(failed.values())))
+        run_id, results = debias.compare(self.con, plan, command, proc.run_fields(opts.alpha))
+        report = RunReport(run_id, results, [], opts.alpha, plan.n_tests, plan.n_encoders, notes=list(plan.notes))
+        return report, before_after(self.con, results, next(iter(bases)))
+
+    def debias_check(self, specs: list[str] | None = None, n: int = 500, seed: int | None = None,
+                     resamples: int = 200, command: str = "library", procedure: Procedure | None = None,
+                     protocol: str = "gonen-goldberg") -> tuple[str, dict[str, list]]:
+        """`debias_checks` of each debiased encoder (`specs`, else the study's debiased encoders;
+        `seed`, else the procedure's), stored in `debias_checks` with their run (its study,
+        alpha and correction). Returns (run_id, {spec: rows})."""
+        from .run import debias
+
+        self._writable("debias")
+        proc = _procedure(procedure, specs, {"seed": seed}, ())
+        chosen = list(specs or [e for e in proc.encoders if "debias=" in e])
+        if not chosen:
+            raise UsageError("name debiased encoders: --encoder/-e (a spec with debias=<method>, "
+                             "e.g. glove-6b-50d,debias=hard)")
+        found = _checked_encoders(chosen, n, proc.seed, resamples, protocol)
+        with store.transaction(self.con):
+            run_id = store.start_run(self.con, command, proc.seed, **proc.run_fields())
+            for enc, rows in found.values():
+                store.insert(self.con, "debias_checks", debias.records(rows, run_id, enc, n, resamples))
+        return run_id, {spec: rows for spec, (_, rows) in found.items()}
 
 
 def debias_checks(specs: list[str], n: int = 500, seed: int = 0, resamples: int = 200,
                   protocol: str = "gonen-goldberg") -> dict[str, list]:
     """Gonen & Goldberg's recoverability checks and the similarity cost of each debiased encoder:
     {spec: run.debias.CheckRow rows, base and debiased side by side}. Every spec is built (its
-    lists checked) before any check runs. Reads no store, writes nothing."""
+    lists checked) before any check runs. Reads no store, writes nothing (`Store.debias_check`
+    stores them). `protocol`: gonen-goldberg (the paper's, default) or projection (run.debias)."""
+    return {spec: rows for spec, (_, rows) in _checked_encoders(specs, n, seed, resamples, protocol).items()}
+
+
+def _checked_encoders(specs: list[str], n: int, seed: int, resamples: int,
+                      protocol: str = "gonen-goldberg") -> dict[str, tuple]:
+    """{spec: (its encoder, its CheckRow rows)}, every spec built before any check runs."""
     from . import encoders
-    from .run.debias import PROTOCOLS, checks
+    from .run.debias import PROTOCOLS, check_counts, checks
 
     if protocol not in PROTOCOLS:  # before any encoder is built
         raise UsageError(f"unknown check protocol {protocol!r} (known: {', '.join(PROTOCOLS)})")
+    check_counts(n, resamples)
     built = {spec: encoders.resolve(spec) for spec in specs}
-    return {spec: checks(enc, n, seed, resamples, protocol=protocol) for spec, enc in built.items()}
+    return {spec: (enc, checks(enc, n, seed, resamples, protocol=protocol)) for spec, enc in built.items()}
 
 
 def _recorded(study: Study | None, alpha: float) -> dict:
@@ -1022,6 +1106,32 @@ def _framed(df: pl.DataFrame, family: analysis.Family) -> FamilyFrame:
     from .analysis.frame import FamilyFrame
 
     return FamilyFrame.of(df, family)
+
+
+def _study(study) -> Study:
+    from .study import study as studies
+
+    return study if isinstance(study, studies.Study) else studies.load(study)
+
+
+def _procedure(procedure: Procedure | None, encoders, option_values: dict, fallback) -> Procedure:
+    """The procedure an analysis runs under: `procedure` (run.options.procedure, the CLI's
+    resolution against the study), with a library caller's `encoders` and option keywords over
+    it; without one, those alone over the library's defaults."""
+    from dataclasses import replace
+
+    from .run.options import procedure as resolve
+
+    if procedure is None:
+        return resolve(None, option_values, encoders, fallback)
+    given = {k: v for k, v in option_values.items() if v is not None}
+    return replace(procedure, values={**procedure.values, **given}, encoders=tuple(encoders or procedure.encoders),
+                   typed=procedure.typed | set(given))
+
+
+def _alpha(alpha: float | None, proc: Procedure, fallback) -> float:
+    """The alpha given, else the procedure's (typed or the study's), else `fallback()`."""
+    return alpha if alpha is not None else proc.alpha if proc.alpha is not None else fallback()
 
 
 def _defaults(study: Study | None) -> tuple[str, float, str] | None:

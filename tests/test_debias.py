@@ -421,7 +421,9 @@ def test_compare_table_and_figure(small_store, tmp_path):
     from stimkit.report import build, data
 
     with stimkit.open(small_store) as s:
-        found = {(r.test, r.encoder): r for r in stored_before_after(s.con, s.results())}
+        # stored apart from the tests' results (kind 'debias': in no family), read with --kind debias
+        assert s.results().height == 1
+        found = {(r.test, r.encoder): r for r in stored_before_after(s.con, s.results(kind="debias"))}
         assert found[("weat7", "glove-6b-50d,debias=hard")].change == pytest.approx(after.change)
         written = build.write_report(data.gather(s.con), tmp_path / "report", ["html"])
     assert "Before and after debiasing" in written.html.read_text()

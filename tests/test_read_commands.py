@@ -209,7 +209,7 @@ def test_stacked_sql_in_where_is_refused(db, args):
 
 def test_version_and_a_fresh_stimkit_db(tmp_path, monkeypatch):
     r = invoke(app, ["--version"])
-    assert r.exit_code == 0 and r.stdout.strip() == f"stimkit {stimkit.__version__}"
+    assert r.exit_code == 0 and r.stdout.strip().startswith(f"stimkit {stimkit.__version__} (store schema ")
     monkeypatch.setenv("STIMKIT_DB", str(tmp_path / "new.duckdb"))
     r = invoke(app, ["generate", "-w", "flowers", "-t", "word"])
     assert r.exit_code == 0, r.output

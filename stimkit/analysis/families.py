@@ -194,7 +194,7 @@ def define_family(con, where: str | None = None, alpha: float | None = None, run
             "FROM family_latest b LEFT JOIN (SELECT result_id, avg(CASE WHEN p_value <= getvariable('alpha') THEN 1.0 "
             "ELSE 0.0 END) AS share FROM result_cuts WHERE p_value IS NOT NULL "
             "AND result_id IN (SELECT result_id FROM family_latest) GROUP BY result_id) c USING (result_id)")
-    what = {"test": "", "audit": "audit ", "compare": "comparison ", "all": ""}[kind]
+    what = {"test": "", "audit": "audit ", "compare": "comparison ", "debias": "debias comparison ", "all": ""}[kind]
     definition = (f"the latest {what}result per hypothesis ({HYPOTHESIS}) {scope}"
                   + (", stale ones included" if include_stale else ""))
     sql = f"SELECT * FROM ({base}) WHERE ({where})" if where else base

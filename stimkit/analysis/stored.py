@@ -109,3 +109,44 @@ def wording_variants(con, where: str | None = None) -> pl.DataFrame:
             ORDER BY a.run_id, a.test, a.encoder, v.rule NULLS FIRST""")
     except duckdb.Error as e:
         raise InputError(f"--where {where!r}: {usersql.first_line(e)}") from None
+
+
+def one_original(con, audits: pl.DataFrame, wording: pl.DataFrame | None) -> tuple[pl.DataFrame,
+                                                                                  pl.DataFrame | None, list[str]]:
+    """`audit show`'s default view: the latest audit of each test, encoder and template set in
+    each table (template audits, wording audits), so one test on one encoder shows one d and p
+    of its original wording. Where the latest template audit and the latest wording audit of one
+    test, encoder and set disagree on it (they ran under other procedures: seed, budget, units),
+    the older is left out, and a note says so (`--where` shows any audit). Latest: by the run's
+    start (run ids of one second do not sort by time)."""
+    keys = ["test", "encoder", "template_set"]
+    notes: list[str] = []
+    started = dict(store.rows(con, "SELECT run_id, started_at FROM runs"))
+    if audits.height:  # an audit's id is its result's, <run_id>/...
+        audits = audits.with_columns(_run=pl.col("audit_id").str.split("/").list.first())
+        audits = (audits.with_columns(_at=pl.Series([started.get(r) for r in audits["_run"]], dtype=pl.Datetime))
+                  .sort("_at", "_run").unique(keys, keep="last", maintain_order=True))
+    if wording is not None and wording.height:
+        wording = (wording.with_columns(_at=pl.Series([started.get(r) for r in wording["run_id"]], dtype=pl.Datetime))
+                   .sort("_at", "run_id").unique(keys, keep="last", maintain_order=True))
+        if audits.height:
+            both = audits.join(wording.select(*keys, "run_id", "original_d", "original_p", pl.col("_at").alias("_wat")),
+                               on=keys)
+            differ = both.filter(((pl.col("full_p") - pl.col("original_p")).abs() > 1e-12)
+                                 | ((pl.col("full_d") - pl.col("original_d")).abs() > 1e-12))
+            for r in differ.iter_rows(named=True):
+                template_older = (r["_at"], r["_run"]) < (r["_wat"], r["run_id"])
+                older, newer = ("template", "wording") if template_older else ("wording", "template")
+                drop = r["_run"] if template_older else r["run_id"]
+                notes.append(f"left out: the {older} audit of {r['test']} on {r['encoder']} (run {drop}) ran under "
+                             f"another procedure than the newer {newer} audit (p {r['full_p']:.4g} against "
+                             f"{r['original_p']:.4g}); see `audit show --where \"run_id = '{drop}'\"`")
+                mine = (pl.col("test") == r["test"]) & (pl.col("encoder") == r["encoder"])
+                if template_older:
+                    audits = audits.filter(~((pl.col("_run") == drop) & mine))
+                else:
+                    wording = wording.filter(~((pl.col("run_id") == drop) & mine))
+        wording = wording.drop("_at").sort(keys)
+    if "_run" in audits.columns:
+        audits = audits.drop("_run", "_at").sort(keys)
+    return audits, wording, notes

@@ -169,25 +169,22 @@ def test_cmd(
       stimkit test 'sent-weat*' -e minilm --cuts 20
       stimkit test sent-weat1 --context c-word -e minilm
     """
-    from ..run.options import Options
-
     from ..stats.metrics import parse_metrics
 
     study = current_study()
-    encoder = proc.pop("encoder")
-    typed = {k for k, v in proc.items() if v is not None and v is not False} | ({"units"} if proc["clustered"] else set())
-    # the study's [options."<pattern>"]: a test's own units and alternative, where no flag says otherwise
-    per_test = None if study is None or not study.per_test else \
-        (lambda t: {k: v for k, v in study.options_for(t.name).items() if k not in typed})
-    opts = Options(**procedure.options(study, **proc, bootstrap=bootstrap, cuts=cuts,
-                                       metrics=tuple(parse_metrics(metric)) if metric else None, center=center,
-                                       center_ref=center_ref))
+    # the library's one resolution (run.options.procedure): the study's options, what was typed
+    # over them, and the study's [options."<pattern>"] where no flag says otherwise
+    resolved = procedure.resolve(study, {**proc, "bootstrap": bootstrap, "cuts": cuts,
+                                         "metrics": tuple(parse_metrics(metric)) if metric else None,
+                                         "center": center, "center_ref": center_ref})
+    per_test = resolved.per_test()
+    opts = resolved.options()
     if baseline is None and study is not None:
         baseline = study.baseline
     with open_store(wordlist_dir=wordlist_dir, template_dir=template_dir, override=override) as store:
         bar, callbacks = progress_callbacks(verbose)
         with bar:
-            report = store.test(patterns, encoders=procedure.encoders(study, encoder), everything=everything,
+            report = store.test(patterns, encoders=list(resolved.encoders), everything=everything,
                                 source=source, x=x, y=y, a=a, b=b, name=name, context=context, command=invocation(),
                                 options=opts, save=save, cross_lingual=cross_lingual, rerun=rerun,
                                 baseline=baseline or None, per_test=per_test, study=study, **callbacks)
@@ -227,19 +224,18 @@ def baseline_cmd(
     """
     import polars as pl
 
-    from ..run.options import Options
     from .encode import progress_for
 
     study = current_study()
-    encoder = proc.pop("encoder")
-    opts = Options(**procedure.options(study, **proc))
+    resolved = procedure.resolve(study, proc)
+    opts = resolved.options()
     drawn = {k: v for k, v in ((study.baseline or {}) if study is not None else {}).items()}
     drawn.update({k: v for k, v in {"sets": sets, "seed": proc["seed"], "tolerance": tolerance, "vocabulary": vocabulary,
                                     "language": language}.items() if v is not None})
     drawn.setdefault("seed", opts.seed)  # as `test --baseline` and `run` draw: the procedure's seed
     with open_store(wordlist_dir=wordlist_dir, template_dir=template_dir, override=override) as store:
-        report = store.baseline(patterns, encoders=procedure.encoders(study, encoder), command=invocation(),
-                                options=opts, progress=progress_for, study=study,
+        report = store.baseline(patterns, encoders=list(resolved.encoders), command=invocation(),
+                                options=opts, per_test=resolved.per_test(), progress=progress_for, study=study,
                                 on_failure=lambda f: err.print(f"failed: {f}", style="red", highlight=False), **drawn)
     sets = report.baselines[0].k if report.baselines else drawn.get("sets", 1000)
     rows = [{"test": b.test, "encoder": b.encoder, "d": b.observed_d, "percentile": b.percentile, "fpr": b.fpr,

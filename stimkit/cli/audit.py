@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .. import DEFAULT_BUDGET, StimkitError
+from .. import StimkitError
 from ..errors import UsageError
 from ..views.text import with_interval
 from . import procedure
@@ -34,25 +34,22 @@ def _audit(
     from .encode import progress_for
 
     command = invocation()
-    study = current_study()
-    # the procedure as `test` takes it; alpha: typed, else the study's, else the tests' study's (Store.audit)
-    encoders = procedure.encoders(study, proc.pop("encoder"), ("minilm",))
-    values = procedure.options(study, **proc)
-    values = {k: v for k, v in values.items() if k in procedure.KEYS + ("clustered",)}
-    alpha = values.pop("alpha", None)
+    # the procedure as `test` takes it (the library's one resolution against the study in force);
+    # alpha: typed, else the study's, else the tests' study's (Store.audit)
+    proc = procedure.resolve(current_study(), proc, ("minilm",))
     with open_store(wordlist_dir=wordlist_dir, template_dir=template_dir, override=override) as store:
         if not compare:
-            run_id, _ = store.audit(test, encoders, template_set, alpha, command, _audit_line, progress_for, **values)
+            run_id, _ = store.audit(test, None, template_set, None, command, _audit_line, progress_for, procedure=proc)
             if fmt is not None:  # the audits just stored, as `audit show` prints them
-                _show(*store.audits(f"run_id = '{run_id}'", alpha=alpha), fmt)
+                _show(*store.audits(f"run_id = '{run_id}'", alpha=proc.alpha), fmt)
             err.print(result_lines(f"run {run_id}:", f"see `stimkit audit show --where \"run_id = '{run_id}'\"`"),
                       highlight=False)
             return
         if not test:
             raise UsageError("compare needs the tests to compare: --test/-t (repeatable)")
-        alpha = alpha if alpha is not None else store.study_alpha(test)
-        run_id, rows = store.audit_compare(test, list(template_set or []), encoders, alpha, command,
-                                           progress_for, **values)
+        alpha = proc.alpha if proc.alpha is not None else store.study_alpha(test)
+        run_id, rows = store.audit_compare(test, list(template_set or []), None, alpha, command, progress_for,
+                                           procedure=proc)
     emit(rows, fmt, title=f"d and p by template set (shift and flips against {template_set[0]}; alpha {alpha})",
          keep=("d", "ci_low", "ci_high", "p", "significant"))
     err.print(f"run {run_id}", highlight=False)
@@ -95,13 +92,13 @@ _register("compare", True, """Run the same test under each template set and show
 @audit_app.command("perturb")
 @handles_errors
 def audit_perturb_cmd(
-    test: Annotated[Optional[list[str]], typer.Option("--test", "-t", help="A test whose sets come from one template set (repeatable).")] = None,
+    test: Annotated[Optional[list[str]], typer.Option("--test", "-t", help="A test whose sets come from one template set (repeatable; default: the study's sentence tests).")] = None,
     encoder: Annotated[Optional[list[str]], typer.Option("--encoder", "-e", help="Encoder (repeatable; default: the study's, else minilm).")] = None,
     rule: Annotated[Optional[list[str]], typer.Option("--rule", help="Only these rewording rules or paraphrases (repeatable; default: all).")] = None,
-    max_variants: Annotated[Optional[int], typer.Option("--max-variants", help="The bound on a family's size (default: the set's perturb.max_variants, else 40).", min=1)] = None,
+    max_variants: Annotated[Optional[int], typer.Option("--max-variants", help="The bound on a family's size, 1 to 1,000 (STIMKIT_MAX_VARIANTS) (default: the set's perturb.max_variants, else 40).")] = None,
     alpha: Annotated[Optional[float], typer.Option("--alpha", help="Significance level of the decision flips, p <= alpha (default: the study's, else 0.01).")] = None,
-    budget: Annotated[int, typer.Option("--budget", help="Permutation sample budget.")] = DEFAULT_BUDGET,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the permutation samples.")] = 0,
+    budget: Annotated[Optional[int], typer.Option("--budget", help="Permutation sample budget, 2 to 10,000,000 (STIMKIT_MAX_BUDGET) (default: the study's, else 100,000).")] = None,
+    seed: Annotated[Optional[int], typer.Option("--seed", help="Seed of the permutation samples (default: the study's, else 0).")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only list each family's variants (nothing rendered or stored).")] = False,
     wordlist_dir: WordlistDirOption = None,
     template_dir: TemplateDirOption = None,
@@ -113,7 +110,9 @@ def audit_perturb_cmd(
     Per test x encoder: variants, d and p per variant, the range of the relative change of d
     against the original (Seshadri et al. 2022), sign and decision flip shares, the templates'
     share of variance over the family, a verdict (robust / fragile); across encoders, Kendall's
-    tau of their order by d and the share of variants that keep it.
+    tau of their order by d and the share of variants that keep it. Inside a study its
+    procedure applies (seed, budget, units, encoders, alpha, per-test options; a flag
+    overrides a key), so the original's d and p are those of `stimkit run`.
 
     Examples:
       stimkit audit perturb -t sent-weat6 -e minilm
@@ -122,19 +121,14 @@ def audit_perturb_cmd(
     from .encode import progress_for
 
     command = invocation()
-    # the study in force (--study, $STIMKIT_STUDY, study.toml here or above): without --test its
-    # sentence tests; with --test, its encoders and alpha
-    found, study = current_study(), None
-    if found is not None and not test:
-        study = found.path or found.name
-    elif found is not None:
-        encoder = encoder or list(found.encoders)
-        alpha = alpha if alpha is not None else found.alpha
+    # the study in force (--study, $STIMKIT_STUDY, study.toml here or above): its procedure, and
+    # without --test its sentence tests
+    found = current_study()
+    proc = procedure.resolve(found, {"budget": budget, "seed": seed, "alpha": alpha, "encoder": encoder}, ("minilm",))
+    study = found if not test else None
     if dry_run:
-        if not test:
-            raise UsageError("--dry-run needs the tests: --test/-t")
         with open_store(read_only=True, wordlist_dir=wordlist_dir, template_dir=template_dir, override=override) as store:
-            families = store.perturbation_families(test, rule, max_variants)
+            families = store.perturbation_families(test, rule, max_variants, study=study)
         import polars as pl
 
         emit(pl.DataFrame([{"template_set": f.parent, "variant": v.name, "family": v.family, "lines": len(v.changes),
@@ -143,9 +137,9 @@ def audit_perturb_cmd(
         return
     with open_store(wordlist_dir=wordlist_dir, template_dir=template_dir, override=override) as store:
         run_id, _, _, families = store.audit_perturb(
-            test, encoder, study=study, alpha=alpha, rules=rule, max_variants=max_variants, command=command,
+            test, study=study, rules=rule, max_variants=max_variants, command=command,
             on_family=lambda f: err.print(f.summary(), highlight=False), on_audit=_wording_line,
-            progress=progress_for, budget=budget, seed=seed)
+            progress=progress_for, procedure=proc)
         audits, rankings = store.wording_audits(f"run_id = '{run_id}'")
     tables = {"wording": audits.drop("run_id")}
     if rankings.height:  # one encoder: no order to keep
@@ -172,16 +166,20 @@ def _wording_line(a) -> None:
 @handles_errors
 def audit_ceat_cmd(
     test: Annotated[list[str], typer.Option("--test", "-t", help="A test whose words have several contexts (a corpus import's sets; repeatable).")],
-    encoder: Annotated[Optional[list[str]], typer.Option("--encoder", "-e", help="Encoder (repeatable; default: minilm).")] = None,
+    encoder: Annotated[Optional[list[str]], typer.Option("--encoder", "-e", help="Encoder (repeatable; default: the study's, else minilm).")] = None,
     context: Annotated[str, typer.Option("--context", help="c-word (a word's own vector in each context) or sentence (the pooled sentence).")] = "c-word",
-    samples: Annotated[int, typer.Option("--samples", "-n", help="CEAT's N: draws of one context a word (default the paper's 10,000: under 7 s on 2 cores for 25 words a list in 768 dimensions, bench/bench_corpus.py --ceat).", min=2)] = 10000,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the draws.")] = 0,
+    samples: Annotated[int, typer.Option("--samples", "-n", help="CEAT's N: draws of one context a word, 2 to 100,000 (STIMKIT_MAX_CEAT_SAMPLES); default the paper's 10,000 (under 7 s on 2 cores for 25 words a list in 768 dimensions: bench/bench_corpus.py --ceat).")] = 10000,
+    seed: Annotated[Optional[int], typer.Option("--seed", help="Seed of the draws and of the test's permutations (default: the study's, else 0).")] = None,
+    budget: Annotated[Optional[int], typer.Option("--budget", help="Permutation sample budget of the test's own p, 2 to 10,000,000 (STIMKIT_MAX_BUDGET) (default: the study's, else 100,000).")] = None,
     fmt: Annotated[Optional[str], format_option()] = None,
 ):
     """CEAT's combined effect size (Guo & Caliskan 2021) beside stimkit's d and the crossed model's d.
 
     CEAT draws one context a word N times and pools the draws' effect sizes with a random-effects
-    model; its p pools N correlated draws and is far smaller than a test's own p.
+    model; its p pools N correlated draws and is far smaller than a test's own p. A test whose
+    every word has one context is refused (its N draws are one draw repeated); where some words
+    have one, the row's note says so. Inside a study its procedure applies (encoders, seed,
+    budget, units, per-test options). The rows are stored (`ceat_results`) with their run.
 
     Example:
       stimkit audit ceat -t my-corpus-test -e minilm -n 1000
@@ -190,25 +188,41 @@ def audit_ceat_cmd(
 
     import polars as pl
 
+    from .encode import progress_for
+
+    proc = procedure.resolve(current_study(), {"seed": seed, "budget": budget, "encoder": encoder}, ("minilm",))
     with open_store() as store:
-        rows = store.ceat(test, encoder or ["minilm"], context=context,
-                          samples=samples, seed=seed)
-    emit(pl.DataFrame([dataclasses.asdict(r) for r in rows]), fmt,
+        rows = store.ceat(test, context=context, samples=samples,
+                          progress=progress_for, command=invocation(), procedure=proc)
+    shown = [{k: v for k, v in dataclasses.asdict(r).items() if k not in ("fingerprint", "ces_variance", "q")}
+             for r in rows]
+    emit(pl.DataFrame(shown), fmt,
          title="CEAT's combined effect size (CES, its p) beside stimkit's d and p and the crossed model's d",
          keep=("ces", "d"))
+    for r in rows:
+        if r.note:
+            err.print(f"note: {r.test} {r.encoder}: {r.note}", highlight=False)
+    if rows:
+        err.print(f"run {rows[0].run_id}", highlight=False)
+
+
+MAX_TOP = 1_000  # templates listed per audit: more than any template set holds
 
 
 @audit_app.command("show")
 @handles_errors
 def audit_show_cmd(
     where: Annotated[Optional[str], typer.Option("--where", help="SQL condition on `audits`.")] = None,
-    top: Annotated[int, typer.Option("--top", help="Templates listed per audit.")] = 3,
+    top: Annotated[int, typer.Option("--top", help=f"Templates listed per audit, 1 to {MAX_TOP:,}.")] = 3,
     movers: Annotated[bool, typer.Option("--templates", help="Only the templates that move each test most.")] = False,
     variants: Annotated[bool, typer.Option("--variants", help="Only the wording audits' variants: d, p, relative change, flips.")] = False,
     alpha: Annotated[Optional[float], typer.Option("--alpha", help="Decision flips at this alpha, recomputed from the stored p (default: the study's, else each audit's own).")] = None,
     fmt: Annotated[Optional[str], format_option()] = None,
 ):
     """A summary of audits: pooled d, tau2, I2, flip rates, and the templates that move each test most.
+
+    Without --where: the latest audit of each test, encoder and template set, one d and p of the
+    original wording each (an older audit under another procedure is left out, with a note).
 
     Both tables in every format: JSON is one document {"rows": [the audits], "templates": [...]};
     csv and tsv print the audits, a blank line, then the templates, each with its header line;
@@ -219,6 +233,8 @@ def audit_show_cmd(
       stimkit audit show --templates --format csv
       stimkit audit show --variants --where "test = 'sent-weat6'"
     """
+    if not 1 <= top <= MAX_TOP:
+        raise UsageError(f"--top must be between 1 and {MAX_TOP:,}, not {top}")
     alpha = alpha if alpha is not None else study_value("alpha")
     if variants:
         with open_store(read_only=True) as store:
@@ -236,6 +252,17 @@ def audit_show_cmd(
             except StimkitError:
                 if not audits.height:
                     raise
+        if where is None:  # the latest of each, one d and p of the original per test and encoder
+            from ..analysis.stored import one_original
+
+            kept, wording, notes = one_original(store.con, audits, wording)
+            if kept.height != audits.height:
+                ids = ", ".join("'" + i.replace("'", "''") + "'" for i in kept["audit_id"].to_list())
+                audits, movers_df = store.audits(f"audit_id IN ({ids})", top, alpha)
+            if wording is not None and rankings is not None:
+                rankings = rankings.filter(rankings["run_id"].is_in(wording["run_id"].to_list()))
+            for note in notes:
+                err.print(note, highlight=False)
     if wording is not None and wording.height:
         tables = {"audits": audits.drop("audit_id"), "templates": movers_df} if audits.height else {}
         tables.update(wording=wording, **({"rankings": rankings} if rankings.height else {}))

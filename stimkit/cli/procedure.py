@@ -1,8 +1,8 @@
 """The procedure's options, declared once: `test`, `baseline` and `audit` take the same
 options with the same help, grouped in panels (what to test, the procedure, output).
 
-Every option defaults to None: the CLI passes on only what the user typed, over the study's
-keys, and the library (run.options.Options) owns the defaults."""
+Every option defaults to None: the CLI passes on only what the user typed; the library resolves
+it over the study's keys (run.options.procedure, `resolve` here) and owns the defaults."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ OUTPUT = "Output"
 EncoderOption = Annotated[Optional[list[str]], typer.Option(
     "--encoder", "-e", help="Encoder spec (repeatable; default: the study's, else glove-6b-50d).", rich_help_panel=WHAT)]
 BudgetOption = Annotated[Optional[int], typer.Option(
-    "--budget", help=f"Permutation sample budget (default: the study's, else {DEFAULT_BUDGET:,}).",
+    "--budget", help=f"Permutation sample budget, 2 to 10,000,000 (STIMKIT_MAX_BUDGET) (default: the study's, else "
+                     f"{DEFAULT_BUDGET:,}).",
     rich_help_panel=PROCEDURE)]
 MethodOption = Annotated[Optional[str], typer.Option(
     "--method", help=f"p-value procedure: {choices(P_METHODS)} (default: auto).", rich_help_panel=PROCEDURE)]
@@ -42,26 +43,14 @@ CutSeedOption = Annotated[Optional[int], typer.Option(
 AlphaOption = Annotated[Optional[float], typer.Option(
     "--alpha", help="Significance level, in (0, 1) (default: the study's, else 0.01).", rich_help_panel=PROCEDURE)]
 
-# the keys of run.options.Options that the bundle sets, by their CLI parameter names
-KEYS = ("budget", "method", "alternative", "seed", "units", "balance", "cut_seed", "alpha")
 
+def resolve(study, proc: dict, fallback=("glove-6b-50d",)):
+    """The bundle's values as the user typed them (`proc`, encoder included), resolved by the
+    library's one resolver (run.options.procedure) against the study in force."""
+    from ..run.options import procedure
 
-def options(study, **typed) -> dict:
-    """The Options keywords of one command: the study's [options] and alpha, then what the user
-    typed (a typed flag overrides a key); what neither says is left to the library's defaults."""
-    values = {}
-    if study is not None:
-        values.update({k: v for k, v in study.options.items()})
-        values["alpha"] = study.alpha
-    values.update({k: v for k, v in typed.items() if v is not None and v is not False})
-    return values
-
-
-def encoders(study, typed, fallback=("glove-6b-50d",)) -> list[str]:
-    """The encoders a command runs: those typed, else the study's, else `fallback`."""
-    if typed:
-        return list(typed)
-    return list(study.encoders) if study is not None and study.encoders else list(fallback)
+    typed = dict(proc)
+    return procedure(study, {k: v for k, v in typed.items() if k != "encoder"}, typed.get("encoder"), fallback)
 
 
 # The bundle: (parameter, its option, its default), in the order the help lists them.

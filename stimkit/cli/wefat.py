@@ -55,14 +55,14 @@ def wefat_cmd(
     b: Annotated[Optional[str], typer.Option("--b", help="Attribute set B; A and B may differ in size (WEFAT does not need equal sizes).")] = None,
     prop: Annotated[Optional[str], typer.Option("--property", help="Property table (properties/<name>.csv or a .csv path), or SQL returning word, value.")] = None,
     label: Annotated[str, typer.Option("--name", help="Name of the ad-hoc WEFAT.")] = "adhoc",
-    encoder: Annotated[str, typer.Option("--encoder", "-e", help="Encoder spec.")] = "glove-6b-50d",
+    encoder: Annotated[Optional[list[str]], typer.Option("--encoder", "-e", help="Encoder spec (repeatable; default: the study's, else glove-6b-50d).")] = None,
     context: Annotated[Optional[str], typer.Option("--context", help=f"{choices(WEFAT_CONTEXTS)}: bare list names go through `word` or --templates.")] = None,
     templates: Annotated[str, typer.Option("--templates", help="Template set of the sentence context.")] = "may2019",
     drop: Annotated[Optional[float], typer.Option("--drop-least-typical", help="Leave out this fraction of targets farthest from their centroid (e.g. 0.2; default: off, or the catalog entry's).")] = None,
     bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates for a CI of r (0: none).")] = 0,
     method: Annotated[str, typer.Option("--method", help=f"Per-word p-value: {choices(WORD_P_METHODS)}.")] = "auto",
-    budget: Annotated[int, typer.Option("--budget", help="Partitions per word beyond which p is sampled.")] = DEFAULT_BUDGET,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
+    budget: Annotated[Optional[int], typer.Option("--budget", help=f"Partitions per word beyond which p is sampled, 2 to 10,000,000 (STIMKIT_MAX_BUDGET) (default: the study's, else {DEFAULT_BUDGET:,}).")] = None,
+    seed: Annotated[Optional[int], typer.Option("--seed", help="Seed of the sampled p and the bootstrap (default: the study's, else 0).")] = None,
     fmt: Annotated[Optional[str], format_option()] = None,
 ):
     """Word Embedding Factual Association Test: correlate s(w, A, B) of target words with a property.
@@ -70,6 +70,7 @@ def wefat_cmd(
     s(w) = (mean_a cos(w,a) - mean_b cos(w,b)) / std over A u B (ddof 1); per word a permutation
     p over partitions of A u B; overall Pearson r (p as scipy.stats.pearsonr), Spearman rho and the
     regression of the property on s(w). A and B may differ in size. The result goes to the store.
+    Inside a study: its encoders (a result each), seed and budget, as `stimkit run` gives its WEFATs.
 
     Examples:
       stimkit wefat wefat-occupations -e glove-6b-50d --format json
@@ -79,16 +80,22 @@ def wefat_cmd(
 
     from .encode import progress_for
 
+    from . import procedure
+    from .common import current_study, invocation
+
+    proc = procedure.resolve(current_study(), {"budget": budget, "seed": seed, "encoder": encoder})
     with open_store() as store:
-        result = store.wefat(name, encoder, targets=targets, a=a, b=b, property=prop, label=label, context=context,
-                             templates=templates, progress=progress_for, method=method, budget=budget, seed=seed,
-                             bootstrap=bootstrap, drop_least_typical=drop)
-    if fmt == "json":
-        sys.stdout.write(json.dumps(document(result)) + "\n")
-        return
-    err.print(summary_line(result), highlight=False)
-    emit(pl.DataFrame(words(result), infer_schema_length=None).drop("set_version", "template_ids", "ordinal"), fmt,
-         WORD_COLUMNS if fmt in (None, "table") else None)
+        results = [store.wefat(name, enc, targets=targets, a=a, b=b, property=prop, label=label, context=context,
+                               templates=templates, progress=progress_for, command=invocation(), procedure=proc,
+                               method=method, bootstrap=bootstrap, drop_least_typical=drop)
+                   for enc in proc.encoders]
+    for result in results:  # one encoder: one document or table, as before; several: one each, in order
+        if fmt == "json":
+            sys.stdout.write(json.dumps(document(result)) + "\n")
+            continue
+        err.print(summary_line(result), highlight=False)
+        emit(pl.DataFrame(words(result), infer_schema_length=None).drop("set_version", "template_ids", "ordinal"), fmt,
+             WORD_COLUMNS if fmt in (None, "table") else None)
 
 
 @app.command("wefat-results")

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -174,7 +175,23 @@ def _pairs(items: list, path: Path, key: str) -> tuple[Pair, ...]:
     for i, p in enumerate(items, start=1):
         if not (isinstance(p, list) and len(p) == 2 and all(isinstance(w, str) and w.strip() for w in p)):
             raise StimkitError(f"{path}: `{key}` item {i} must be a pair of two words, not {p!r}")
+    check_pairs(items, path, key)
     return tuple((a, b) for a, b in items)
+
+
+def check_pairs(items: list, path: Path, key: str) -> None:
+    """A pair of one word twice has no difference (it would remove an arbitrary direction: with
+    GloVe, the first coordinate), and a pair given twice (in either order) weighs twice: each is
+    refused, naming it. Words are compared as written: Bolukbasi et al.'s lists pair a word's
+    cased forms on purpose (a vocabulary may hold both)."""
+    seen: dict[frozenset, int] = {}
+    for i, (a, b) in enumerate(items, start=1):
+        if a.strip() == b.strip():
+            raise StimkitError(f"{path}: `{key}` item {i} {[a, b]!r} pairs a word with itself: a pair needs two words")
+        both = frozenset((a.strip(), b.strip()))
+        if both in seen:
+            raise StimkitError(f"{path}: `{key}` item {i} {[a, b]!r} repeats item {seen[both]}: give each pair once")
+        seen[both] = i
 
 
 # ------------------------------------------------------------------ words in a vocabulary
@@ -491,8 +508,8 @@ def _typed(value: str, default, key: str, spec: str):
         typed = type(default)(value)
     except ValueError:
         raise StimkitError(f"encoder {spec!r}: {key} must be a {type(default).__name__}, not {value!r}") from None
-    if isinstance(typed, (int, float)) and not typed > 0:
-        raise StimkitError(f"encoder {spec!r}: {key} must be above 0, not {value!r}")
+    if isinstance(typed, (int, float)) and not (typed > 0 and math.isfinite(typed)):
+        raise StimkitError(f"encoder {spec!r}: {key} must be a finite number above 0, not {value!r}")
     name = key.removeprefix("debias_")
     if name in CHOICES and typed not in CHOICES[name]:
         raise StimkitError(f"encoder {spec!r}: {key} must be one of {', '.join(CHOICES[name])}, not {value!r}")

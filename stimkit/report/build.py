@@ -149,7 +149,7 @@ def caption(data: ReportData) -> str:
 def write_tables(data: ReportData, grid: table4.Table4View, folder: Path,
                  written: Written) -> tuple[list[str], list[dict], pl.DataFrame]:
     """Table 4 as markdown and LaTeX (booktabs) under the encoders' display names, every result's
-    exact numbers as CSV."""
+    exact numbers as CSV (and CEAT's rows and the debias checks, where present)."""
     folder.mkdir()
     for name, fmt in (("table4.md", "markdown"), ("table4.tex", "latex")):
         (folder / name).write_text(table4.render(grid.t4, fmt, caption(data), grid.names, grid.heads))
@@ -158,7 +158,31 @@ def write_tables(data: ReportData, grid: table4.Table4View, folder: Path,
     results = view.select([c for c in RESULT_COLUMNS if c in view.columns])
     results.write_csv(folder / "results.csv")
     written.tables.append(folder / "results.csv")
+    for name, df in (("ceat.csv", data.ceat), ("debias_checks.csv", data.debias_checks)):
+        if df is not None and df.height:  # the sections' exact numbers, where they are shown
+            df.write_csv(folder / name)
+            written.tables.append(folder / name)
     return grid.columns, grid.rows, results
+
+
+SIGNED = ("d", "ces", "crossed_d")  # effect sizes: always with their sign
+
+
+def _cell(column: str, value) -> str:
+    """A table cell as the page prints it: numbers to 3 significant digits, an effect size with
+    its sign, none blank."""
+    if value is None or isinstance(value, float) and np.isnan(value):
+        return ""
+    if isinstance(value, float):
+        return f"{value:+.3g}" if column in SIGNED else f"{value:.3g}"
+    return str(value)
+
+
+def shown_rows(df: pl.DataFrame | None) -> list[dict]:
+    """A section's rows as the page prints them."""
+    if df is None or df.height == 0:
+        return []
+    return [{k: _cell(k, v) for k, v in r.items()} for r in df.to_dicts()]
 
 
 def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = None, force: bool = False) -> Written:
@@ -234,6 +258,8 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
     layers_svg = emit_figure(figures.layer_sweep(data.layers), "layer-sweep") if data.layers is not None else ""
     debias_svg = emit_figure(before_after_figure(data.debias), "debias-before-after") if data.debias else ""
     metric_rows = data.metrics.to_dicts() if data.metrics is not None else []
+    ceat_rows = shown_rows(data.ceat)
+    check_rows = shown_rows(data.debias_checks)
     wefats = []
     for r, items in data.wefat:
         name = f"wefat-{figures.slug(r['name'])}-{figures.slug(r['encoder'])}"
@@ -249,6 +275,7 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
                                              ("wording", "Wording audits", wording_svg),
                                              ("cuts", "Cut spread", cuts_svg), ("layers", "By layer", layers_svg),
                                              ("debias", "Before and after debiasing", debias_svg),
+                                             ("ceat", "CEAT", ceat_rows), ("debias-checks", "Debiasing checks", check_rows),
                                              ("metrics", "Metrics", metric_rows), ("wefat", "WEFAT", wefats)) if on]
         sections += [("consistency", "Consistency checks"), ("provenance", "Provenance")]
         html = ENV.get_template("report.html.j2").render(
@@ -259,7 +286,7 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
             ci_text=ci_text(data), left_out_columns=left_out.columns, left_out_rows=left_out.to_dicts(),
             result_columns=results.columns, result_rows=results.to_dicts(), strips=strips, forests=forests, wording=wording_svg,
             baselines=baselines, diagnostic_rows=diagnostic_rows,
-            cuts_svg=cuts_svg, layers_svg=layers_svg, debias_svg=debias_svg, metric_rows=metric_rows, wefats=wefats, consistency_columns=cons.columns, consistency_rows=cons.to_dicts(),
+            cuts_svg=cuts_svg, layers_svg=layers_svg, debias_svg=debias_svg, ceat_rows=ceat_rows, check_rows=check_rows, metric_rows=metric_rows, wefats=wefats, consistency_columns=cons.columns, consistency_rows=cons.to_dicts(),
             consistency_counts={v: (cons["verdict"] == v).sum() if cons.height else 0
                                 for v in ("violation", "note", "not comparable")},
             provenance=data.provenance)

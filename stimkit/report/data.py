@@ -36,6 +36,8 @@ class ReportData:
     consistency: pl.DataFrame | None = None
     layers: pl.DataFrame | None = None                      # layer sweeps: d (and its CI) by layer
     debias: list = field(default_factory=list)              # analysis.debias.BeforeAfter: debiased encoders and their bases
+    ceat: pl.DataFrame | None = None                        # CEAT's combined effect sizes (`audit ceat`), the latest each
+    debias_checks: pl.DataFrame | None = None               # checks of debiased encoders (`debias check`), the latest each
     metrics: pl.DataFrame | None = None                     # test x encoder x metric values, when several
     provenance: dict = field(default_factory=dict)
     family: str = ""                                        # the family's definition (analysis.Family)
@@ -97,10 +99,66 @@ def gather(con, where: str | None = None, correct: str | None = None, alpha: flo
     data.layers = layer_sweeps(df)
     from ..analysis.debias import stored_before_after
 
-    data.debias = stored_before_after(con, df)
+    study_name = getattr(study, "name", None)
+    data.debias = stored_before_after(con, with_debias_comparisons(con, df, study_name))
+    data.ceat = latest_ceat(con, study_name)
+    data.debias_checks = latest_debias_checks(con, study_name)
     data.metrics = metric_matrix(con, names)
     data.provenance = provenance(con, df)
     return data
+
+
+BEFORE_AFTER = ("result_id", "test", "encoder", "fingerprint", "effect_size", "ci_low", "ci_high", "p_value", "created_at",
+                "metric", "display")
+
+
+def _of_study(study: str | None) -> tuple[str, list]:
+    """A condition on `runs` (alias `u`) keeping a study's runs (all runs without one)."""
+    return ("u.study = ?", [study]) if study is not None else ("TRUE", [])
+
+
+def with_debias_comparisons(con, df: pl.DataFrame, study: str | None) -> pl.DataFrame:
+    """The family's results with `debias compare`'s (kind 'debias': in no family, shown here
+    beside it), of the study's runs where the report is a study's."""
+    cond, params = _of_study(study)
+    found = store.frame(con, f"""
+        SELECT {", ".join("r." + c for c in BEFORE_AFTER)} FROM results r JOIN runs u USING (run_id)
+        WHERE r.kind = 'debias' AND {cond}""", params)
+    if found.height == 0:
+        return df
+    keep = [c for c in BEFORE_AFTER if c in df.columns]
+    return pl.concat([df.select(keep), found.select(keep)], how="vertical_relaxed")
+
+
+def latest_ceat(con, study: str | None) -> pl.DataFrame | None:
+    """The latest CEAT row per test, encoder and context (of the study's runs where the report is
+    a study's), with its run's study and alpha."""
+    if not has_rows(con, "ceat_results"):
+        return None
+    cond, params = _of_study(study)
+    found = store.frame(con, f"""
+        SELECT c.test, c.encoder, c.context, c.n_samples, c.seed, c.contexts_min, c.contexts_max, c.ces, c.ces_p,
+               c.tau2, c.d, c.p_value, c.crossed_d, c.note, c.run_id, u.study, u.alpha
+        FROM ceat_results c JOIN runs u USING (run_id) WHERE {cond}
+        QUALIFY row_number() OVER (PARTITION BY c.test, c.fingerprint, c.context
+                                   ORDER BY c.created_at DESC, c.ceat_id DESC) = 1
+        ORDER BY c.test, c.encoder, c.context""", params)
+    return found if found.height else None
+
+
+def latest_debias_checks(con, study: str | None) -> pl.DataFrame | None:
+    """The checks of each debiased encoder's latest `debias check` run (of the study's runs where
+    the report is a study's)."""
+    if not has_rows(con, "debias_checks"):
+        return None
+    cond, params = _of_study(study)
+    found = store.frame(con, f"""
+        WITH latest AS (SELECT d.fingerprint, max(d.run_id) AS run_id FROM debias_checks d JOIN runs u USING (run_id)
+                        WHERE {cond} GROUP BY d.fingerprint)
+        SELECT d.encoder, d.base, d."check", d.items, d.before, d.before_low, d.before_high, d.after, d.after_low,
+               d.after_high, d.chance, d.n, d.run_id
+        FROM debias_checks d JOIN latest USING (fingerprint, run_id) ORDER BY d.encoder, d.created_at""", params)
+    return found if found.height else None
 
 
 def layer_sweeps(df: pl.DataFrame) -> pl.DataFrame | None:

@@ -157,13 +157,15 @@ def audit_one(con, run_id: str, test: TestDef, template_set: str, planned, enc, 
     return audit
 
 
-def run_templates(con, plan: AuditPlan, alpha: float, command: str, on_audit=None) -> tuple[str, list[Audit]]:
-    """Audit every test under every template set for every encoder, in one run (all or nothing)."""
+def run_templates(con, plan: AuditPlan, alpha: float, command: str, on_audit=None,
+                  run_fields: dict | None = None) -> tuple[str, list[Audit]]:
+    """Audit every test under every template set for every encoder, in one run (all or nothing).
+    run_fields: the study's name, alpha and correction, recorded on the run."""
     if plan.run.refused:  # an audit is one whole: a test or encoder that cannot run stops it
         raise plan.run.refused[0].as_error()
     audits = []
     with store.transaction(con):
-        run_id = store.start_run(con, command, plan.run.options.seed)
+        run_id = store.start_run(con, command, plan.run.options.seed, **(run_fields or {}))
         for test, template_set, planned, enc in plan.cells():
             a = audit_one(con, run_id, test, template_set, planned, enc, planned.options, alpha)
             audits.append(a)
@@ -172,14 +174,15 @@ def run_templates(con, plan: AuditPlan, alpha: float, command: str, on_audit=Non
     return run_id, audits
 
 
-def run_compare(con, plan: AuditPlan, alpha: float, command: str) -> tuple[str, list[dict]]:
+def run_compare(con, plan: AuditPlan, alpha: float, command: str,
+                run_fields: dict | None = None) -> tuple[str, list[dict]]:
     """The same tests under each template set (a plan of at least two): d, its shift and
     flips against the first set."""
     if plan.run.refused:
         raise plan.run.refused[0].as_error()
     rows = []
     with store.transaction(con):
-        run_id = store.start_run(con, command, plan.run.options.seed)
+        run_id = store.start_run(con, command, plan.run.options.seed, **(run_fields or {}))
         base = {}
         for test, template_set, planned, enc in plan.cells():
             (r,) = association.run_one(con, run_id, planned, enc, replace(planned.options, metrics=("weat",)),

@@ -188,11 +188,26 @@ def plan(con, run_plan: Plan, b: BaselineOptions, inputs: Inputs) -> tuple[tuple
     return tuple(out), failed
 
 
+def refuse_corpus_tests(run_plan: Plan) -> None:
+    """A test whose sets come from a corpus has no matched baseline (its contexts are the words'
+    own sentences: there is no template to render a drawn word through): refused before
+    anything runs, so no result is stored without the baseline the command asked for."""
+    from ..catalog.corpus import PREFIX
+
+    for planned, _ in run_plan.pairs:
+        for role, f in planned.sets.items():
+            if "template_id" in f.columns and f["template_id"].str.starts_with(PREFIX).any():
+                raise UsageError(f"test {planned.name!r}: set {role.upper()} comes from a corpus, and a matched "
+                                 "baseline renders drawn words through templates: run it with --baseline 0 (a "
+                                 "study's [baseline] applies to every test run in its folder)")
+
+
 def with_baselines(con, run_plan: Plan, b: BaselineOptions, inputs: Inputs, keep_tests: bool = True) -> Plan:
     """The plan with a matched baseline planned for each of its (test, encoder) pairs (and, with
     keep_tests False, those baselines alone: `stimkit baseline` stores no test result)."""
     from dataclasses import replace
 
+    refuse_corpus_tests(run_plan)
     planned, failed = plan(con, run_plan, b, inputs)
     return replace(run_plan, baselines=planned, refused=run_plan.refused + tuple(failed),
                    pairs=run_plan.pairs if keep_tests else ())

@@ -62,6 +62,52 @@ class CheckRow:
     protocol: str = "gonen-goldberg"   # how the words were chosen and scored (PROTOCOLS; "" for the cost rows)
 
 
+# Bounds on the checks' work (raise them with STIMKIT_MAX_DEBIAS_WORDS, STIMKIT_MAX_RESAMPLES): the
+# neighbour check compares each of the 2N words with the whole candidate vocabulary, so N sets
+# the memory (N = 10,000,000 filled 24 GB); each resample reruns k-means.
+MAX_WORDS = 2_500
+MAX_RESAMPLES = 10_000
+
+
+def check_counts(n: int, resamples: int) -> None:
+    """--n and --resamples within their bounds, or one line (a usage error: exit 2)."""
+    from ..choices import limit
+
+    for flag, value, low, name, default in (("--n", n, 2, "max_debias_words", MAX_WORDS),
+                                            ("--resamples", resamples, 10, "max_resamples", MAX_RESAMPLES)):
+        bound = limit(name, default)
+        if not low <= value <= bound:
+            raise UsageError(f"{flag} must be between {low} and {bound:,} (raise the bound with "
+                             f"STIMKIT_{name.upper()}), not {value}")
+
+
+def records(rows: list[CheckRow], run_id: str, enc, n: int, resamples: int) -> list[dict]:
+    """The rows of `debias_checks` (db/025) for one debiased encoder's checks."""
+    from ..store import as_record
+
+    return [{**as_record(r), "run_id": run_id, "fingerprint": enc.fingerprint, "base": enc.base.spec, "n_words": n,
+             "resamples": resamples} for r in rows]
+
+
+def compare(con, plan, command: str, run_fields: dict | None = None) -> tuple[str, list]:
+    """Every test on the base and on each debiased encoder (`plan`), in one run, stored as results
+    of kind 'debias': exploratory, they join no family of the study's tests (`results --kind
+    debias` reads them). All or nothing."""
+    from .. import store
+    from . import association
+
+    if plan.refused:
+        raise plan.refused[0].as_error()
+    pending: list = []
+    with store.transaction(con):
+        run_id = store.start_run(con, command, plan.options.seed, **(run_fields or {}))
+        for planned, enc in plan.pairs:
+            association.run_one(con, run_id, planned, enc, planned.options, kind="debias", reference=plan.reference,
+                                pending=pending)
+        association.write(con, pending)
+    return run_id, pending
+
+
 def _row(enc, check: str, items: str, before: recover.Figure, after: recover.Figure,
          protocol: str = "gonen-goldberg") -> CheckRow:
     return CheckRow(enc.spec, check, items, before.value, before.low, before.high, after.value, after.low, after.high,
@@ -98,8 +144,7 @@ def similarity(enc, base, name: str) -> CheckRow:
 def checks(enc, n: int = 500, seed: int = 0, resamples: int = 200, vocab: int = 50000,
            protocol: str = "gonen-goldberg") -> list[CheckRow]:
     """Every check of a debiased encoder (`encoders.resolve("...,debias=...")`)."""
-    if protocol not in PROTOCOLS:
-        raise UsageError(f"unknown check protocol {protocol!r} (known: {', '.join(PROTOCOLS)})")
+    check_counts(n, resamples)
     if isinstance(enc, debias.DebiasedWordEncoder):
         rows = (word_checks if protocol == "gonen-goldberg" else projection_checks)(enc, n, seed, resamples, vocab)
     elif isinstance(enc, debias.DebiasedEncoder):

@@ -13,14 +13,25 @@ from ..stats.centering import parse_method
 from ..stats.metrics import metric
 from ..stimuli.balance import BALANCE_POLICIES
 
-# Bounds on work that a typo could make endless (raise them with STIMKIT_MAX_CUTS, STIMKIT_MAX_BOOTSTRAP).
+# Bounds on work that a typo could make endless (raise them with STIMKIT_MAX_CUTS, STIMKIT_MAX_BOOTSTRAP,
+# STIMKIT_MAX_BUDGET).
 MAX_CUTS = 1_000
 MAX_BOOTSTRAP = 100_000
+MAX_BUDGET = 10_000_000
 
 
 def _check_seed(name: str, value: int) -> None:
     if not 0 <= value < 2 ** 63:
         raise UsageError(f"--{name.replace('_', '-')} must be between 0 and 2^63 - 1, not {value}")
+
+
+def check_budget(budget: int) -> None:
+    """The permutation sample budget: at least 2, at most the bound (a typo of 1e9 would run for hours)."""
+    if budget < 2:
+        raise UsageError("the sample budget must be at least 2")
+    if budget > limit("max_budget", MAX_BUDGET):
+        raise UsageError(f"--budget {budget} is over the limit of {limit('max_budget', MAX_BUDGET):,} "
+                         "(raise it with STIMKIT_MAX_BUDGET)")
 
 
 def _check_replicates(bootstrap: int) -> None:
@@ -58,8 +69,7 @@ class Options:
             raise UsageError(f"unknown p-value method {self.method!r} (known: {', '.join(METHODS)})")
         if self.alternative is not None and self.alternative not in ALTERNATIVES:
             raise UsageError(f"unknown alternative {self.alternative!r} (known: {', '.join(ALTERNATIVES)})")
-        if self.budget < 2:
-            raise UsageError("the sample budget must be at least 2")
+        check_budget(self.budget)
         if self.balance is not None and self.balance not in BALANCE_POLICIES:
             raise UsageError(f"unknown balance policy {self.balance!r} (known: {', '.join(BALANCE_POLICIES)})")
         if self.units is not None and self.units not in UNITS:
@@ -137,10 +147,89 @@ class WefatOptions:
     def __post_init__(self):
         if self.method not in WORD_P_METHODS:
             raise UsageError(f"unknown per-word p-value method {self.method!r} (known: {', '.join(WORD_P_METHODS)})")
-        if self.budget < 2:
-            raise UsageError("the sample budget must be at least 2")
+        check_budget(self.budget)
         _check_replicates(self.bootstrap)
         if self.drop_least_typical is not None and not 0 <= self.drop_least_typical < 1:
             raise UsageError(f"--drop-least-typical must be in [0, 1), got {self.drop_least_typical}")
         check_level(self.ci_level)
         _check_seed("seed", self.seed)
+
+
+# What an analysis takes from the study in force, besides its tests: the run's options (Options
+# keywords), the encoders, and the study's name, alpha and correction recorded on the run.
+ANALYSIS_DROPS = ("cuts", "metrics", "bootstrap")  # a run's extras that an audit's one d and p does not use
+
+
+@dataclass(frozen=True)
+class Procedure:
+    """The procedure one command runs under, resolved once (`procedure`): the study's [options]
+    and alpha, then what the user typed over them; the study's per-test tables under a flag the
+    user typed; the encoders typed, else the study's, else the command's own."""
+    values: dict                          # Options keywords (the library's defaults fill the rest)
+    encoders: tuple[str, ...]
+    study: str | None = None              # the study's name: recorded on the run
+    correction: str | None = None
+    per_test_tables: tuple = ()           # the study's (pattern, {units, alternative}), in file order
+    typed: frozenset = frozenset()        # the keys the user typed: a per-test table never overrides them
+
+    @property
+    def alpha(self) -> float | None:
+        """The alpha typed or the study's; None: the command's own default."""
+        return self.values.get("alpha")
+
+    @property
+    def seed(self) -> int:
+        return self.values.get("seed", Options.seed)
+
+    def options(self, drop: tuple[str, ...] = (), **extra) -> Options:
+        """The Options of the run (`extra`: a command's own values, None left out; `drop`: keys it
+        does not use)."""
+        values = {k: v for k, v in self.values.items() if k not in drop}
+        return Options(**{**values, **{k: v for k, v in extra.items() if v is not None}})
+
+    def analysis(self, alpha: float | None = None) -> Options:
+        """The Options of an analysis that computes one d and p a test (audits, CEAT, debias):
+        the run's, less its extras (cuts, other metrics, bootstrap), at `alpha`."""
+        return self.options(ANALYSIS_DROPS, alpha=alpha)
+
+    def for_test(self, name: str) -> dict:
+        """The option values the study's [options."<pattern>"] give the test `name` (later
+        tables win), less those the user typed."""
+        from fnmatch import fnmatchcase
+
+        found: dict = {}
+        for pattern, values in self.per_test_tables:
+            if fnmatchcase(name, pattern):
+                found.update(values)
+        return {k: v for k, v in found.items() if k not in self.typed}
+
+    def per_test(self, name_of=None):
+        """run.plan.make's per_test: a test's own values (`name_of(test)`: the name it has in the
+        study, e.g. a re-templated test's original); None without per-test tables."""
+        if not self.per_test_tables:
+            return None
+        return lambda t: self.for_test(name_of(t) if name_of else t.name)
+
+    def run_fields(self, alpha: float | None = None) -> dict:
+        """What the run row records: the study's name, the alpha in force and the correction."""
+        return {"study": self.study, "alpha": alpha if alpha is not None else self.alpha,
+                "correction": self.correction}
+
+
+def procedure(study=None, typed: dict | None = None, encoders=None, fallback=("glove-6b-50d",)) -> Procedure:
+    """The one resolution of a command's procedure: `study` (a study.Study, or None), then what
+    the user typed (`typed`: option -> value, None or False where not typed), then the
+    library's defaults. Every command that runs tests takes it: test, baseline, run, the audits,
+    CEAT, debias, wefat."""
+    values: dict = {}
+    if study is not None:
+        values.update(study.options)
+        values["alpha"] = study.alpha
+    given = {k: v for k, v in (typed or {}).items() if v is not None and v is not False}
+    values.update(given)
+    chosen = (tuple(encoders) if encoders else
+              tuple(study.encoders) if study is not None and study.encoders else tuple(fallback))
+    typed_keys = set(given) | ({"units"} if given.get("clustered") else set())
+    return Procedure(values, chosen, study.name if study is not None else None,
+                     study.correction if study is not None else None,
+                     tuple(study.per_test) if study is not None else (), frozenset(typed_keys))

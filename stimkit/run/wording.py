@@ -26,10 +26,13 @@ from ..stats.crossed import crossed_fit
 from ..stats.weat import InvalidInput
 from ..stimuli.factors import word_and_context
 from ..stimuli.perturb import Family
+from ..store import column
+from ..store.staging import scratch
 from . import association
 from .audit import retemplate, template_sets_of
 from .plan import Plan
-from ..store import column
+
+SCRATCH = "stimkit-perturb-"   # the variants' template folders: <tmp>/stimkit-perturb-<pid>-*
 
 
 @dataclass(frozen=True)
@@ -91,6 +94,21 @@ class WordingPlan:
     provenance: tuple[dict, ...] = ()     # stimuli.perturb.provenance rows of every variant
 
 
+MAX_VARIANTS = 1_000  # the most variants a family may be allowed (STIMKIT_MAX_VARIANTS)
+
+
+def check_max_variants(max_variants: int | None) -> None:
+    """--max-variants: a number of variants, 1 to the bound (each variant is a test run per encoder)."""
+    from ..choices import limit
+
+    if max_variants is None:
+        return
+    bound = limit("max_variants", MAX_VARIANTS)
+    if not 1 <= max_variants <= bound:
+        raise UsageError(f"--max-variants must be between 1 and {bound:,} (raise the bound with STIMKIT_MAX_VARIANTS), "
+                         f"not {max_variants}")
+
+
 def perturbed_set(test: TestDef) -> str:
     """The one template set a test's sets are rendered by (the set whose family it runs under)."""
     own = template_sets_of(test)
@@ -98,6 +116,28 @@ def perturbed_set(test: TestDef) -> str:
         raise UsageError(f"test {test.name!r}: a wording audit perturbs one template set, and its sets come from "
                          + (f"{len(own)} ({', '.join(own)})" if own else "none (word-level or SQL sets)"))
     return own[0]
+
+
+def variants_folder():
+    """The temporary folder the variants are written to: removed when the audit ends, killed
+    or not, and a stale one at the next start (store.staging.scratch)."""
+    return scratch(SCRATCH)
+
+
+def require_variants(family: Family) -> Family:
+    """The family, when it has a variant to audit; else one line saying why it has none (the
+    grammar check dropped them all, or no rule rewrites a line of the set)."""
+    if family.variants:
+        return family
+    lines = [d for d in family.dropped if d.template]
+    if lines:
+        d = lines[0]
+        reason = d.reason.splitlines()[0] if d.reason else ""
+        why = (f"the grammar check dropped every variant of its family ({len(lines)} rewritten "
+               f"line{'s' if len(lines) != 1 else ''}; the first, {d.template} in {d.variant}: {reason})")
+    else:
+        why = "no rule rewrites a line of it" + (f" (rules: {', '.join(family.unmatched)})" if family.unmatched else "")
+    raise InputError(f"template set {family.parent!r}: {why}: no variant to audit")
 
 
 def variant_tests(test: TestDef, family: Family) -> list[TestDef]:
@@ -197,18 +237,21 @@ def audit_one(run_id: str, con, test: TestDef, family: Family, planned: dict, en
         share, None if fit is None else float(fit.d), "fragile" if fragile else "robust", tuple(rows))
 
 
-def run(con, plan: WordingPlan, alpha: float, command: str, on_audit=None) -> tuple[str, list[WordingAudit],
-                                                                                   list[WordingRanking]]:
-    """Every test over its family on every encoder, in one run (all or nothing)."""
+def run(con, plan: WordingPlan, alpha: float, command: str, on_audit=None,
+        run_fields: dict | None = None) -> tuple[str, list[WordingAudit], list[WordingRanking]]:
+    """Every test over its family on every encoder, in one run (all or nothing). run_fields:
+    the study's name, alpha and correction, recorded on the run."""
     if plan.run.refused:
         raise plan.run.refused[0].as_error()
+    for family in plan.families.values():
+        require_variants(family)
     planned = {}
     for pt, enc in plan.run.pairs:
         planned.setdefault(enc.fingerprint, {})[pt.name] = pt
     encoders = list({enc.fingerprint: enc for _, enc in plan.run.pairs}.values())
     audits = []
     with store.transaction(con):
-        run_id = store.start_run(con, command, plan.run.options.seed)
+        run_id = store.start_run(con, command, plan.run.options.seed, **(run_fields or {}))
         store.insert(con, "template_variants", list(plan.provenance), keep_stored=True)
         for test in plan.tests:
             family = plan.families[perturbed_set(test)]

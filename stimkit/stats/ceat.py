@@ -62,16 +62,23 @@ def sample_effect(X: np.ndarray, Y: np.ndarray, A: np.ndarray, B: np.ndarray) ->
     return float((s[: len(X)].mean() - s[len(X):].mean()) / sd), float(sd ** 2)
 
 
-def combined_effect_size(vectors: list[list[np.ndarray]], n_samples: int, rng) -> CombinedEffect:
+def combined_effect_size(vectors: list[list[np.ndarray]], n_samples: int, rng, what: str = "CEAT") -> CombinedEffect:
     """CEAT on per-word context vectors: `vectors` is [X, Y, A, B], each a list (one per word, in
     the list's order) of arrays (contexts x dim). `rng`: a numpy Generator, or a RandomState (the
-    stream CEAT's code draws from, np.random.randint)."""
+    stream CEAT's code draws from, np.random.randint).
+
+    Every word with one context is refused: the N draws are then one draw repeated, and pooling
+    them as N studies gives a variance N times too small and a p near 0 for any d."""
     draw = rng.integers if hasattr(rng, "integers") else rng.randint
     if n_samples < 2:
         raise InvalidInput("CEAT needs at least two samples")
     for role, words in zip("XYAB", vectors):
         if not words:
-            raise InvalidInput(f"CEAT: set {role} has no word with a context")
+            raise InvalidInput(f"{what}: set {role} has no word with a context")
+    if all(len(w) == 1 for words in vectors for w in words):
+        raise InvalidInput(f"{what}: every word has one context, so CEAT's {n_samples} draws are one draw repeated "
+                           "and its p would pool them as independent studies: give the words several contexts "
+                           "(e.g. `import corpus -n`), or read the test's own d and p")
     e, v = np.empty(n_samples), np.empty(n_samples)
     for i in range(n_samples):
         picked = [np.array([w[draw(0, len(w))] for w in words]) for words in vectors]

@@ -24,13 +24,23 @@ breaks grammar (an article that does not fit the next word, a determiner or verb
 agree in number with the word's form, a doubled word) where its parent line did not is dropped,
 with the reason; a variant left with no line is dropped. Every variant line records its rule
 and parent template.
+
+A rule's regexes are a user's, so they run on RE2 (google-re2), whose time is linear in the
+line: no pattern can backtrack without end. A pattern RE2 cannot run (a backreference,
+lookaround) is refused naming its file, rule and position, and so is a replacement that refers
+to a group the pattern lacks or has an unknown escape. A line is refused as soon as a
+substitution makes it longer than a rendered sentence may be (Limits.sentence_chars), so rules
+chained on one line cannot grow it without bound.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
+
+import re2
 
 from ..errors import InputError, UsageError
 from ..paths import data_dir
@@ -48,6 +58,129 @@ _SLOT = re.compile(r"\{\{[^}]*?\b(word|singular|plural)\b[^}]*?\}\}")
 _TAGS_AROUND = re.compile(r"^((?:\{%[^%]*%\}\s*)*)(.*?)((?:\s*\{%[^%]*%\})*)$", re.S)
 _JINJA = re.compile(r"(\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\})", re.S)
 _RULE_KEYS = {"name", "family", "description", "files", "subs", "frame", "case"}
+_ESCAPES = {"\\": "\\", "n": "\n", "t": "\t", "r": "\r", "f": "\f", "v": "\v", "a": "\a"}
+
+
+class RuleError(InputError):
+    """A rule's pattern or replacement that cannot run; `pos` is its position in the text."""
+
+
+def _re2_options():
+    options = re2.Options()
+    options.log_errors = False  # RE2 would print its own (second) line to stderr
+    return options
+
+
+@lru_cache(maxsize=4096)
+def compile_sub(pattern: str, replacement: str) -> tuple:
+    """(RE2 regex, the replacement as pieces: text, or a group's number) of one
+    [pattern, replacement] pair; a RuleError saying what and where when either cannot run."""
+    try:
+        regex = re2.compile(pattern, _re2_options())
+    except re2.error as e:
+        raise _pattern_error(pattern, e) from None
+    return regex, _template(replacement, regex.groups, dict(regex.groupindex))
+
+
+def _pattern_error(pattern: str, e: Exception) -> RuleError:
+    why = e.args[0].decode("utf-8", "replace") if e.args and isinstance(e.args[0], bytes) else str(e)
+    what, _, fragment = why.partition(": ")
+    try:
+        re.compile(pattern)
+        pos = _locate(pattern, fragment)
+    except re.error as py:  # a syntax error: Python's parser knows where
+        pos = py.pos if py.pos is not None else -1
+    hint = (" (rules run on RE2, in linear time: no backreference or lookaround)"
+            if any(k in what for k in ("escape", "perl operator", "repetition")) else "")
+    where = f" at position {pos}" if pos >= 0 else ""
+    e = RuleError(f"bad regex {pattern!r}{where}: {what}{hint}")
+    e.pos = pos
+    return e
+
+
+def _locate(pattern: str, fragment: str) -> int:
+    """Where RE2's complaint (the text it stopped at) begins in the pattern: its first
+    occurrence outside an escape, and for "(?P" not a named group "(?P<" (which RE2 runs)."""
+    i = 0
+    while fragment and i < len(pattern):
+        if pattern.startswith(fragment, i) and not (fragment == "(?P" and pattern.startswith("(?P<", i)):
+            return i
+        i += 2 if pattern[i] == "\\" else 1
+    return -1
+
+
+def _template(repl: str, groups: int, names: dict) -> tuple:
+    """The replacement as pieces (as Python's re.sub reads it: \\1..\\99, \\g<n>, \\g<name>,
+    and \\n \\t \\\\ and the other control escapes); any other escape is refused, as is a
+    group the pattern does not have."""
+    def bad(i: int, why: str) -> RuleError:
+        e = RuleError(f"bad replacement {repl!r} at position {i}: {why}")
+        e.pos = i
+        return e
+
+    pieces, text, i = [], [], 0
+    while i < len(repl):
+        c = repl[i]
+        if c != "\\":
+            text.append(c)
+            i += 1
+            continue
+        nxt = repl[i + 1:i + 2]
+        if nxt in _ESCAPES:
+            text.append(_ESCAPES[nxt])
+            i += 2
+            continue
+        if nxt == "g":
+            m = re.match(r"<([^<>]*)>", repl[i + 2:])
+            if not m:
+                raise bad(i, "\\g needs a group in <>: \\g<1> or \\g<name>")
+            ref, end = m.group(1), i + 2 + m.end()
+            if re.fullmatch(r"[0-9]+", ref):
+                ref = int(ref)
+            elif ref in names:
+                ref = names[ref]  # pieces: text (str) or a group's number (int)
+            else:
+                raise bad(i, f"the pattern has no group named {ref!r}")
+        elif nxt.isascii() and nxt.isdigit():
+            m = re.match(r"[0-9]{1,2}", repl[i + 1:])
+            ref, end = int(m.group(0)), i + 1 + m.end()
+            if ref == 0:
+                raise bad(i, "\\0 is no group (the whole match is \\g<0>)")
+        else:
+            raise bad(i, "a lone backslash at the end" if not nxt else
+                      f"unknown escape \\{nxt} (write the character itself, \\\\ for a backslash)")
+        if isinstance(ref, int) and ref > groups:
+            raise bad(i, f"group {ref}, and the pattern has {groups} group{'s' if groups != 1 else ''}")
+        if text:
+            pieces.append("".join(text))
+            text = []
+        pieces.append(ref)
+        i = end
+    if text:
+        pieces.append("".join(text))
+    return tuple(pieces)
+
+
+class TooLong(Exception):
+    """A substitution made a line longer than its bound (raised before the line is built)."""
+
+
+def substitute(regex, pieces: tuple, line: str, most: int) -> str:
+    """Every match of `regex` in `line` replaced (re.sub's meaning), refused with TooLong as
+    soon as the result would pass `most` characters: so nothing longer is ever built."""
+    out, size, end = [], 0, 0
+    for m in regex.finditer(line):
+        parts = [line[end:m.start()]] + [p if isinstance(p, str) else (m.group(p) or "") for p in pieces]
+        size += sum(map(len, parts))
+        if size > most:
+            raise TooLong
+        out += parts
+        end = m.end()
+    size += len(line) - end
+    if size > most:
+        raise TooLong
+    out.append(line[end:])
+    return "".join(out)
 
 
 @dataclass(frozen=True)
@@ -60,15 +193,27 @@ class Rule:
     case: str | None = None
     files: tuple[str, ...] = ()    # the template files (word kinds) it reads; (): every file
     source: str = "built-in"
+    where: str = field(default="", compare=False)   # its file and place there, for errors
 
     def applies_to(self, file: str) -> bool:
         return not self.files or file in self.files
 
-    def apply(self, line: str) -> str:
-        """The line rewritten (the same line where the rule does not match)."""
+    def apply(self, line: str, limits: Limits = Limits(), what: str = "a line") -> str:
+        """The line rewritten (the same line where the rule does not match). Refused: a line
+        that a substitution makes longer than a rendered sentence may be (`what`: the line, for
+        the error), checked after each substitution, before the longer line is built."""
+        where = self.where or f"perturbation rule {self.name!r} ({self.source})"
+        most = max(limits.sentence_chars, len(line))  # a line already that long is the template's own
         if self.subs:
-            for pattern, replacement in self.subs:
-                line = re.sub(pattern, replacement, line)
+            for k, (pattern, replacement) in enumerate(self.subs):
+                try:
+                    regex, pieces = compile_sub(pattern, replacement)
+                    line = substitute(regex, pieces, line, most)
+                except RuleError as e:
+                    raise RuleError(f"{where}: subs[{k}]: {e}") from None
+                except TooLong:
+                    raise InputError(f"{where}: subs[{k}] makes {what} longer than {limits.sentence_chars} characters, "
+                                     f"the limit of a sentence ({limits.how_to_raise('sentence_chars')})") from None
             return line
         if self.case == "lower":
             return "".join(p if _JINJA.fullmatch(p) else p.lower() for p in _JINJA.split(line)).replace("|capfirst", "")
@@ -78,7 +223,11 @@ class Rule:
             body = re.sub(r"^(\{\{[^}]*?)\|capfirst", r"\1", body)
         elif body[:1].isupper() and not body[1:2].isupper():
             body = body[0].lower() + body[1:]
-        return head + self.frame.replace("{}", body) + tail
+        out = head + self.frame.replace("{}", body) + tail
+        if len(out) > most:
+            raise InputError(f"{where}: its frame makes {what} longer than {limits.sentence_chars} characters, "
+                             f"the limit of a sentence ({limits.how_to_raise('sentence_chars')})")
+        return out
 
 
 @dataclass(frozen=True)
@@ -152,11 +301,11 @@ def _rule(raw: dict, where: str, source: str) -> Rule:
         if not isinstance(raw["subs"], list) or not raw["subs"] or not all(
                 isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in raw["subs"]):
             raise InputError(f"{where}: subs must be a list of [regex, replacement] pairs")
-        for pattern, _ in raw["subs"]:
+        for k, (pattern, replacement) in enumerate(raw["subs"]):
             try:
-                re.compile(pattern)
-            except re.error as e:
-                raise InputError(f"{where}: bad regex {pattern!r}: {e}") from None
+                compile_sub(pattern, replacement)
+            except RuleError as e:
+                raise RuleError(f"{where}: subs[{k}]: {e}") from None
         subs = tuple((p, r) for p, r in raw["subs"])
     if "frame" in raw and (not isinstance(raw["frame"], str) or raw["frame"].count("{}") != 1):
         raise InputError(f"{where}: frame must be a string with one {{}} (where the line goes)")
@@ -169,7 +318,7 @@ def _rule(raw: dict, where: str, source: str) -> Rule:
     if family not in FAMILIES:
         raise InputError(f"{where}: unknown family {family!r} (known: {', '.join(FAMILIES)})")
     return Rule(name, family, str(raw.get("description", "")), subs, raw.get("frame"), raw.get("case"),
-                tuple(files), source)
+                tuple(files), source, where)
 
 
 def builtin_rules() -> list[Rule]:
@@ -209,10 +358,12 @@ def _slots(text: str) -> list[str]:
     return sorted(m.group(1) for m in _SLOT.finditer(text))
 
 
-def plan(tset, rules: list[Rule] | None = None, limit: int | None = None, only: list[str] | None = None) -> Family:
+def plan(tset, rules: list[Rule] | None = None, limit: int | None = None, only: list[str] | None = None,
+         limits: Limits = Limits()) -> Family:
     """The family of a template set from the text of its lines alone (nothing renders): one
     variant per rule that rewrites at least one line, one per paraphrase. Refused: a rewritten
-    line without the slot its parent had (naming rule and line), a family over its bound."""
+    line without the slot its parent had (naming rule and line), a line a rule makes longer
+    than `limits` let a sentence be, a family over its bound."""
     own_rules, paraphrases, own_limit = own_declaration(tset)
     rules = (builtin_rules() if rules is None else rules) + own_rules
     if only:
@@ -231,9 +382,12 @@ def plan(tset, rules: list[Rule] | None = None, limit: int | None = None, only: 
             if not rule.applies_to(file):
                 continue
             for number, tid, text in _lines(tset, file):
-                new = rule.apply(text)
+                new = rule.apply(text, limits, tid)
                 if new == text:
                     continue
+                if len(new.splitlines()) != len(text.splitlines()):  # a template is one line: each keeps its number
+                    raise InputError(f"{rule.where or f'perturbation rule {rule.name!r} ({rule.source})'}: it breaks "
+                                     f"{tid} into several lines: {new!r}")
                 if _slots(new) != _slots(text):
                     raise InputError(f"perturbation rule {rule.name!r} ({rule.source}) removes the slot from {tid}: "
                                      f"{text!r} -> {new!r}")

@@ -11,6 +11,7 @@ import duckdb
 
 from ..errors import StoreError, first_line as _first_line
 from ..paths import data_dir, default_db
+from . import journal
 
 _MIGRATION = re.compile(r"^(\d+)_.*\.sql$")
 
@@ -68,6 +69,7 @@ def connect(path: str | Path | None = None, read_only: bool = False, wait: float
         check_schema(con, path, read_only)
         if not read_only:
             migrate(con)
+            recover(con)
     except BaseException:
         con.close()
         raise
@@ -94,7 +96,13 @@ def refresh_vector_view(con) -> None:
     encoder and every embeddings_<dim> table (vectors as FLOAT[] so dimensions mix)."""
     tables = [t for (t,) in rows(con, "SELECT table_name FROM information_schema.tables "
                                       "WHERE regexp_matches(table_name, '^embeddings_[0-9]+$') ORDER BY 1")]
-    if not tables:
+    if not tables:  # as migration 007 made it (a command undone may have dropped the last table)
+        con.execute("""CREATE OR REPLACE VIEW stimulus_vectors AS
+            SELECT NULL::VARCHAR AS set_name, NULL::VARCHAR AS set_version, NULL::INTEGER AS ordinal,
+                   NULL::VARCHAR AS word, NULL::VARCHAR AS template_id, NULL::VARCHAR AS stimulus,
+                   NULL::VARCHAR AS encoder, NULL::VARCHAR AS fingerprint, NULL::INTEGER AS dim,
+                   NULL::FLOAT[] AS vector, NULL::VARCHAR AS note
+            WHERE false""")
         return
     parts = [f"""
         SELECT s.set_name, s.set_version, s.ordinal, s.word, s.template_id, s.stimulus, enc.spec AS encoder,
@@ -197,6 +205,18 @@ def migrate(con) -> int:
     return schema_version(con)
 
 
+def recover(con) -> int:
+    """Remove the unfinished work of commands that were killed (store.journal); returns how
+    many of their rows were noted."""
+    removed = 0
+    for token in journal.stale(con):
+        with transaction(con):
+            removed += journal.discard(con, token)
+            refresh_vector_view(con)  # a vector table it made may be gone
+    journal.forget_finished(con)
+    return removed
+
+
 _open_transactions: set[int] = set()
 
 
@@ -210,19 +230,30 @@ class transaction:
     discards the uncommitted transaction."""
 
     def __init__(self, con):
-        self.con, self.joined = con, False
+        self.con, self.joined, self.mark = con, False, None
 
     def __enter__(self):
         self.joined = id(self.con) in _open_transactions
         if not self.joined:
             self.con.execute("BEGIN TRANSACTION")
             _open_transactions.add(id(self.con))
+            try:
+                self.mark = journal.log_mark(self.con)  # a pending command's: where its set_log rows begin
+            except BaseException:
+                self.__exit__(BaseException, None, None)
+                raise
         return self.con
 
     def __exit__(self, kind, error, tb) -> bool:
         if self.joined:
             return False
         try:
+            if kind is None:
+                try:
+                    journal.note_log(self.con, self.mark)
+                except BaseException:
+                    self.con.execute("ROLLBACK")
+                    raise
             self.con.execute("COMMIT" if kind is None else "ROLLBACK")
         finally:
             _open_transactions.discard(id(self.con))

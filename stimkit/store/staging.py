@@ -8,32 +8,102 @@ with the staging file waits on a pipe from the command: when the command dies, t
 closes and the guard removes whatever is still staged. A guard that was itself killed (a
 machine that went down) leaves a file whose owner is dead: the next command on that path
 removes it (`remove_stale`).
+
+A command's temporary folder (`scratch`) is kept the same way: named with its process id,
+removed when the command ends, by the guard when it is killed, and, when the guard was
+killed too, by the next command that makes one (`remove_stale_folders`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import stat
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import StoreError
+from .journal import alive as _alive
 
 SUFFIX = ".new"
 
 # The guard: block until the pipe from the command closes (it ended, however it ended),
-# then remove the staged files if they are still there (a published store was renamed away).
+# then remove the staged files if they are still there (a published store was renamed away),
+# and the command's temporary folders (never following a link out of them).
 _GUARD = """
-import os, sys
+import os, shutil, sys
 sys.stdin.buffer.read()
 for p in sys.argv[1:]:
     try:
-        os.unlink(p)
+        if os.path.isdir(p) and not os.path.islink(p):
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            os.unlink(p)
     except OSError:
         pass
 """
+
+
+def _guard(paths) -> subprocess.Popen:
+    """A guard process that removes `paths` when this process ends (see _GUARD)."""
+    return subprocess.Popen([sys.executable, "-S", "-c", _GUARD, *map(str, paths)],
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)  # a Ctrl-C to the command's group is not the guard's
+
+
+def _release_guard(guard: subprocess.Popen) -> None:
+    guard.stdin.close()  # the guard finds nothing left to remove, and exits
+    guard.wait()
+
+
+def _started(pid: int) -> float | None:
+    """When a process started (Linux: its start in clock ticks after boot), else None."""
+    try:
+        ticks = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])  # field 22
+        with open("/proc/stat") as f:
+            boot = next(int(line.split()[1]) for line in f if line.startswith("btime "))
+        return boot + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+
+
+def remove_stale_folders(prefix: str, root: Path | None = None) -> list[Path]:
+    """Remove this user's folders `<prefix><pid>-*` under `root` (the temporary folder) whose
+    process is gone, or is a later process that reuses its id; returns them."""
+    root = Path(tempfile.gettempdir() if root is None else root)
+    removed = []
+    for p in root.glob(f"{prefix}*-*"):
+        pid = p.name[len(prefix):].split("-", 1)[0]
+        try:
+            st = os.lstat(p)
+        except OSError:
+            continue
+        if not pid.isdigit() or not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+            continue  # not a folder of ours (a link, another user's): never touched
+        started = _started(int(pid))
+        if int(pid) != os.getpid() and (not _alive(int(pid)) or (started is not None and started > st.st_mtime + 1)):
+            shutil.rmtree(p, ignore_errors=True)
+            removed.append(p)
+    return removed
+
+
+@contextlib.contextmanager
+def scratch(prefix: str):
+    """A temporary folder for one command, `<prefix><pid>-XXXX`: removed when the command
+    ends, by a guard process when it is killed, else by the next `scratch` of that prefix."""
+    remove_stale_folders(prefix)
+    path = Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-"))
+    guard = _guard([path])
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+        _release_guard(guard)
 
 
 def staging_path(path: Path, pid: int | None = None) -> Path:
@@ -42,16 +112,6 @@ def staging_path(path: Path, pid: int | None = None) -> Path:
 
 def _files(staged: Path) -> list[Path]:
     return [staged, Path(f"{staged}.wal")]  # DuckDB's write-ahead log sits beside its file
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process: alive
-        return True
-    return True
 
 
 def remove_stale(path: Path) -> list[Path]:
@@ -138,10 +198,7 @@ class Staging:
         staged = staging_path(path)
         for f in _files(staged):  # this pid's leftovers (a pid reused after a crash)
             f.unlink(missing_ok=True)
-        guard = subprocess.Popen([sys.executable, "-S", "-c", _GUARD, *map(str, _files(staged)),
-                                  *([str(_lock_path(path))] if lock is not None else [])],  # a killed command's lock too
-                                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                 start_new_session=True)  # a Ctrl-C to the command's group is not the guard's
+        guard = _guard([*_files(staged), *([_lock_path(path)] if lock is not None else [])])  # a killed command's lock too
         return cls(path, staged, guard, lock)
 
     def finish(self, keep: bool) -> None:
@@ -156,8 +213,7 @@ class Staging:
                     f.unlink(missing_ok=True)
         finally:
             if self.guard is not None:
-                self.guard.stdin.close()  # the guard finds nothing left to remove, and exits
-                self.guard.wait()
+                _release_guard(self.guard)
                 self.guard = None
             if self.lock is not None:
                 _release(self.path, self.lock)

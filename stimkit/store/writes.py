@@ -1,16 +1,20 @@
 """The one write path for rows (results, items, WEFAT, audits, vectors, stimuli): `insert`,
-and `start_run`, which every writing run begins with."""
+and `start_run`, which every writing run begins with; `all_or_nothing`, which makes a
+command's sets, vectors and results one unit (store.journal)."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import time
 import uuid
 
 import duckdb
 
 from .. import __version__
+from . import journal
+from .connection import refresh_vector_view, transaction
 
 
 def column(default=None, *, stored: bool = True):
@@ -40,6 +44,7 @@ def insert(con, table: str, rows, keep_stored: bool = False) -> int:
     name = f"_insert_{table}"
     con.register(name, rows)
     try:
+        journal.note_insert(con, table, name, keep_stored)  # a pending command's new rows of sets and vectors
         con.execute(f'INSERT {"OR IGNORE " if keep_stored else ""}INTO {table} BY NAME SELECT * FROM "{name}"')
     except BaseException:
         with contextlib.suppress(duckdb.Error):  # an aborted transaction refuses even this: the first error counts
@@ -54,9 +59,44 @@ def start_run(con, command: str, seed: int, study: str | None = None, alpha: flo
     """A new run id (a timestamp, so ids sort by time) recorded with its command and seed, and
     a study's name, alpha and correction (the defaults of reading its results)."""
     run_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+    journal.finish(con)  # the command's sets and vectors commit with its run, in this transaction
     con.execute("INSERT INTO runs (run_id, command, seed, stimkit_version, study, alpha, correction) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)", [run_id, command, seed, __version__, study, alpha, correction])
     return run_id
+
+
+def all_or_nothing(method):
+    """A writing Store method (`test`, `audit_perturb`) whose sets, vectors and results are one
+    unit: the rows of sets and vectors it adds are noted as pending until the transaction that
+    stores its run (start_run); when it fails they are removed at once, when it is killed at
+    the next writing open (store.journal). A method called inside another joins its unit."""
+    @functools.wraps(method)
+    def unit(self, *args, **kwargs):
+        if getattr(self, "read_only", False):
+            return method(self, *args, **kwargs)
+        con = self.con
+        if journal.token_of(con) is not None:
+            return method(self, *args, **kwargs)
+        with transaction(con):
+            token = journal.begin(con, str(kwargs.get("command") or method.__name__))
+        file = journal.database(con)
+        try:
+            out = method(self, *args, **kwargs)
+        except BaseException:
+            journal.leave(file, token)
+            with contextlib.suppress(Exception):  # else the next open removes it
+                con = self.con
+                with transaction(con):
+                    journal.discard(con, token)
+                    refresh_vector_view(con)
+            raise
+        journal.leave(file, token)
+        con = self.con  # no run stored (nothing to run): what it made stays, as `generate` keeps it
+        with transaction(con):
+            con.execute("DELETE FROM pending_rows WHERE token = ?", [token])
+            con.execute("DELETE FROM pending_work WHERE token = ?", [token])
+        return out
+    return unit
 
 
 def latest_study_run(con, study: str) -> str | None:
