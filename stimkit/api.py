@@ -305,18 +305,21 @@ class Store:
 
     def import_corpus(self, paths: list[str | Path], wordlists_: list[str], *, name: str = "corpus",
                       per_word: int = 100, seed: int = 0, min_contexts: int | None = None, case: str = "auto",
-                      max_line_chars: int | None = None, limits: Limits | None = None):
+                      max_line_chars: int | None = None, limits: Limits | None = None,
+                      document: str | None = None, encoding: str = "utf-8"):
         """Contexts from real text (catalog.corpus): sentences of plain text, JSONL or Parquet
         files holding the words of the lists `wordlists_`, up to `per_word` a word (seeded),
-        stored as sets `<list>@corpus:<name>` with their provenance. Returns a CorpusImport
-        (its `few`: the words with fewer than `min_contexts` contexts)."""
+        stored as sets `<list>@corpus:<name>` with their provenance. `document`: what a
+        document is (file, record or a field; None: record for JSONL and Parquet, file for
+        text). Returns a CorpusImport (its `few`: the words with fewer than `min_contexts` contexts)."""
         from .catalog import corpus
 
         self._writable("import corpus")
         lists = self.folders.lists()
         return corpus.import_corpus(self.con, list(paths), lists, list(wordlists_), name=name, per_word=per_word,
                                     seed=seed, min_contexts=min_contexts, case=case,
-                                    max_chars=max_line_chars, limits=limits if limits is not None else self.limits)
+                                    max_chars=max_line_chars, limits=limits if limits is not None else self.limits,
+                                    document=document, encoding=encoding)
 
     # ------------------------------------------------------------------ vectors
 
@@ -939,7 +942,7 @@ class Store:
         return run_id, audits, rankings, families
 
     def ceat(self, tests: list[str], encoders: list[str] | None = None, *, context: str | None = "c-word",
-             samples: int = 1000, seed: int | None = None, progress=None, command: str = "library",
+             samples: int = 10000, seed: int | None = None, progress=None, command: str = "library",
              procedure: Procedure | None = None, on_row=None, **option_values) -> list:
         """CEAT's combined effect size (stats.ceat; Guo & Caliskan 2021) of each test on each
         encoder (default context c-word: a word's vector in each of its contexts), beside
