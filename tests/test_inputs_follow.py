@@ -294,3 +294,33 @@ def test_corpus_sets_are_versioned_by_their_import():
     lists = {"city": object()}
     assert keys.renderable([SetSpec("city", f"{corpus.PREFIX}news"), SetSpec("city", "plain")], lists) == \
         [SetSpec("city", "plain")]
+
+
+@pytest.mark.parametrize("where", ["run.execute.execute", "run.baseline.execute_one"])
+def test_a_study_run_that_fails_part_way_leaves_the_store_as_it_was(tmp_path, monkeypatch, where):
+    """`run` generates and encodes before it stores its results: a failure (a full disk as its
+    results or baselines are stored) takes its sets and vectors back out (store.journal)."""
+    import importlib
+
+    from conftest import snapshot
+    from stimkit import store
+
+    study_file = write_study(tmp_path / "study", BASE)
+    path = tmp_path / "s.duckdb"
+    store.connect(path).close()
+    con = store.connect(path)
+    before = snapshot(con)
+    con.close()
+    module, name = where.rsplit(".", 1)
+
+    def full(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(importlib.import_module(f"stimkit.{module}"), name, full)
+    if name == "execute":  # api imports it by name inside _execute
+        monkeypatch.setattr("stimkit.run.execute.execute", full)
+    with stimkit.open(path) as s, pytest.raises(OSError):
+        s.run(study_file)
+    con = store.connect(path, read_only=True)
+    assert snapshot(con) == before
+    con.close()
