@@ -13,6 +13,14 @@ family, male and female terms, male and female names (matched in their own case)
 in a child process (catalog.corpus.scan: the file reading, sentence splitting, DuckDB matching
 and seeded sampling that `stimkit import corpus` does before it stores the sets) with DuckDB on 2
 threads; printed: wall seconds, sentences a second, the child's peak resident memory.
+
+    python bench/bench_corpus.py --ceat                  # CEAT's N: 1,000 and 10,000 draws
+
+--ceat times CEAT's combined effect size (stats.ceat.combined_effect_size, what `stimkit audit
+ceat --samples N` adds to a test's own run) for N draws of one context a word, on Caliskan's list
+sizes (8 words a list, as C6-C8; 25, as C1-C2), 100 contexts a word, in MiniLM's 384 and BERT's
+768 dimensions, numpy on 2 threads: the draws' cost does not depend on the vectors' values, so
+they are seeded random. The median of 3 runs.
 """
 
 from __future__ import annotations
@@ -88,14 +96,37 @@ def child(paths: list[str], per_word: int) -> None:
                       "seconds": seconds, "peak_mb": peak}))
 
 
+def ceat(samples: list[int]) -> None:
+    import numpy as np
+
+    sys.path.insert(0, str(REPO))
+    from stimkit.stats.ceat import combined_effect_size
+
+    print(f"{'words a list':>12} {'dim':>4} {'contexts':>8} {'N':>7} {'s':>6}")
+    for words in (8, 25):
+        for dim in (384, 768):
+            rng = np.random.default_rng(0)
+            vectors = [[rng.standard_normal((100, dim)) for _ in range(words)] for _ in range(4)]
+            for n in samples:
+                times = []
+                for _ in range(3):
+                    started = time.perf_counter()
+                    combined_effect_size(vectors, n, np.random.default_rng(1))
+                    times.append(time.perf_counter() - started)
+                print(f"{words:>12} {dim:>4} {100:>8} {n:>7,} {sorted(times)[1]:>6.2f}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sentences", type=int, nargs="*", default=[250_000, 1_000_000])
     ap.add_argument("--per-word", type=int, default=100)
     ap.add_argument("--child", nargs="*")
+    ap.add_argument("--ceat", type=int, nargs="*", help="time CEAT's N draws instead (default: 1,000 and 10,000)")
     args = ap.parse_args()
     if args.child is not None:
         return child(args.child, args.per_word)
+    if args.ceat is not None:
+        return ceat(args.ceat or [1_000, 10_000])
     env = {**os.environ, "OMP_NUM_THREADS": "2"}
     print(f"{'sentences':>10} {'MB':>6} {'words':>6} {'found':>6} {'occurrences':>12} {'kept':>6} {'s':>7} "
           f"{'sent/s':>9} {'peak MB':>8}")

@@ -235,3 +235,22 @@ def worst_regex(repeat: int) -> None:
 
 if __name__ == "__main__":
     worst_regex(int(sys.argv[sys.argv.index("--repeat") + 1]) if "--repeat" in sys.argv else 3)
+
+
+def debias_at_bound(repeat: int) -> None:
+    """Issue 49, finding 9: `debias check --n` at its bound (2,500 words a side; before, --n
+    10,000,000 filled 24 GB) and one past it (refused, exit 2), each a process of its own, with
+    wall time and peak RSS (run_measured). The bound is what keeps the neighbour check's
+    2N x vocabulary comparison within a stated memory."""
+    from stimkit.run.debias import MAX_WORDS
+
+    print(f"{'debias check --n (Hard Debias, GloVe 50d)':<44} {'best s':>7} {'cpu s':>6} {'peak MB':>8} {'exit':>5}  message")
+    for n in (MAX_WORDS, MAX_WORDS + 1):
+        runs = [run_measured([sys.executable, "-m", "stimkit", "debias", "check", "-e", "glove-6b-50d,debias=hard",
+                              "--n", str(n), "--resamples", "10", "--format", "csv"]) for _ in range(repeat)]
+        seconds, peak, code, message, cpu = min(runs)
+        print(f"{'--n ' + format(n, ','):<44} {seconds:7.2f} {cpu:6.2f} {peak / 2 ** 20:8.0f} {code:>5}  {message[:100]}")
+
+
+if __name__ == "__main__":
+    debias_at_bound(int(sys.argv[sys.argv.index("--repeat") + 1]) if "--repeat" in sys.argv else 1)

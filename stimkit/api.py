@@ -305,18 +305,21 @@ class Store:
 
     def import_corpus(self, paths: list[str | Path], wordlists_: list[str], *, name: str = "corpus",
                       per_word: int = 100, seed: int = 0, min_contexts: int | None = None, case: str = "auto",
-                      max_line_chars: int | None = None, limits: Limits | None = None):
+                      max_line_chars: int | None = None, limits: Limits | None = None,
+                      document: str | None = None, encoding: str = "utf-8"):
         """Contexts from real text (catalog.corpus): sentences of plain text, JSONL or Parquet
         files holding the words of the lists `wordlists_`, up to `per_word` a word (seeded),
-        stored as sets `<list>@corpus:<name>` with their provenance. Returns a CorpusImport
-        (its `few`: the words with fewer than `min_contexts` contexts)."""
+        stored as sets `<list>@corpus:<name>` with their provenance. `document`: what a
+        document is (file, record or a field; None: record for JSONL and Parquet, file for
+        text). Returns a CorpusImport (its `few`: the words with fewer than `min_contexts` contexts)."""
         from .catalog import corpus
 
         self._writable("import corpus")
         lists = self.folders.lists()
         return corpus.import_corpus(self.con, list(paths), lists, list(wordlists_), name=name, per_word=per_word,
                                     seed=seed, min_contexts=min_contexts, case=case,
-                                    max_chars=max_line_chars, limits=limits if limits is not None else self.limits)
+                                    max_chars=max_line_chars, limits=limits if limits is not None else self.limits,
+                                    document=document, encoding=encoding)
 
     # ------------------------------------------------------------------ vectors
 
@@ -445,6 +448,7 @@ class Store:
             catalog.store_adhoc(self.con, chosen[0])
         return report
 
+    @store.all_or_nothing  # its sets, vectors and rows commit together (store.journal)
     def run(self, study: str | Path | Study = DEFAULT_PAPER, encoders: list[str] | None = None, *,
             options: Options | None = None, progress=None, on_result=None, on_failure=None,
             command: str | None = None, **option_values) -> StudyRun:
@@ -558,6 +562,7 @@ class Store:
         b = baseline if isinstance(baseline, BaselineOptions) else BaselineOptions(sets=baseline, seed=seed)
         return with_baselines(self.con, plan, b, self._baseline_inputs(folders), keep_tests)
 
+    @store.all_or_nothing  # its sets, vectors and rows commit together (store.journal)
     def baseline(self, tests: list[str], *, encoders: list[str] = ("glove-6b-50d",), sets: int = 1000, seed: int = 0,
                  tolerance: float = 0.25, vocabulary: str | Path | None = None, language: str | None = None,
                  command: str = "library", options: Options | None = None, progress=None, on_failure=None,
@@ -804,6 +809,7 @@ class Store:
         quoted = ", ".join("'" + t.replace("'", "''") + "'" for t in tests)
         return analysis.define_family(self.con, f"test IN ({quoted})" if tests else None, allow_empty=True).alpha
 
+    @store.all_or_nothing  # its sets, vectors and rows commit together (store.journal)
     def audit(self, tests: list[str] | None = None, encoders: list[str] | None = None,
               template_sets: list[str] | None = None, alpha: float | None = None, command: str = "library",
               on_audit=None, progress=None, procedure: Procedure | None = None,
@@ -824,6 +830,7 @@ class Store:
         plan = self._audit_plan(tests, proc.encoders, template_sets, opts, progress, procedure=proc)
         return audit.run_templates(self.con, plan, alpha, command, on_audit, proc.run_fields(alpha))
 
+    @store.all_or_nothing  # its sets, vectors and rows commit together (store.journal)
     def audit_compare(self, tests: list[str], template_sets: list[str], encoders: list[str] | None = None,
                       alpha: float | None = None, command: str = "library", progress=None,
                       procedure: Procedure | None = None, **option_values) -> tuple[str, pl.DataFrame]:
@@ -938,8 +945,9 @@ class Store:
         run_id, audits, rankings = wording.run(self.con, wplan, alpha, command, on_audit, proc.run_fields(alpha))
         return run_id, audits, rankings, families
 
+    @store.all_or_nothing  # its sets, vectors and rows commit together (store.journal)
     def ceat(self, tests: list[str], encoders: list[str] | None = None, *, context: str | None = "c-word",
-             samples: int = 1000, seed: int | None = None, progress=None, command: str = "library",
+             samples: int = 10000, seed: int | None = None, progress=None, command: str = "library",
              procedure: Procedure | None = None, on_row=None, **option_values) -> list:
         """CEAT's combined effect size (stats.ceat; Guo & Caliskan 2021) of each test on each
         encoder (default context c-word: a word's vector in each of its contexts), beside
@@ -976,6 +984,7 @@ class Store:
 
         return wording_variants(self.con, where)
 
+    @store.all_or_nothing  # its sets, vectors and rows commit together (store.journal)
     def wefat(self, name: str | None = None, encoder: str | None = None, *, targets: str | None = None,
               a: str | None = None, b: str | None = None, property: str | None = None, label: str = "adhoc",  # noqa: A002
               context: str | None = None, templates: str = "may2019", progress=None, command: str | None = None,
@@ -1009,6 +1018,7 @@ class Store:
 
         return wefat_results(self.con, where, words)
 
+    @store.all_or_nothing  # its sets, vectors and rows commit together (store.journal)
     def debias_compare(self, tests: list[str], debiased: list[str] | None = None, base: str | None = None,
                        progress=None, on_result=None, command: str = "debias compare",
                        procedure: Procedure | None = None, **option_values) -> tuple[RunReport, list]:
@@ -1049,6 +1059,7 @@ class Store:
         report = RunReport(run_id, results, [], opts.alpha, plan.n_tests, plan.n_encoders, notes=list(plan.notes))
         return report, before_after(self.con, results, next(iter(bases)))
 
+    @store.all_or_nothing  # its sets, vectors and rows commit together (store.journal)
     def debias_check(self, specs: list[str] | None = None, n: int = 500, seed: int | None = None,
                      resamples: int = 200, command: str = "library", procedure: Procedure | None = None,
                      protocol: str = "gonen-goldberg") -> tuple[str, dict[str, list]]:

@@ -177,9 +177,11 @@ def test_bad_input_a_100_mb_line(tmp_path, catalog_db):
 
 
 def test_bad_input_unknown_format_and_list(tmp_path, catalog_db):
-    f = tmp_path / "a.csv"
-    f.write_text("home\n")
-    assert "unknown corpus format" in _bad(tmp_path, catalog_db, [f])
+    # any name is read as text (a .csv too: tests/test_corpus_documents.py); a gzipped Parquet
+    # file is refused, as Parquet compresses its own columns
+    f = tmp_path / "a.parquet.gz"
+    f.write_bytes(b"\x1f\x8b")
+    assert "compresses its own columns" in _bad(tmp_path, catalog_db, [f])
 
 
 def test_ceat_beside_stimkits_own_estimates_on_the_imported_contexts(imported):

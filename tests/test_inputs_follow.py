@@ -294,3 +294,55 @@ def test_corpus_sets_are_versioned_by_their_import():
     lists = {"city": object()}
     assert keys.renderable([SetSpec("city", f"{corpus.PREFIX}news"), SetSpec("city", "plain")], lists) == \
         [SetSpec("city", "plain")]
+
+
+@pytest.mark.parametrize("where", ["run.execute.execute", "run.baseline.execute_one"])
+def test_a_study_run_that_fails_part_way_leaves_the_store_as_it_was(tmp_path, monkeypatch, where):
+    """`run` generates and encodes before it stores its results: a failure (a full disk as its
+    results or baselines are stored) takes its sets and vectors back out (store.journal)."""
+    import importlib
+
+    from conftest import snapshot
+    from stimkit import store
+
+    study_file = write_study(tmp_path / "study", BASE)
+    path = tmp_path / "s.duckdb"
+    store.connect(path).close()
+    con = store.connect(path)
+    before = snapshot(con)
+    con.close()
+    module, name = where.rsplit(".", 1)
+
+    def full(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(importlib.import_module(f"stimkit.{module}"), name, full)
+    if name == "execute":  # api imports it by name inside _execute
+        monkeypatch.setattr("stimkit.run.execute.execute", full)
+    with stimkit.open(path) as s, pytest.raises(OSError):
+        s.run(study_file)
+    con = store.connect(path, read_only=True)
+    assert snapshot(con) == before
+    con.close()
+
+
+def test_status_names_a_ceat_result_whose_sets_changed(tmp_path):
+    """A CEAT row records the versions that played X, Y, A and B; once a list changes, `status`
+    names it out of date with the command that redoes it."""
+    from stimkit.stimuli.sets import role_versions
+
+    study_file = write_study(tmp_path / "study", BASE)
+    with stimkit.open(tmp_path / "study" / "stimkit.duckdb") as store:
+        store.run(study_file)
+        con = store.con
+        rv = con.execute("SELECT role_versions FROM results WHERE test = 'city-modern'").fetchone()[0]
+        con.execute("INSERT INTO ceat_results (ceat_id, run_id, test, encoder, fingerprint, context, n_samples, seed, "
+                    "contexts_min, contexts_max, single_context_words, role_versions) SELECT 'c1', run_id, test, encoder, "
+                    "fingerprint, context, 10, 0, 1, 1, 0, role_versions FROM results WHERE test = 'city-modern'")
+        assert rv.startswith("X:") and rv.count("|") == 3 and role_versions  # X, Y, A, B in order
+        rows = {(r.kind, r.name): r for r in store.status(study_file)}
+        assert rows[("ceat", "city-modern")].state == "current"
+    write_study(tmp_path / "study", {**BASE, "village": VILLAGE[:-1]})
+    with stimkit.open(tmp_path / "study" / "stimkit.duckdb", read_only=True) as store:
+        row = {(r.kind, r.name): r for r in store.status(study_file)}[("ceat", "city-modern")]
+        assert (row.state, row.command) == ("outdated", "stimkit audit ceat -t city-modern")

@@ -1,8 +1,9 @@
 """Contexts from real text: `stimkit import corpus PATH...` (CEAT, Guo & Caliskan 2021).
 
-Reads plain text (.txt: a file is a document, a line a record), JSONL (.jsonl/.ndjson: a
-record a line, its `text` field; its `id` field, if any, names the document) or Parquet
-(.parquet: a `text` column, an `id` column if any), splits each record into sentences, finds
+Reads plain text (any name but the ones below: .txt, .cor, none; a line a record), JSONL
+(.jsonl/.ndjson: a record a line, its `text` field) or Parquet (.parquet: a `text` column), each
+but Parquet also gzip-compressed (`.gz` after the name), in UTF-8 or the `encoding` given; splits
+each record into sentences, finds
 the words of the chosen word lists, and samples up to N contexts a word, seeded. Each word list
 becomes a stimulus set `<list>@corpus:<name>`: a sentence a stimulus, with the word's span (so
 c-word reads the word's own token vector and a sentence encoder pools the sentence), its
@@ -10,9 +11,17 @@ document as the stimulus' context (`context_id`: the crossed model's template fa
 sentence is unique to its word, so the factor that words share is the document it comes
 from), and its provenance (document, line, character offset) in `corpus_contexts`.
 
-Documents are named by their path relative to the folder the files share (`2001/speech.txt`
-and `2005/speech.txt` are two documents); a folder given is read whole (its corpus files,
-recursively).
+What a document is (`document`, the command's --document): "file" (every record of a file),
+"record" (each line or row its own document, `<file>#<line>`) or the name of a field of the
+JSONL records or Parquet columns (`<file>#<value>`, every record must have it). Default (None):
+for JSONL and Parquet the record, named by its `document` field, else its `id` field, where it
+has one; for text the file (a text file holding one text). The documents are the levels of the
+crossed model's context factor, so a corpus kept as one file of a record a line (gensim's Lee
+corpus: an article a line) needs "record" for that model to have more than one level.
+
+Files are named by their path relative to the folder the files share (`2001/speech.txt`
+and `2005/speech.txt` are two documents); a folder given is read whole (its files of the known
+names, FOLDER_SUFFIXES, recursively; a file named on the command line is read whatever its name).
 
 Text as it comes: each record is cleaned (C0/C1 control characters but tab and newline, and
 whole ANSI escape sequences, become a space, as they stood between words; bidi embeddings,
@@ -62,7 +71,14 @@ from ..stimuli.inputs import check_name
 from ..stimuli.limits import Limits
 
 TEXT, JSONL, PARQUET = "text", "jsonl", "parquet"
-SUFFIXES = {".txt": TEXT, ".text": TEXT, ".jsonl": JSONL, ".ndjson": JSONL, ".parquet": PARQUET}
+SUFFIXES = {".txt": TEXT, ".text": TEXT, ".cor": TEXT, ".jsonl": JSONL, ".ndjson": JSONL, ".parquet": PARQUET}
+GZ = ".gz"                      # gzip-compressed: the name before it says the format
+# A folder's files that are read: the known names, compressed or not (a file named on the
+# command line is read whatever its name: text unless JSONL or Parquet).
+FOLDER_SUFFIXES = tuple(sorted(SUFFIXES)) + tuple(sorted(k + GZ for k, v in SUFFIXES.items() if v != PARQUET))
+FILE, RECORD = "file", "record"
+DOCUMENT_FIELDS = ("document", "id")   # the default's field naming a record's document, first found
+ENCODING = "utf-8"
 MAX_LINE_CHARS = 1_000_000      # a record over this is refused (--max-line-chars)
 # Bounds on the options, each stated in the command's help (exit 2 past them): a record is read
 # whole (at most 4 bytes a character), and a word's contexts are held while the corpus streams.
@@ -71,6 +87,7 @@ PER_WORD_BOUND = 10_000         # CEAT's own largest sample (Guo & Caliskan 2021
 SEED_BOUND = 2 ** 63            # the seed goes into DuckDB's hash as a BIGINT
 ID_CHARS = 1_000                # a document's name (a JSONL or Parquet `id`), at most
 BATCH = 65_536                  # sentences per Arrow batch
+DECODE_CHUNK = 1 << 20          # bytes decoded at a time in an encoding other than UTF-8
 CASES = ("auto", "sensitive", "insensitive")
 PREFIX = "corpus:"              # a corpus set's template set: corpus:<name>
 GENERATOR = "corpus-1"
@@ -119,13 +136,53 @@ class CorpusImport:
     cleaned: int = 0             # records they were taken out of
     too_long: int = 0            # sentences holding a word, left out: over the stimulus limit
     sentence_chars: int = Limits.sentence_chars
+    documents: tuple[str, ...] = ()  # the documents of the contexts kept, sorted (the crossed model's levels)
 
 
 def kind_of(path: Path) -> str:
-    kind = SUFFIXES.get(path.suffix.lower())
-    if kind is None:
-        raise UsageError(f"{path}: unknown corpus format (known suffixes: {', '.join(sorted(SUFFIXES))})")
+    """The format a file is read as, by its name: JSONL, Parquet, else text (`.gz` stripped)."""
+    name = path.name.lower()
+    inner = Path(name[:-len(GZ)]) if name.endswith(GZ) else path
+    kind = SUFFIXES.get(inner.suffix.lower(), TEXT)
+    if kind == PARQUET and name.endswith(GZ):
+        raise UsageError(f"{path}: a Parquet file compresses its own columns: give it as .parquet, not gzipped")
     return kind
+
+
+def compressed(path: Path) -> bool:
+    return path.name.lower().endswith(GZ)
+
+
+def check_encoding(encoding: str) -> str:
+    """The codec's own name (`latin-1` -> `iso8859-1`), or a UsageError for one Python lacks
+    or one that is not a text encoding."""
+    import codecs
+
+    try:
+        info = codecs.lookup(encoding)
+    except (LookupError, TypeError, ValueError):
+        raise UsageError(f"unknown --encoding {encoding!r} (e.g. utf-8, latin-1, cp1252, utf-16)") from None
+    if not getattr(info, "_is_text_encoding", True):
+        raise UsageError(f"--encoding {encoding!r} is not a text encoding")
+    return info.name
+
+
+def check_reading(paths: list[Path], document: str | None, encoding: str) -> None:
+    """The reading options against the files, before any is read: a field names none of a
+    text file's, and the encoding is Python's."""
+    check_document(document)
+    check_encoding(encoding)
+    if document not in (None, FILE, RECORD):
+        text = next((p for p in paths if kind_of(p) == TEXT), None)
+        if text is not None:
+            raise UsageError(f"{text}: --document {document} names a field, and a text file has none "
+                             "(file or record; a field of JSONL or Parquet records)")
+
+
+def check_document(document: str | None) -> None:
+    """--document: file, record or a field's name (None: the format's default)."""
+    if document is not None and (not isinstance(document, str) or not document.strip() or len(document) > 200):
+        raise UsageError(f"--document must be file, record or a field's name, not {document!r}")
 
 
 def check_options(per_word: int, seed: int, max_chars: int, min_contexts: int | None) -> None:
@@ -170,7 +227,8 @@ def _check_text(data: bytes, path: Path, line: int, document: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise InputError(f"{document}:{line}: not UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start})") from None
+        raise InputError(f"{document}:{line}: not UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start}): "
+                         "give the file's encoding with --encoding (e.g. --encoding latin-1)") from None
 
 
 def corpus_files(paths: list[str | Path]) -> list[Path]:
@@ -179,9 +237,9 @@ def corpus_files(paths: list[str | Path]) -> list[Path]:
     files, seen = [], set()
     for p in map(Path, paths):
         if p.is_dir():
-            found = sorted(Path(d) / f for d, _, names in os.walk(p) for f in names if Path(f).suffix.lower() in SUFFIXES)
+            found = sorted(Path(d) / f for d, _, names in os.walk(p) for f in names if f.lower().endswith(FOLDER_SUFFIXES))
             if not found:
-                raise InputError(f"{p}: a folder without corpus files ({', '.join(sorted(SUFFIXES))})")
+                raise InputError(f"{p}: a folder without corpus files ({', '.join(FOLDER_SUFFIXES)})")
         else:
             kind_of(p)
             if not p.is_file():
@@ -203,15 +261,22 @@ def documents(files: list[Path]) -> dict[Path, str]:
     return {f: clean(Path(os.path.relpath(a, root)).as_posix())[0] for f, a in zip(files, absolute)}
 
 
-def records(path: Path, max_chars: int = MAX_LINE_CHARS, document: str | None = None, counter: dict | None = None):
+def records(path: Path, max_chars: int = MAX_LINE_CHARS, document: str | None = None, counter: dict | None = None,
+            *, by: str | None = None, encoding: str = ENCODING):
     """(document, line, text) of each record of one file, read a line at a time, its text
-    cleaned (`clean`; the characters taken out added to counter["removed"])."""
+    cleaned (`clean`; the characters taken out added to counter["removed"]). `document`: the
+    file's name; `by`: what a document is (file, record, a field; None: the format's default)."""
     kind = kind_of(path)
     document = path.name if document is None else document
     counter = {} if counter is None else counter
+    check_document(by)
+    if by not in (None, FILE, RECORD) and kind == TEXT:
+        raise UsageError(f"{document}: --document {by} names a field, and a text file has none "
+                         "(file or record; a field of JSONL or Parquet records)")
     if not path.is_file():
         raise InputError(f"{path}: no such file")
-    raw_records = _parquet_records(path, max_chars, document) if kind == PARQUET else _line_records(path, kind, max_chars, document)
+    raw_records = (_parquet_records(path, max_chars, document, by) if kind == PARQUET
+                   else _line_records(path, kind, max_chars, document, by, check_encoding(encoding)))
     for doc, number, text in raw_records:
         text, removed = clean(text)
         if removed:
@@ -221,29 +286,90 @@ def records(path: Path, max_chars: int = MAX_LINE_CHARS, document: str | None = 
             yield doc, number, text
 
 
-def _line_records(path: Path, kind: str, max_chars: int, document: str):
+def _line_records(path: Path, kind: str, max_chars: int, document: str, by: str | None = None,
+                  encoding: str = ENCODING):
+    """The lines of a text or JSONL file: UTF-8 read as bytes (checked a line at a time), any
+    other encoding through Python's decoder; a `.gz` file decompressed as it streams."""
+    import gzip
+    import zlib
+
+    opened = gzip.open(path, "rb") if compressed(path) else open(path, "rb")
+    try:
+        with opened as f:
+            lines = _utf8_lines(f, max_chars, path, document) if encoding == ENCODING else \
+                _decoded_lines(f, max_chars, document, encoding)
+            for number, text in lines:
+                if kind == TEXT:
+                    yield (f"{document}#{number}" if by == RECORD else document), number, text
+                    continue
+                if not text.strip():
+                    continue
+                yield _jsonl_record(text, document, number, by)
+    except (EOFError, zlib.error, gzip.BadGzipFile) as e:
+        raise InputError(f"{document}: not a readable gzip file ({first_line(e) or type(e).__name__})") from None
+
+
+def _over(document: str, number: int, max_chars: int) -> InputError:
+    return InputError(f"{document}:{number}: a line over {max_chars:,} characters (raise it with --max-line-chars)")
+
+
+def _utf8_lines(f, max_chars: int, path: Path, document: str):
     limit = 4 * max_chars + 4   # bytes: a UTF-8 character is at most four
-    with open(path, "rb") as f:
-        number = 0
-        while True:
-            raw = f.readline(limit + 1)
-            if not raw:
-                return
+    number = 0
+    while True:
+        raw = f.readline(limit + 1)
+        if not raw:
+            return
+        number += 1
+        if len(raw) > limit or (len(raw) > max_chars and len(raw.decode("utf-8", "replace")) > max_chars + 2):
+            raise _over(document, number, max_chars)
+        text = _check_text(raw, path, number, document).rstrip("\r\n")
+        if len(text) > max_chars:
+            raise _over(document, number, max_chars)
+        yield number, text
+
+
+def _decoded_lines(f, max_chars: int, document: str, encoding: str):
+    """Lines in another encoding, decoded a chunk at a time and cut at "\n" as decoded (UTF-16's
+    newline is two bytes); a line grows no longer than the limit, and a byte the encoding
+    cannot decode is refused naming its line."""
+    import codecs
+
+    decoder = codecs.getincrementaldecoder(encoding)(errors="strict")
+    number, pending = 0, ""
+    while True:
+        chunk = f.read(DECODE_CHUNK)
+        try:
+            text = decoder.decode(chunk, not chunk)
+        except UnicodeDecodeError as e:
+            # the lines before the bad byte: the text up to it, decoded as far as it goes
+            before = codecs.decode(e.object[:e.start], encoding, "replace") if isinstance(e.object, bytes) else ""
+            line = number + 1 + (pending + before).count("\n")
+            raise InputError(f"{document}:{line}: not {encoding} ({e.reason}): give the file's encoding with "
+                             "--encoding") from None
+        pieces = (pending + text).split("\n")
+        pending = pieces.pop()
+        for piece in pieces:
             number += 1
-            if len(raw) > limit or (len(raw) > max_chars and len(raw.decode("utf-8", "replace")) > max_chars + 2):
-                raise InputError(f"{document}:{number}: a line over {max_chars:,} characters (raise it with --max-line-chars)")
-            text = _check_text(raw, path, number, document).rstrip("\r\n")
-            if len(text) > max_chars:
-                raise InputError(f"{document}:{number}: a line over {max_chars:,} characters (raise it with --max-line-chars)")
-            if kind == TEXT:
-                yield document, number, text
-                continue
-            if not text.strip():
-                continue
-            yield _jsonl_record(text, document, number)
+            yield number, _decoded_line(piece.rstrip("\r"), document, number, max_chars)
+        if len(pending) > max_chars + 1:
+            raise _over(document, number + 1, max_chars)
+        if not chunk:
+            if pending:
+                number += 1
+                yield number, _decoded_line(pending.rstrip("\r"), document, number, max_chars)
+            return
 
 
-def _jsonl_record(text: str, document: str, number: int) -> tuple[str, int, str]:
+def _decoded_line(text: str, document: str, number: int, max_chars: int) -> str:
+    if "\x00" in text:
+        raise InputError(f"{document}:{number}: a binary file (a NUL character), not text")
+    if len(text) > max_chars:
+        raise _over(document, number, max_chars)
+    return text
+
+
+def _jsonl_record(text: str, document: str, number: int, by: str | None = None) -> tuple[str, int, str]:
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as e:
@@ -252,9 +378,16 @@ def _jsonl_record(text: str, document: str, number: int) -> tuple[str, int, str]
         raise InputError(f"{document}:{number}: JSON nested too deep to read") from None
     if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
         raise InputError(f"{document}:{number}: a JSONL record needs a string `text` field")
-    doc = obj.get("id")
+    if by == FILE:
+        return document, number, obj["text"]
+    if by == RECORD:
+        return f"{document}#{number}", number, obj["text"]
+    field = by or next((f for f in DOCUMENT_FIELDS if obj.get(f) is not None), None)
+    doc = None if field is None else obj.get(field)
+    if by is not None and doc is None:
+        raise InputError(f"{document}:{number}: a record without a `{by}` field (--document {by})")
     if doc is not None and (isinstance(doc, bool) or not isinstance(doc, (str, int))):
-        raise InputError(f"{document}:{number}: a record's `id` must be a string or a whole number")
+        raise InputError(f"{document}:{number}: a record's `{field}` must be a string or a whole number")
     return _named(document, doc, number), number, obj["text"]
 
 
@@ -268,7 +401,7 @@ def _named(document: str, doc, number: int) -> str:
     return f"{document}#{doc}"
 
 
-def _parquet_records(path: Path, max_chars: int, document: str):
+def _parquet_records(path: Path, max_chars: int, document: str, by: str | None = None):
     """The rows of a Parquet file, each `text` cell under the record limit. A row group whose
     text column would unpack to more than its rows could hold at the limit is refused from
     the file's footer, before any of it is unpacked: a few kilobytes can hold gigabytes."""
@@ -295,7 +428,13 @@ def _parquet_records(path: Path, max_chars: int, document: str):
                                  [str(path)]).fetchall())
         if types.get("text") != "VARCHAR":
             raise InputError(f"{document}: the `text` column holds {types.get('text')}, not text")
-        doc = f"left(CAST(id AS VARCHAR), {ID_CHARS + 1})" if "id" in types else "NULL"
+        if by not in (None, FILE, RECORD) and by not in types:
+            raise InputError(f"{document}: no `{by}` column for --document {by} (has: {', '.join(types)})")
+        # a row's document: the field named, or by default its first non-null DOCUMENT_FIELDS
+        fields = [] if by in (FILE, RECORD) else [by] if by is not None else [f for f in DOCUMENT_FIELDS if f in types]
+        field = fields[0] if fields else None
+        cast = ", ".join(f'CAST("{f.replace(chr(34), chr(34) * 2)}" AS VARCHAR)' for f in fields)
+        doc = f"left(coalesce({cast}), {ID_CHARS + 1})" if fields else "NULL"
         # a cell over the limit never reaches Python: DuckDB measures it and passes its length
         cur = con.execute(f"SELECT {doc}, file_row_number + 1, length(text) AS n, "
                           f"CASE WHEN length(text) <= {int(max_chars)} THEN text END "
@@ -308,8 +447,10 @@ def _parquet_records(path: Path, max_chars: int, document: str):
                 if n is not None and n > max_chars:
                     raise InputError(f"{document}: row {row:,}: a text of {n:,} characters, over {max_chars:,} "
                                      "(raise it with --max-line-chars)")
+                if field is not None and by is not None and d is None:
+                    raise InputError(f"{document}: row {row:,}: no `{by}` value (--document {by})")
                 if text:
-                    yield _named(document, d, int(row)), int(row), text
+                    yield (document if by == FILE else _named(document, d, int(row))), int(row), text
     except duckdb.Error as e:
         raise InputError(f"{document}: not a readable Parquet file ({first_line(e)})") from None
     finally:
@@ -510,7 +651,8 @@ _SCHEMA = (("wordlist", "string"), ("word", "string"), ("document", "string"), (
            ("offset", "int64"), ("sentence", "string"))
 
 
-def _hits(files: dict[Path, str], matcher: Matcher, max_chars: int, cap: int, counter: dict, failure: list):
+def _hits(files: dict[Path, str], matcher: Matcher, max_chars: int, cap: int, counter: dict, failure: list,
+          by: str | None = None, encoding: str = ENCODING):
     """Arrow batches of (list, word, document, line, offset, sentence): a row for each word a
     sentence holds. An error ends the stream and waits in `failure`, so that it reaches the
     caller as itself, not as DuckDB's message about it."""
@@ -520,7 +662,7 @@ def _hits(files: dict[Path, str], matcher: Matcher, max_chars: int, cap: int, co
     cols = tuple([] for _ in _SCHEMA)
     try:
         for path, document in files.items():
-            for doc, line, text in records(path, max_chars, document, counter):
+            for doc, line, text in records(path, max_chars, document, counter, by=by, encoding=encoding):
                 counter["records"] += 1
                 for offset, s in sentences(text):
                     counter["sentences"] += 1
@@ -545,7 +687,8 @@ def _hits(files: dict[Path, str], matcher: Matcher, max_chars: int, cap: int, co
 
 def scan(paths: list[Path], lists: dict, per_word: int, seed: int, case: str = "auto",
          max_chars: int = MAX_LINE_CHARS, *, limits: Limits | None = None,
-         names: dict[Path, str] | None = None) -> tuple[dict, dict, dict]:
+         names: dict[Path, str] | None = None, document: str | None = None,
+         encoding: str = ENCODING) -> tuple[dict, dict, dict]:
     """Stream the corpus: per (list, word), the number of sentences holding it and up to
     `per_word` sampled (document, line, offset, sentence), the same for the same corpus and
     seed. Returns (found, sampled, counter); counter: records, sentences, removed (characters
@@ -554,13 +697,16 @@ def scan(paths: list[Path], lists: dict, per_word: int, seed: int, case: str = "
     import pyarrow as pa
 
     check_options(per_word, seed, max_chars, None)
+    check_reading([Path(p) for p in paths], document, encoding)
+    encoding = check_encoding(encoding)
     matcher = Matcher.of_lists(lists, case)
     cap = (limits or Limits()).sentence_chars
     files = names if names is not None else documents([Path(p) for p in paths])
     counter = {"records": 0, "sentences": 0, "removed": 0, "cleaned": 0, "too_long": 0}
     failure: list[BaseException] = []
     reader = pa.RecordBatchReader.from_batches(pa.schema([(n, getattr(pa, t)()) for n, t in _SCHEMA]),
-                                               _hits(files, matcher, max_chars, cap, counter, failure))
+                                               _hits(files, matcher, max_chars, cap, counter, failure,
+                                                                    document, encoding))
     con = duckdb.connect()
     con.execute("SET threads TO 2")
     con.execute("SET preserve_insertion_order = false")
@@ -593,11 +739,14 @@ def span(sentence: str, forms: list[str], sensitive: bool) -> tuple[int, int]:
 
 def import_corpus(con, paths: list[str | Path], lists: dict, names: list[str], *, name: str = "corpus",
                   per_word: int = 100, seed: int = 0, min_contexts: int | None = None, case: str = "auto",
-                  max_chars: int | None = MAX_LINE_CHARS, limits: Limits | None = None) -> CorpusImport:
+                  max_chars: int | None = MAX_LINE_CHARS, limits: Limits | None = None,
+                  document: str | None = None, encoding: str = ENCODING) -> CorpusImport:
     """Scan the corpus for the words of the lists `names`, sample, and store a set per list
     (one transaction; nothing stored when a list has no occurrence at all). `few`: the words
     with fewer than `min_contexts` contexts (default: the lesser of 10 and `per_word`).
-    `limits`: the stimulus limits (a sentence's characters, a set's stimuli; default Limits())."""
+    `limits`: the stimulus limits (a sentence's characters, a set's stimuli; default Limits()).
+    `document`: what a document is (file, record, a field's name; None: the format's default,
+    module doc); `encoding`: the text's (Parquet's text is UTF-8 whatever it says)."""
     import pyarrow as pa
 
     from ..stimuli import generate
@@ -614,9 +763,11 @@ def import_corpus(con, paths: list[str | Path], lists: dict, names: list[str], *
     if missing:
         raise UsageError(f"unknown word list {missing[0]!r}")
     chosen = {n: lists[n] for n in dict.fromkeys(names)}
+    check_document(document)
+    check_encoding(encoding)
     paths = corpus_files(paths)
     found, sampled, counter = scan(paths, chosen, per_word, seed, case, max_chars, limits=limits,
-                                   names=documents(paths))
+                                   names=documents(paths), document=document, encoding=encoding)
     where = ", ".join(str(p) for p in paths[:3]) + (", ..." if len(paths) > 3 else "")
     for n, wl in chosen.items():
         if not any((n, w.text) in found for w in wl.words):
@@ -660,7 +811,8 @@ def import_corpus(con, paths: list[str | Path], lists: dict, names: list[str], *
                 record = generate.set_record(version, set_name, n, template_set, None, wl.category,
                                              ", ".join(str(p) for p in paths), len(wl.words), len(rows["stimulus"]),
                                              {"corpus": {"name": name, "files": [str(p) for p in paths],
-                                                         "per_word": per_word, "seed": seed, "case": case}},
+                                                         "per_word": per_word, "seed": seed, "case": case,
+                                                         "document": document, "encoding": encoding}},
                                              wl.provenance)
                 store.insert(con, "stimulus_sets", [record])
                 store.insert(con, "stimuli", pa.table({"set_version": [version] * len(rows["stimulus"]), **rows}))
@@ -676,8 +828,9 @@ def import_corpus(con, paths: list[str | Path], lists: dict, names: list[str], *
                            "n_words": sum(1 for c in counts if c.wordlist == n and c.sampled),
                            "n_stimuli": len(rows["stimulus"])})
     few = [c for c in counts if c.sampled < (min(10, per_word) if min_contexts is None else min_contexts)]
+    kept_documents = tuple(sorted({d for _, _, _, _, rows, _ in sets for d in rows["context_id"]}))
     return CorpusImport(name, report, counts, counter["records"], counter["sentences"], few, counter["removed"],
-                        counter["cleaned"], counter["too_long"], limits.sentence_chars)
+                        counter["cleaned"], counter["too_long"], limits.sentence_chars, kept_documents)
 
 
 def context_counts(con, versions: list[str]) -> list[tuple[str, str, int, int]]:

@@ -20,6 +20,7 @@ from ..paths import data_dir
 from ..choices import ALTERNATIVES, CONTEXTS, SOURCES, UNITS, check_choice, suggest
 from ..stimuli.inputs import check_name, read_toml
 from ..stimuli.sets import SetSpec, fetch, is_sql, set_sql, specs_of
+from .corpus import PREFIX as CORPUS_PREFIX
 from ..store import usersql
 
 ROLES = ("x", "y", "a", "b")
@@ -91,9 +92,11 @@ def parse_tests(raw: dict, path, source: str = "catalog", paper: str | None = DE
         balance = body.get("balance", "cut")
         if balance not in BALANCE_POLICIES:
             raise UsageError(f"{where}: unknown balance {balance!r} (known: {', '.join(BALANCE_POLICIES)})")
+        if body.get("context") not in (None, "word", "sentence", "c-word"):
+            raise UsageError(f"{where}: unknown context {body.get('context')!r} (known: word, sentence, c-word)")
+        if body.get("context") == "c-word" and infer_context(sets) == "word":
+            raise UsageError(f"{where}: context c-word reads a word in its sentences, and `list@word` sets have none")
         context = body.get("context") or infer_context(sets)
-        if context not in ("word", "sentence"):
-            raise UsageError(f"{where}: unknown context {context!r} (known: word, sentence)")
         alternative = body.get("alternative")
         if alternative is not None and alternative not in ALTERNATIVES:
             raise UsageError(f"{where}: unknown alternative {alternative!r} (known: {', '.join(ALTERNATIVES)})")
@@ -121,8 +124,18 @@ def parse_tests(raw: dict, path, source: str = "catalog", paper: str | None = DE
 
 
 def infer_context(refs) -> str:
-    """A test whose four sets are all word-level set names (`list@word`) is a word test."""
-    return "word" if all(not is_sql(r) and r.endswith("@word") for r in refs) else "sentence"
+    """A test whose four sets are all word-level set names (`list@word`) is a word test; one
+    whose sets are named (none SQL, none `@word`) and read contexts from a corpus
+    (`list@corpus:<name>`, catalog.corpus) runs as c-word, each context read through the
+    word's own vector as CEAT reads it (a sentence holding two target words would otherwise
+    give both one vector); `sentence` asks for the pooled sentence."""
+    if all(not is_sql(r) and r.endswith("@word") for r in refs):
+        return "word"
+    named = [SetSpec.parse(r) for r in refs if not is_sql(r) and "@" in r]
+    if len(named) == len(refs) and any(s.template_set.startswith(CORPUS_PREFIX) for s in named) \
+            and not any(s.template_set == "word" for s in named):
+        return "c-word"
+    return "sentence"
 
 
 def load_toml(path=None) -> dict[str, TestDef]:
@@ -333,8 +346,8 @@ def adhoc(name: str, refs: tuple[str, str, str, str], context: str | None, balan
           alternative: str | None = None, cross_lingual: bool = False, units: str | None = None) -> TestDef:
     """A test given on the command line (--x --y --a --b): checked as a catalog test is."""
     check_name(name, "test", "--name")
-    if context not in (None, "word", "sentence"):
-        raise UsageError(f"unknown context {context!r} for an ad-hoc test (known: word, sentence)")
+    if context not in (None, "word", "sentence", "c-word"):
+        raise UsageError(f"unknown context {context!r} for an ad-hoc test (known: word, sentence, c-word)")
     context = context or infer_context(refs)
     return TestDef(name, tuple(refs), context, None, balance, source="adhoc", alternative=alternative,
                    cross_lingual=cross_lingual, units=None if context == "word" else units)

@@ -152,7 +152,7 @@ def test_cmd(
     name: Annotated[str, typer.Option("--name", help="Name of the ad-hoc test (stored: `stimkit test NAME` runs it again).", rich_help_panel=WHAT)] = "adhoc",
     save: Annotated[Optional[Path], typer.Option("--save", help="Write the test's definition as TOML (for a --catalog-dir folder).", rich_help_panel=OUTPUT)] = None,
     cross_lingual: Annotated[bool, typer.Option("--cross-lingual", help="Ad-hoc test: targets in one language, attributes in another, on purpose (else refused).", rich_help_panel=WHAT)] = False,
-    context: Annotated[Optional[str], typer.Option("--context", help=f"{choices(CONTEXTS)} (a sentence test's inserted word; c-word:<slot>: that slot's word of a multi-slot set; default: the test's own; an ad-hoc test of four list@word sets is word).", rich_help_panel=WHAT)] = None,
+    context: Annotated[Optional[str], typer.Option("--context", help=f"{choices(CONTEXTS)} (a sentence test's inserted word; c-word:<slot>: that slot's word of a multi-slot set; default: the test's own; an ad-hoc test of four list@word sets is word, one over corpus sets c-word).", rich_help_panel=WHAT)] = None,
     bootstrap: Annotated[Optional[int], typer.Option("--bootstrap", help="Bootstrap replicates for a CI of d (0: none).", rich_help_panel=PROCEDURE)] = None,
     cuts: Annotated[Optional[int], typer.Option("--cuts", help="Also run K independent cuts and store the spread of d and p.", rich_help_panel=PROCEDURE)] = None,
     center: Annotated[Optional[str], typer.Option("--center", help=f"Centre the vectors before cosines: {choices(CENTERINGS)} (abtt:K also removes the reference's top K directions).", rich_help_panel=PROCEDURE)] = None,

@@ -195,7 +195,7 @@ def audit_ceat_cmd(
     test: Annotated[list[str], typer.Option("--test", "-t", help="A test whose words have several contexts (a corpus import's sets; repeatable).")],
     encoder: Annotated[Optional[list[str]], typer.Option("--encoder", "-e", help="Encoder (repeatable; default: the study's, else minilm).")] = None,
     context: Annotated[str, typer.Option("--context", help="c-word (a word's own vector in each context) or sentence (the pooled sentence).")] = "c-word",
-    samples: Annotated[int, typer.Option("--samples", "-n", help="CEAT's N: draws of one context a word, 2 to 100,000 (STIMKIT_MAX_CEAT_SAMPLES).")] = 1000,
+    samples: Annotated[int, typer.Option("--samples", "-n", help="CEAT's N: draws of one context a word, 2 to 100,000 (STIMKIT_MAX_CEAT_SAMPLES); default the paper's 10,000 (under 7 s on 2 cores for 25 words a list in 768 dimensions: bench/bench_corpus.py --ceat).")] = 10000,
     seed: Annotated[Optional[int], typer.Option("--seed", help="Seed of the draws and of the test's permutations (default: the study's, else 0).")] = None,
     budget: Annotated[Optional[int], typer.Option("--budget", help="Permutation sample budget of the test's own p, 2 to 10,000,000 (STIMKIT_MAX_BUDGET) (default: the study's, else 100,000).")] = None,
     fmt: Annotated[Optional[str], format_option()] = None,
@@ -221,7 +221,7 @@ def audit_ceat_cmd(
 
     proc = procedure.resolve(current_study(), {"seed": seed, "budget": budget, "encoder": encoder}, ("minilm",))
     with open_store() as store:
-        rows = store.ceat(test, context=None if context == "sentence" else context, samples=samples,
+        rows = store.ceat(test, context=context, samples=samples,
                           progress=progress_for, command=invocation(), procedure=proc)
     shown = [{k: v for k, v in dataclasses.asdict(r).items() if k not in ("fingerprint", "ces_variance", "q")}
              for r in rows]

@@ -269,7 +269,7 @@ def import_weathub(
 @import_app.command("corpus")
 @handles_errors
 def import_corpus_cmd(
-    paths: Annotated[list[Path], typer.Argument(help="Corpus files or folders: .txt (a line a record), .jsonl (a `text` field), .parquet (a `text` column); a folder: its corpus files, recursively.")],
+    paths: Annotated[list[Path], typer.Argument(help="Corpus files or folders: text (.txt, .cor, any name but these: a line a record), .jsonl/.ndjson (a `text` field), .parquet (a `text` column); .gz: read compressed; a folder: its files of these names, recursively.")],
     wordlist: Annotated[list[str], typer.Option("--wordlist", "-w", help="A word list whose words to find (repeatable).")],
     name: Annotated[str, typer.Option("--name", help="The corpus' name: sets <list>@corpus:<name>.")] = "corpus",
     per_word: Annotated[int, typer.Option("--per-word", "-n", help="Contexts kept a word, at most (a seeded sample): 1 to 10,000.")] = 100,
@@ -279,17 +279,21 @@ def import_corpus_cmd(
     max_line_chars: Annotated[Optional[int], typer.Option("--max-line-chars", help="Refuse a record (a line, a JSONL `text`, a Parquet cell) longer than this: 1 to 100,000,000 (default 1,000,000).")] = None,
     max_sentence_chars: Annotated[Optional[int], typer.Option("--max-sentence-chars", help="Longest sentence kept as a stimulus; a longer one is left out and counted (default 2000; env STIMKIT_MAX_SENTENCE_CHARS).")] = None,
     wordlist_dir: Annotated[Optional[Path], typer.Option("--wordlist-dir", help="Your word lists, beside the built-in ones.")] = None,
+    document: Annotated[Optional[str], typer.Option("--document", help="What a document (the crossed model's context level) is: file, record (a line or row), or a field of the JSONL records or Parquet columns. Default: for JSONL and Parquet the record (named by its `document` or `id` field where it has one); for text the file.")] = None,
+    encoding: Annotated[str, typer.Option("--encoding", help="The text's encoding (text and JSONL; e.g. latin-1, cp1252, utf-16). A file not in it is refused, naming the line.")] = "utf-8",
 ):
     """Contexts from real text: sentences holding the words of word lists, sampled, as stimulus sets.
 
     Each list becomes the set <list>@corpus:<name>: a sentence a stimulus, with the word's span
-    (c-word and pooled encoders both read it), its document (its path relative to the folder the
-    files share) as its context (the crossed model's template factor) and its provenance
-    (document, line, offset) in `corpus_contexts`. Control, bidi-override and private-use
-    characters are taken out of the text, and counted.
+    (c-word and pooled encoders both read it), its document (--document; a file is named by its
+    path relative to the folder the files share) as its context (the crossed model's template
+    factor) and its provenance (document, line, offset) in `corpus_contexts`. Control,
+    bidi-override and private-use characters are taken out of the text, and counted. A test
+    over corpus sets runs as c-word (each word's own vector) unless --context sentence.
 
-    Example:
+    Examples:
       stimkit import corpus speeches/*.txt -w male_terms -w female_terms -w career -w family --name speeches -n 50
+      stimkit import corpus lee_background.cor --document record -w male_terms -w female_terms --name lee
     """
     import dataclasses
 
@@ -302,9 +306,14 @@ def import_corpus_cmd(
         limits = dataclasses.replace(limits, sentence_chars=max_sentence_chars)
     with open_store(wordlist_dir=wordlist_dir) as store:
         r = store.import_corpus(paths, wordlist, name=name, per_word=per_word, seed=seed, min_contexts=min_contexts,
-                                case=case, max_line_chars=max_line_chars, limits=limits)
-    err.print(f"read {count(r.n_records, 'record')}, {count(r.n_sentences, 'sentence')}", highlight=False,
-              markup=False, emoji=False)
+                                case=case, max_line_chars=max_line_chars, limits=limits, document=document,
+                                encoding=encoding)
+    err.print(f"read {count(r.n_records, 'record')}, {count(r.n_sentences, 'sentence')}; contexts from "
+              f"{count(len(r.documents), 'document')}", highlight=False, markup=False, emoji=False)
+    if len(r.documents) == 1:
+        err.print(f"note: every context comes from one document ({r.documents[0]}): a test over these sets has no "
+                  "crossed d (one level); --document record makes each line or row a document", highlight=False,
+                  markup=False, emoji=False)
     if r.removed:
         err.print(f"note: took {count(r.removed, 'control, bidi or private-use character')} out of "
                   f"{count(r.cleaned, 'record')}", highlight=False, markup=False, emoji=False)

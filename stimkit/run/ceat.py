@@ -57,6 +57,7 @@ class CeatRow:
     seed: int = 0
     fingerprint: str = ""
     run_id: str | None = None
+    role_versions: str | None = None       # the set versions that played X, Y, A, B (stimuli.sets.role_versions)
 
     def record(self) -> dict:
         """The row of `ceat_results` (db/025)."""
@@ -67,7 +68,7 @@ class CeatRow:
                 "words_b": wb, "contexts_min": self.contexts_min, "contexts_max": self.contexts_max,
                 "single_context_words": self.single_context_words, "ces": self.ces, "ces_variance": self.ces_variance,
                 "ces_p": self.ces_p, "tau2": self.tau2, "q": self.q, "d": self.d, "p_value": self.p,
-                "crossed_d": self.crossed_d, "note": self.note}
+                "crossed_d": self.crossed_d, "note": self.note, "role_versions": self.role_versions}
 
 
 def word_vectors(prep) -> list[list[np.ndarray]]:
@@ -112,7 +113,7 @@ def ceat_one(con, planned: PlannedTest, enc, n_samples: int, seed: int, run_id: 
                   tuple(len(r) for r in vectors), min(sizes), max(sizes), ce.ces, ce.p, ce.tau2,
                   float(out["effect_size"]), float(out["p_value"]), fit.get("crossed_d"),
                   sum(1 for n in sizes if n == 1), single_context_note(sizes), ce.variance, ce.q, seed,
-                  enc.fingerprint, run_id)
+                  enc.fingerprint, run_id, planned.role_versions)
     return row, ce
 
 

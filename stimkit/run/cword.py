@@ -16,12 +16,18 @@ from ..errors import InputError, UsageError
 
 def in_context(test: TestDef, context: str | None) -> TestDef:
     """The test to run in `context` (None: its own). Only a sentence test can run as c-word;
-    `c-word:<slot>` takes the word of that slot of a multi-slot set (stimuli.slots)."""
+    `c-word:<slot>` takes the word of that slot of a multi-slot set (stimuli.slots). A test
+    that is c-word by default (its sets from a corpus: catalog.definitions.infer_context) is a
+    sentence test too: `sentence` runs it on the pooled sentence."""
     if context is None or context == test.context:
         return test
     context, colon, slot = context.partition(":")
     if context not in CONTEXTS or (colon and (context != "c-word" or not slot)):
         raise UsageError(f"unknown context {context + colon + slot!r} (known: {', '.join(CONTEXTS)}, c-word:<slot>)")
+    if test.context == "c-word":   # a sentence test that runs as c-word by default
+        test = replace(test, context="sentence", cword_slot=None)
+        if context == "sentence":
+            return test
     if context != "c-word" or test.context != "sentence":
         hint = f" (try 'sent-{test.name}')" if test.context == "word" and context == "c-word" else ""
         raise UsageError(f"test {test.name!r} has context {test.context}: only a sentence test runs as c-word{hint}")

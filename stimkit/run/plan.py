@@ -53,21 +53,30 @@ class PlannedTest:
 
 def corpus_notes(test: TestDef, sets: dict[str, pl.DataFrame]) -> list[str]:
     """How many contexts each word of a test's corpus sets has (catalog.corpus: a sentence a
-    context), fewest first: a word with few contexts weighs as much as one with many."""
+    context), fewest first: a word with few contexts weighs as much as one with many. And,
+    when every context of its targets (X and Y: the sets the crossed model reads) comes from
+    one document, that the crossed model has one level, and how to get more."""
     from ..catalog.corpus import PREFIX
 
-    counts = {}
+    counts, documents = {}, set()
     for role, f in sets.items():
         if "template_id" not in f.columns or "word" not in f.columns:
             continue
         mine = f.filter(pl.col("template_id").str.starts_with(PREFIX))
         for word, n in mine.group_by("word").len().iter_rows():
             counts[(role.upper(), word)] = n
+        if role in ("x", "y") and "context_id" in mine.columns:
+            documents.update(mine["context_id"].drop_nulls().to_list())
     if not counts:
         return []
     order = sorted(counts.items(), key=lambda kv: (kv[1], kv[0]))
-    return [f"test {test.name!r} reads contexts from a corpus; contexts a word: "
-            + ", ".join(f"{w} ({r}) {n}" for (r, w), n in order)]
+    notes = [f"test {test.name!r} reads contexts from a corpus; contexts a word: "
+             + ", ".join(f"{w} ({r}) {n}" for (r, w), n in order)]
+    if len(documents) == 1:
+        notes.append(f"test {test.name!r}: every context of X and Y comes from one document ({next(iter(documents))}), "
+                     "so the crossed model has one level of documents and no crossed d; import the corpus with "
+                     "--document record (a line or row a document) or --document FIELD, or from more files")
+    return notes
 
 
 @dataclass(frozen=True)

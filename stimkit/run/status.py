@@ -18,7 +18,7 @@ RUN = "stimkit run"
 
 @dataclass(frozen=True)
 class StatusRow:
-    kind: str                # set | result | baseline
+    kind: str                # set | result | baseline | ceat
     name: str                # the set's name, or the test's
     encoder: str | None      # a result's or baseline's encoder
     state: str               # current | missing | outdated
@@ -52,6 +52,9 @@ def of_study(con, study, chosen, encoder_specs: list[str], opts, folders) -> lis
                 rows.append(StatusRow("result", t.name, e, state, why, RUN))
                 if study.baseline:
                     rows.append(StatusRow("baseline", t.name, e, state, "follows its result", RUN))
+            for kind, table, command in _ANALYSES:
+                for (encoder,) in store.rows(con, f"SELECT DISTINCT encoder FROM {table} WHERE test = ?", [t.name]):
+                    rows.append(StatusRow(kind, t.name, encoder, "outdated", why, command.format(test=t.name)))
         else:
             ready.append(t)
     if not ready:
@@ -77,6 +80,7 @@ def of_study(con, study, chosen, encoder_specs: list[str], opts, folders) -> lis
                 rows.append(StatusRow("baseline", planned.name, spec, "missing", "follows its result", RUN))
             continue
         rows.append(StatusRow("result", planned.name, spec, "current", f"stored ({found[0]})", None))
+        rows += _analyses(con, planned, enc, spec)
         if baseline:
             k, seed = int(baseline.get("sets", 0)), int(baseline.get("seed", opts.seed))
             has = store.one(con, "SELECT baseline_id FROM baselines WHERE test = ? AND fingerprint = ? "
@@ -85,6 +89,26 @@ def of_study(con, study, chosen, encoder_specs: list[str], opts, folders) -> lis
             rows.append(StatusRow("baseline", planned.name, spec, "current" if has else "missing",
                                   f"K {k}, seed {seed}" + (f" ({has[0]})" if has else ": not drawn yet"),
                                   None if has else RUN))
+    return rows
+
+
+# The analyses that read a test's sets and keep their rows (their latest, by test and encoder):
+# out of date once the sets that played X, Y, A and B are not those today's files give.
+_ANALYSES = (("ceat", "ceat_results", "stimkit audit ceat -t {test}"),)
+
+
+def _analyses(con, planned, enc, spec: str) -> list[StatusRow]:
+    rows = []
+    for kind, table, command in _ANALYSES:
+        found = store.one(con, f"SELECT role_versions FROM {table} WHERE test = ? AND fingerprint = ? "
+                               "ORDER BY created_at DESC LIMIT 1", [planned.name, enc.fingerprint])
+        if found is None:
+            continue
+        if found[0] == planned.role_versions:
+            rows.append(StatusRow(kind, planned.name, spec, "current", "on today's sets", None))
+        else:
+            rows.append(StatusRow(kind, planned.name, spec, "outdated", "its sets changed since",
+                                  command.format(test=planned.name)))
     return rows
 
 
