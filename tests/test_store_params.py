@@ -136,7 +136,7 @@ def test_missing_sets_and_baselines_take_the_folders_they_are_given(tmp_path):
         own = s.folders.using(wordlist_dir=EXAMPLE / "wordlists", template_dir=EXAMPLE / "templates")
         assert s._generate_missing([stimkit_spec("care_occupations@workplace")]) == []  # the store's: unknown list
         (note,) = s._generate_missing([stimkit_spec("care_occupations@workplace")], own)
-        assert note == "generated 1 missing set: care_occupations@workplace"
+        assert note == "generated: 1 set: care_occupations@workplace"
         inputs = s._baseline_inputs(own)
         assert inputs.limits == Limits(sentence_chars=300)
         assert "care_occupations" in inputs.wordlists() and "care_occupations" not in s._baseline_inputs().wordlists()

@@ -242,7 +242,9 @@ def define_family(con, where: str | None = None, alpha: float | None = None, run
     except duckdb.Error as e:
         raise InputError(f"--where {where!r}: {usersql.first_line(e)}") from None
     if m == 0 and not allow_empty:
-        hint = "`stimkit run` brings the study's up to date" if study_run else "run `stimkit test` first"
+        hint = (f"{outside} result{'s' if outside != 1 else ''} outside the study's family match: --whole-store reads "
+                "them" if outside else "`stimkit run` brings the study's up to date") if study_run \
+            else "run `stimkit test` first"
         raise InputError(f"no results in {definition} ({hint})"
                          + (f"; {stale} on superseded set versions (--include-stale)" if stale else ""))
     return Family(definition, m, run_id, where, stale, mixed, alpha, correct, settings, alternatives, units, outside)

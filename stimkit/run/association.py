@@ -144,7 +144,9 @@ def result_key(planned: PlannedTest, enc: Encoder, opts: Options, kind: str = "t
     if opts.center is not None:
         return None
     test = replace(planned.test, source="")  # where its definition lies is provenance, not input
-    payload = [repr(test), planned.role_versions, enc.fingerprint, context_of(planned.test, enc),
+    # the display name is no input of a number, but the stored row carries it (tables head by it)
+    payload = [repr(test), planned.role_versions, enc.fingerprint, getattr(enc, "_display", None),
+               context_of(planned.test, enc),
                json.dumps(asdict(opts), sort_keys=True, default=str), kind, sampler.NAME, __version__]
     return hashlib.sha256(json.dumps(payload).encode()).hexdigest()[:24]
 

@@ -209,6 +209,8 @@ def recover(con) -> int:
     """Remove the unfinished work of commands that were killed (store.journal); returns how
     many of their rows were noted."""
     removed = 0
+    if not one(con, "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'pending_work' AND NOT temporary")[0]:
+        return 0  # a schema from before db/026 (a test's store held at an old version): nothing noted
     for token in journal.stale(con):
         with transaction(con):
             removed += journal.discard(con, token)
