@@ -239,8 +239,9 @@ def cli(args, cwd):
 
 
 def test_status_and_replay_of_recorded_commands(study):
-    """`status` from the study's folder; each command kind's recorded command, replayed there,
-    gives the same result (the record names what was typed: `run`, never `run places (run)`)."""
+    """`status` from the study's folder; each command kind's recorded command (run, test,
+    baseline, an audit, a debias comparison), replayed there, gives the same result (the record
+    names what was typed: `run`, never `run places (run)`)."""
     out = cli(["status", "--format", "csv"], study)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "kind,name,encoder,state,detail,command" and "everything is current" in out.stderr
@@ -249,7 +250,9 @@ def test_status_and_replay_of_recorded_commands(study):
     out = cli(["status", "--format", "csv"], study)
     assert "set,city@word,,outdated" in out.stdout and "result,city-modern,glove-6b-50d,outdated" in out.stdout
     for args in (["run"], ["test", "city-modern", "-e", "glove-6b-50d", "--budget", "300"],
-                 ["baseline", "city-modern", "-e", "glove-6b-50d", "--sets", "12"]):
+                 ["baseline", "city-modern", "-e", "glove-6b-50d", "--sets", "12"],
+                 ["audit", "templates", "-t", "city-modern-sent", "-e", "glove-6b-50d", "--budget", "300"],
+                 ["debias", "compare", "city-modern", "-e", "glove-6b-50d,debias=hard", "--budget", "300"]):
         first = cli(args, study)
         assert first.returncode == 0, first.stderr
         con = stimkit.open(study / "stimkit.duckdb", read_only=True).con
@@ -262,10 +265,12 @@ def test_status_and_replay_of_recorded_commands(study):
         if args[0] == "baseline":  # stored once, reused by its id
             rows = con.execute("SELECT count(*), count(DISTINCT baseline_id) FROM baselines WHERE k = 12").fetchone()
             assert rows == (1, 1)
-        elif args[0] == "test":
-            d = con.execute("SELECT effect_size, p_value FROM results WHERE test = 'city-modern' AND run_id IN "
-                            "(SELECT run_id FROM runs WHERE command = ?) ORDER BY created_at", [command]).fetchall()
-            assert len(d) == 2 and d[0] == d[1]
+        elif args[0] in ("test", "audit", "debias"):  # the same rows, run for run
+            first, second = (con.execute("SELECT test, encoder, kind, context, effect_size, p_value FROM results "
+                                         "WHERE run_id = ? ORDER BY ALL", [r]).fetchall()
+                             for r in [run_id] + [r for (r,) in con.execute(
+                                 "SELECT run_id FROM runs WHERE command = ? AND run_id <> ?", [command, run_id]).fetchall()])
+            assert first and first == second
         else:  # the study's run: nothing changed, nothing computed
             assert "nothing changed" in again.stderr
         con.close()
