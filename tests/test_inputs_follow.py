@@ -331,9 +331,9 @@ def test_a_study_run_that_fails_part_way_leaves_the_store_as_it_was(tmp_path, mo
     con.close()
 
 
-def test_status_names_a_ceat_result_whose_sets_changed(tmp_path):
-    """A CEAT row records the versions that played X, Y, A and B; once a list changes, `status`
-    names it out of date with the command that redoes it."""
+def test_status_names_a_ceat_result_or_wording_audit_whose_sets_changed(tmp_path):
+    """A CEAT row and a wording audit record the versions that played X, Y, A and B; once a list
+    changes, `status` names each out of date with the command that redoes it."""
     from stimkit.stimuli.sets import role_versions
 
     study_file = write_study(tmp_path / "study", BASE)
@@ -345,9 +345,22 @@ def test_status_names_a_ceat_result_whose_sets_changed(tmp_path):
                     "contexts_min, contexts_max, single_context_words, role_versions) SELECT 'c1', run_id, test, encoder, "
                     "fingerprint, context, 10, 0, 1, 1, 0, role_versions FROM results WHERE test = 'city-modern'")
         assert rv.startswith("X:") and rv.count("|") == 3 and role_versions  # X, Y, A, B in order
+        # a wording audit records the versions its original read, as CEAT does
+        root = tmp_path / "study"
+        with stimkit.open(root / "stimkit.duckdb", catalog_dir=root / "tests", wordlist_dir=root / "wordlists",
+                          template_dir=root / "templates") as own:  # the study's folders, as its CLI has them
+            store.close()
+            own.audit_perturb(["city-modern-sent"], ["glove-6b-50d"], rules=["tense-past"], budget=500)
+        con = store.con
+        assert con.execute("SELECT role_versions FROM wording_audits").fetchall() == con.execute(
+            "SELECT role_versions FROM results WHERE test = 'city-modern-sent' AND kind = 'test'").fetchall()
         rows = {(r.kind, r.name): r for r in store.status(study_file)}
         assert rows[("ceat", "city-modern")].state == "current"
+        assert rows[("wording", "city-modern-sent")].state == "current"
     write_study(tmp_path / "study", {**BASE, "village": VILLAGE[:-1]})
     with stimkit.open(tmp_path / "study" / "stimkit.duckdb", read_only=True) as store:
-        row = {(r.kind, r.name): r for r in store.status(study_file)}[("ceat", "city-modern")]
-        assert (row.state, row.command) == ("outdated", "stimkit audit ceat -t city-modern")
+        rows = {(r.kind, r.name): r for r in store.status(study_file)}
+        assert (rows[("ceat", "city-modern")].state, rows[("ceat", "city-modern")].command) == \
+            ("outdated", "stimkit audit ceat -t city-modern")
+        assert (rows[("wording", "city-modern-sent")].state, rows[("wording", "city-modern-sent")].command) == \
+            ("outdated", "stimkit audit perturb -t city-modern-sent")

@@ -18,7 +18,7 @@ RUN = "stimkit run"
 
 @dataclass(frozen=True)
 class StatusRow:
-    kind: str                # set | result | baseline | ceat
+    kind: str                # set | result | baseline | ceat | wording
     name: str                # the set's name, or the test's
     encoder: str | None      # a result's or baseline's encoder
     state: str               # current | missing | outdated
@@ -94,7 +94,8 @@ def of_study(con, study, chosen, encoder_specs: list[str], opts, folders) -> lis
 
 # The analyses that read a test's sets and keep their rows (their latest, by test and encoder):
 # out of date once the sets that played X, Y, A and B are not those today's files give.
-_ANALYSES = (("ceat", "ceat_results", "stimkit audit ceat -t {test}"),)
+_ANALYSES = (("ceat", "ceat_results", "stimkit audit ceat -t {test}"),
+             ("wording", "wording_audits", "stimkit audit perturb -t {test}"))
 
 
 def _analyses(con, planned, enc, spec: str) -> list[StatusRow]:

@@ -81,6 +81,7 @@ class WordingAudit:
     verdict: str                   # robust | fragile | unchanged (no variant changes the input)
     n_no_op: int = 0               # variants that change nothing for the encoder: out of the shares
     no_op_variants: list[str] = field(default_factory=list)
+    role_versions: str | None = None  # the original's set versions as X, Y, A, B (stimuli.sets.role_versions)
     variants: tuple[WordingVariant, ...] = column((), stored=False)
 
 
@@ -275,7 +276,8 @@ def audit_one(run_id: str, con, test: TestDef, family: Family, planned: dict, en
         audit_id, run_id, test.name, family.parent, enc.spec, enc.fingerprint, alpha, len(rows) - 1,
         sum(1 for x in family.dropped if x.template), d0, p0, min(rel) if rel else None, max(rel) if rel else None,
         float(np.mean(signs)) if signs else None, float(np.mean(decisions)) if decisions else None,
-        share, None if fit is None else float(fit.d), verdict, len(quiet), quiet, tuple(rows))
+        share, None if fit is None else float(fit.d), verdict, len(quiet), quiet, planned[test.name].role_versions,
+        tuple(rows))
 
 
 def run(con, plan: WordingPlan, alpha: float, command: str, on_audit=None,
