@@ -364,3 +364,19 @@ def test_status_names_a_ceat_result_or_wording_audit_whose_sets_changed(tmp_path
             ("outdated", "stimkit audit ceat -t city-modern")
         assert (rows[("wording", "city-modern-sent")].state, rows[("wording", "city-modern-sent")].command) == \
             ("outdated", "stimkit audit perturb -t city-modern-sent")
+
+
+def test_a_set_key_covers_what_its_templates_reach_in_turn(tmp_path):
+    """A template that includes a file of another set, which includes a third: editing the third
+    changes the key (the version, which hashes what renders, changes with it)."""
+    from stimkit.stimuli import keys
+    from stimkit.stimuli.templates import TemplateSet
+
+    (tmp_path / "s").mkdir()
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "s" / "count_noun.j2").write_text('{% include "lib/_a.j2" %}\n')
+    (tmp_path / "lib" / "_a.j2").write_text('{% include "lib/_b.j2" %}')
+    (tmp_path / "lib" / "_b.j2").write_text("This is {{ singular|a }}.")
+    before = keys._templates_digest(TemplateSet("s", tmp_path), {"count_noun"})
+    (tmp_path / "lib" / "_b.j2").write_text("That is {{ singular|a }}.")
+    assert keys._templates_digest(TemplateSet("s", tmp_path), {"count_noun"}) != before

@@ -45,8 +45,9 @@ def execute(con, plan: Plan, command: str, on_result=None, on_failure=None, fail
     all are stored at the end, in one append per table, inside the run's transaction); on_failure(failure) for each
     failure: the plan's refusals and `failed` (encoders that could not encode) first.
     study: the study's name, alpha and correction, recorded on the run. family: the run is the
-    study's (`Store.run`): the results it is made of are recorded (run_results), its family. reused: stored results of pairs the caller took out of
-    the plan because their input keys are unchanged (`reusable`); they join the run's members. A
+    study's (`Store.run`): the results it is made of are recorded (run_results), its family.
+    reused: stored results of pairs the caller took out of the plan because their input keys are
+    unchanged (`reusable`); they join the run's members. A
     study run that would compute nothing and whose members are those of the study's latest
     run makes no new run: its report names that run and says nothing was computed."""
     failures: list[Failure] = []
@@ -63,8 +64,7 @@ def execute(con, plan: Plan, command: str, on_result=None, on_failure=None, fail
         fail(f.test, f.encoder, f.cause)
     report = RunReport(None, [], failures, plan.options.alpha, plan.n_tests, plan.n_encoders, notes=list(plan.notes))
     report.reused_results = list(reused)
-    pairs = plan.pairs
-    total = sum(len(p.options.metrics) for p, _ in pairs) + len(plan.wefats)
+    total = sum(len(p.options.metrics) for p, _ in plan.pairs) + len(plan.wefats)
     fresh = [b for b in plan.baselines if b.draws is not None]
     # stored already: reused, its rate of rejections read from its draws at this run's alpha
     report.baselines.extend(baseline.at_alpha(con, b.stored, b.planned.options.alpha)
@@ -80,7 +80,7 @@ def execute(con, plan: Plan, command: str, on_result=None, on_failure=None, fail
     with store.transaction(con):
         run_id = store.start_run(con, command, plan.options.seed, **(study or {}))
         pending: list = []  # the run's results, written in one append per table after the last
-        for planned, enc in pairs:
+        for planned, enc in plan.pairs:
             try:
                 found = association.run_one(con, run_id, planned, enc, planned.options, reference=plan.reference,
                                             pending=pending)

@@ -1,9 +1,9 @@
 """What today's files change for a study, from the input keys alone (`stimkit status`).
 
 Reads only: the sets' keys (stimuli.current), then, for the tests whose sets all stand as
-the files give them, the plan's (test, encoder) pairs and their result keys
-(association.result_key), and the matched baselines of the study's [baseline]. `run` makes
-exactly what is not current here.
+the files give them, the plan's (test, encoder) pairs and their result keys, looked up as
+`run` looks them up (execute.reusable), and the matched baselines of the study's [baseline].
+`run` makes exactly what is not current here.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ _SET_STATES = {"current": ("current", "as its files give it"),
 
 def of_study(con, study, chosen, encoder_specs: list[str], opts, folders) -> list[StatusRow]:
     from . import plan as run_plan
-    from .association import result_key
+    from .execute import reusable
 
     lists = folders.lists()
     specs = list(dict.fromkeys(s for t in chosen for s in t.set_specs()))
@@ -65,27 +65,23 @@ def of_study(con, study, chosen, encoder_specs: list[str], opts, folders) -> lis
         rows.append(StatusRow("result", f.test, None if f.encoder == "*" else f.encoder, "missing",
                               f"refused: {f.cause}", None))
     baseline = study.baseline or None
-    for planned, enc in plan.pairs:
+    stored = reusable(con, plan)  # the same question `run` asks before it computes a pair
+    for i, (planned, enc) in enumerate(plan.pairs):
         spec = getattr(enc, "base_spec", enc.spec)
-        key = result_key(planned, enc, planned.options)
-        found = store.one(con, "SELECT result_id, role_versions FROM results WHERE input_key = ? "
-                               "AND coalesce(kind, 'test') = 'test' AND result_id NOT IN "
-                               "(SELECT result_id FROM result_retirements) ORDER BY created_at DESC LIMIT 1",
-                          [key]) if key else None
-        if found is None:
+        if i not in stored:
             earlier = _has_result(con, planned.name, enc.fingerprint)
             rows.append(StatusRow("result", planned.name, spec, "outdated" if earlier else "missing",
                                   "its procedure or stimkit changed" if earlier else "not run yet", RUN))
             if baseline:
                 rows.append(StatusRow("baseline", planned.name, spec, "missing", "follows its result", RUN))
             continue
-        rows.append(StatusRow("result", planned.name, spec, "current", f"stored ({found[0]})", None))
+        rows.append(StatusRow("result", planned.name, spec, "current", f"stored ({stored[i][0]})", None))
         rows += _analyses(con, planned, enc, spec)
         if baseline:
             k, seed = int(baseline.get("sets", 0)), int(baseline.get("seed", opts.seed))
             has = store.one(con, "SELECT baseline_id FROM baselines WHERE test = ? AND fingerprint = ? "
                                  "AND role_versions = ? AND k = ? AND seed = ? LIMIT 1",
-                            [planned.name, enc.fingerprint, found[1], k, seed])
+                            [planned.name, enc.fingerprint, planned.role_versions, k, seed])
             rows.append(StatusRow("baseline", planned.name, spec, "current" if has else "missing",
                                   f"K {k}, seed {seed}" + (f" ({has[0]})" if has else ": not drawn yet"),
                                   None if has else RUN))

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import store
-from .generate import GENERATOR_VERSION
+from . import generate
 from .keys import renderable, set_key
 from .sets import SetSpec
 
@@ -42,7 +42,7 @@ def states(con, specs, lists: dict, template_set) -> list[SetState]:
     for s in renderable(dict.fromkeys(specs), lists):
         if s.template_set not in tsets:
             tsets[s.template_set] = template_set(s.template_set)
-        found.append((s, set_key(s, lists, tsets[s.template_set], GENERATOR_VERSION)))
+        found.append((s, set_key(s, lists, tsets[s.template_set], generate.GENERATOR_VERSION)))
     if not found:
         return []
     keys = [k for _, k in found]
@@ -56,8 +56,6 @@ def states(con, specs, lists: dict, template_set) -> list[SetState]:
 def ensure(con, specs, lists: dict, template_set, limits) -> list[str]:
     """Make each set's current version the one today's files give (render what no key has seen,
     log as current what is not). One transaction; returns notes on what changed."""
-    from . import generate
-
     found = states(con, specs, lists, template_set)
     todo = [st for st in found if st.status != "current"]
     if not todo:

@@ -62,14 +62,19 @@ def _templates_digest(tset, used: set[str] | None = None) -> str:
     else:
         files = [(tset.owner(f).path / f"{f}.j2").resolve() for f in used]
         files += [p.resolve() for s in tset.chain() for p in s.path.glob("_*") if p.is_file()]
-    for p in [f for f in files if f.suffix == ".j2" or f.name.startswith("_")]:
+    seen, i = set(files), 0
+    while i < len(files):  # what the files reach, and what that reaches in turn
+        p, i = files[i], i + 1
+        if not (p.suffix == ".j2" or p.name.startswith("_")):
+            continue
         for target in _REACH.findall(p.read_text(encoding="utf-8", errors="replace")):
             literal = _LITERAL.match(target)
             if literal is None:  # an expression: any file of the roots
                 return _files_digest([q.resolve() for r in roots if r.is_dir() for q in r.rglob("*") if q.is_file()],
                                      root_of)
             found = next((r / literal.group(1) for r in roots if (r / literal.group(1)).is_file()), None)
-            if found is not None:
+            if found is not None and found.resolve() not in seen:
+                seen.add(found.resolve())
                 files.append(found.resolve())
     return _files_digest(files, root_of)
 
