@@ -208,8 +208,7 @@ class Store:
 
         self._writable("generate")
         study = study if isinstance(study, studies.Study) else studies.load(study)
-        folders = self.folders.using(catalog_dir=study.catalog_dir, wordlist_dir=study.wordlist_dir,
-                                     template_dir=study.template_dir)
+        folders = self._study_folders(study)
         _, chosen, wefats = self._study_tests(study, folders, None, {})
         specs = list(dict.fromkeys([s for t in chosen for s in t.set_specs()] + [s for w in wefats for s in w.set_specs()]))
         lists = folders.lists()
@@ -463,11 +462,15 @@ class Store:
         started = time.perf_counter()
         self._writable("run")
         study = study if isinstance(study, studies.Study) else studies.load(study)
-        folders = self.folders.using(catalog_dir=study.catalog_dir, wordlist_dir=study.wordlist_dir,
-                                     template_dir=study.template_dir,  # the study's own, where it names them
-                                     override=getattr(study, "override", False))  # its `override = true`
+        folders = self._study_folders(study)
         return self._run(study, folders, encoders, options, progress, on_result, on_failure, command, started,
                          option_values)
+
+    def _study_folders(self, study: Study) -> Folders:
+        """The store's folders with the study's own where it names them, and its `override = true`:
+        what `run`, `status`, `generate` in a study and a study's reading all read."""
+        return self.folders.using(catalog_dir=study.catalog_dir, wordlist_dir=study.wordlist_dir,
+                                  template_dir=study.template_dir, override=getattr(study, "override", False))
 
     def _study_tests(self, study: Study, folders: Folders, options, option_values):
         """What a study runs: its options (a flag's over the study's), its tests in its contexts,
@@ -536,8 +539,7 @@ class Store:
         from .study import study as studies
 
         study = study if isinstance(study, studies.Study) else studies.load(study)
-        folders = self.folders.using(catalog_dir=study.catalog_dir, wordlist_dir=study.wordlist_dir,
-                                     template_dir=study.template_dir)
+        folders = self._study_folders(study)
         opts, chosen, _ = self._study_tests(study, folders, None, option_values)
         return run_status.of_study(self.con, study, chosen, list(encoders or study.encoders), opts, folders)
 
@@ -640,8 +642,7 @@ class Store:
         from .stimuli import current
 
         try:
-            folders = self.folders.using(catalog_dir=study.catalog_dir, wordlist_dir=study.wordlist_dir,
-                                         template_dir=study.template_dir)
+            folders = self._study_folders(study)
             _, chosen, _ = self._study_tests(study, folders, None, {})
             specs = list(dict.fromkeys(s for t in chosen for s in t.set_specs()))
             states = current.states(self.con, specs, folders.lists(), folders.template_set)

@@ -380,3 +380,17 @@ def test_a_set_key_covers_what_its_templates_reach_in_turn(tmp_path):
     before = keys._templates_digest(TemplateSet("s", tmp_path), {"count_noun"})
     (tmp_path / "lib" / "_b.j2").write_text("That is {{ singular|a }}.")
     assert keys._templates_digest(TemplateSet("s", tmp_path), {"count_noun"}) != before
+
+
+def test_status_and_generate_honour_the_studys_override(tmp_path):
+    """A study whose list replaces a built-in one (`override = true`) reads the same folders in
+    `status`, `generate` and its readings as in `run`."""
+    study_file = write_study(tmp_path / "study", BASE)
+    lists = tmp_path / "study" / "wordlists" / "places.toml"
+    lists.write_text(lists.read_text() + _list("flowers", "count_noun", ["tulip", "daisy"]))
+    study_file.write_text("override = true\n" + study_file.read_text())
+    with stimkit.open(tmp_path / "study" / "stimkit.duckdb") as store:
+        store.run(study_file)
+        assert todo(store, study_file) == set()
+        assert all(r["status"] == "unchanged" for r in store.generate_study(study_file))
+        assert store.results(study=studies.load(study_file)).family.drift == ()
