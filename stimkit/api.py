@@ -368,7 +368,7 @@ class Store:
         return reports, failed
 
     def _execute(self, plan: Plan, command: str, progress=None, on_result=None, on_failure=None,
-                 study: dict | None = None, reuse: bool = False) -> RunReport:
+                 study: dict | None = None, reuse: bool = False, families=()) -> RunReport:
         """Encode what the plan needs (released), then execute it. `reuse` (a study's run, which
         makes its family): the pairs whose results are stored under today's input keys are taken
         out first (run.execute.reusable): neither encoded nor computed, their stored results join
@@ -382,8 +382,20 @@ class Store:
             plan = replace(plan, pairs=tuple(p for i, p in enumerate(plan.pairs) if i not in stored))
         _, failed = self._encode_plan(plan, progress)
         plan, gone = plan.without(failed)
+        then = None
+        if families:  # each replicate family's summary rows, in the run's transaction (run.replicates)
+            from .run.replicates import summaries_of
+            then = summaries_of(families, plan.options)
         return execute(self.con, plan, command, on_result, on_failure, gone, study,
-                       [r for ids in stored.values() for r in ids], family=reuse)
+                       [r for ids in stored.values() for r in ids], family=reuse, then=then)
+
+    def _plan_families(self, encoders, named: dict | None):
+        """The encoder specs with each replicate family (`trained:NAME`, `replicates:NAME`) in its
+        replicates, and the families (run.replicates.expand: a family of one is refused here,
+        before anything is written)."""
+        from .run.replicates import expand
+
+        return expand(self.con, list(encoders), named)
 
     # ------------------------------------------------------------------ tests
 
@@ -393,7 +405,8 @@ class Store:
              b: str | None = None, name: str = "adhoc", context: str | None = None, command: str = "library",
              options: Options | None = None, on_result=None, on_failure=None, progress=None, save: str | Path | None = None,
              cross_lingual: bool = False, rerun: bool = False, baseline: BaselineOptions | int | None = None,
-             per_test=None, study: Study | None = None, **option_values) -> RunReport:
+             per_test=None, study: Study | None = None, replicates: dict[str, list[str]] | None = None,
+             **option_values) -> RunReport:
         """Run tests (names or shell patterns over catalog and imported tests, or `everything`,
         or one ad-hoc test from four set names or SELECTs) on each encoder, in one run.
         `context="c-word"` runs sentence tests on each encoder's inserted-word vectors
@@ -412,7 +425,10 @@ class Store:
         `baseline`: K (or run.baseline.BaselineOptions) matched random pairs per result, stored and
         reused (see `Store.baseline`). `per_test(test)`: option values for one test alone (a
         study's [options."<pattern>"]: its units and alternative). `study`: the study in force,
-        whose name and correction the run records beside its alpha (it joins no study's family)."""
+        whose name and correction the run records beside its alpha (it joins no study's family).
+        `replicates`: {NAME: [specs]}, the families an encoder `replicates:NAME` names (the
+        study's [replicates] too); `trained:NAME` is the family `stimkit train` made: each
+        replicate's results, and a summary per test (run.replicates)."""
         from .catalog import definitions as catalog
         from .run import cword, plan as run_plan
         from .run.options import Options
@@ -439,10 +455,15 @@ class Store:
             if len(chosen) != 1:
                 raise UsageError(f"--save writes one test's definition; {len(chosen)} tests were chosen")
             Path(save).write_text(catalog.to_toml(chosen[0]), encoding="utf-8")
-        plan = run_plan.make(self.con, chosen, list(encoders), opts, generate_missing=self._generate_missing,
+        specs, families = self._plan_families(encoders, {**(study.replicates if study else {}), **(replicates or {})})
+        plan = run_plan.make(self.con, chosen, specs, opts, generate_missing=self._generate_missing,
                              per_test=per_test)
+        if families:
+            from .run.replicates import restrict
+            plan, families = restrict(plan, families)
         plan = self._with_baselines(plan, baseline, opts.seed)
-        report = self._execute(plan, command, progress, on_result, on_failure, _recorded(study, opts.alpha))
+        report = self._execute(plan, command, progress, on_result, on_failure, _recorded(study, opts.alpha),
+                               families=families)
         if report.run_id and any((x, y, a, b)) and not rerun:  # as defined; a re-run by name (in a context) keeps it so
             catalog.store_adhoc(self.con, chosen[0])
         return report
@@ -507,15 +528,20 @@ class Store:
         from .run.options import WefatOptions
 
         opts, chosen, wefats = self._study_tests(study, folders, options, option_values)
-        plan = run_plan.make(self.con, chosen, list(encoders or study.encoders), opts, wefats=wefats,
+        specs, families = self._plan_families(encoders or study.encoders, study.replicates)
+        plan = run_plan.make(self.con, chosen, specs, opts, wefats=wefats,
                              wefat_options=WefatOptions(budget=opts.budget, seed=opts.seed), cword_optional=True,
                              generate_missing=lambda specs: self._generate_missing(specs, folders),
                              per_test=lambda t: study.options_for(t.name))
+        if families:
+            from .run.replicates import restrict
+            plan, families = restrict(plan, families)
         plan = self._with_baselines(plan, study.baseline, opts.seed, folders=folders)
         # recorded as typed (the CLI's `run`, replayed in the study's folder), else the call that
         # replays it; the study's name, alpha and correction go on the run (the defaults of reading it)
         report = self._execute(plan, command or f"run {study.path or study.name}", progress, on_result, on_failure,
-                               {"study": study.name, "alpha": opts.alpha, "correction": study.correction}, reuse=True)
+                               {"study": study.name, "alpha": opts.alpha, "correction": study.correction}, reuse=True,
+                               families=families)
         job = StudyRun(study, report, [n for n in plan.notes if n.startswith("generated")],
                        tests=[t.name for t in chosen])
         if report.run_id and (report.results or report.reused_results):  # its table's data; the views render it
@@ -568,7 +594,8 @@ class Store:
     def baseline(self, tests: list[str], *, encoders: list[str] = ("glove-6b-50d",), sets: int = 1000, seed: int = 0,
                  tolerance: float = 0.25, vocabulary: str | Path | None = None, language: str | None = None,
                  command: str = "library", options: Options | None = None, progress=None, on_failure=None,
-                 per_test=None, study: Study | None = None, **option_values) -> RunReport:
+                 per_test=None, study: Study | None = None, replicates: dict[str, list[str]] | None = None,
+             **option_values) -> RunReport:
         """Matched random baselines (`stimkit baseline`): for each test and encoder, `sets` (K)
         random pairs of target sets, each word matched to a target word on frequency (Zipf within
         `tolerance`), subword count and kind, drawn from `vocabulary` (a file of words; default
