@@ -705,6 +705,59 @@ class Store:
         return (_framed(metrics.sign_agreement(df, family.alpha), family),
                 _framed(metrics.kendall_tau_matrix(df, by_strength=True), family))
 
+    # ------------------------------------------------------------------ replicates and reliability
+
+    def replicate_summaries(self, run: str | None = None, encoder: str | None = None) -> pl.DataFrame:
+        """The stored summaries of replicate families (db/034: a row per run, test and family;
+        run.replicates), newest first; of one run, or one family's encoder (`trained:NAME`)."""
+        from .run import replicates
+
+        return replicates.stored(self.con, run, encoder)
+
+    @store.all_or_nothing
+    def reliability(self, where: str | None = None, run: str | None = None, encoders: list[str] | None = None,
+                    replicates: dict[str, list[str]] | None = None, level: float = 0.95, seed: int = 0,
+                    command: str = "library", include_stale: bool = False) -> tuple[str, pl.DataFrame]:
+        """Du et al.'s reliability of the results selected as `results` selects them (`where`,
+        `run`; `encoders`: only these encoders, a family spec standing for its replicates, whose
+        seeds are test-retest's raters): ICC(2,1) and ICC(2,k) across seeds, ICC(3,1) across
+        scoring rules, Cronbach's alpha and split-half across the words of each list, each with
+        its interval (run.reliability says what the subjects and raters are). Computed and
+        stored (db/034 reliability_results) under a run of its own; returns (run id, rows)."""
+        from .encoders import resolve
+        from .run import reliability as rel
+        from .run.replicates import expand, is_family
+
+        self._writable("reliability")
+        if not 0 < level < 1:
+            raise UsageError(f"--level must lie in (0, 1), not {level}")
+        members = None
+        if encoders:
+            specs, families = expand(self.con, list(encoders), replicates)
+            members = {}
+            for fam in families:
+                members.update({resolve(m.spec).fingerprint: (fam.encoder, m.kind) for m in fam.members})
+            plain = [s for s in encoders if not is_family(s)]
+            members.update({resolve(s).fingerprint: ("selection", "seed") for s in plain})
+        analysis.define_family(self.con, where, None, run, allow_empty=True, include_stale=include_stale, values=True,
+                               whole_store=True)
+        found = rel.compute(self.con, members, level, seed)
+        if not any(c.value is not None for c in found):
+            raise InputError("the selection allows no reliability coefficient: test-retest needs 2 seeds of a test and "
+                             "3 words, inter-rater 2 scoring rules (--metric) on 3 results, internal consistency 3 "
+                             "results of a test (replicates or encoders) and 2 words a list")
+        with store.transaction(self.con):
+            run_id = store.start_run(self.con, command, seed)
+            rows = rel.rows_of(run_id, found)
+            rel.write(self.con, rows)
+        return run_id, rel.stored(self.con, run_id)
+
+    def reliability_results(self, run: str | None = None) -> pl.DataFrame:
+        """The coefficients `reliability` stored: of one run, else of its latest run."""
+        from .run import reliability as rel
+
+        return rel.stored(self.con, run)
+
     def retire(self, where: str, reason: str) -> int:
         """Take the results matching `where` (an SQL condition on `results`) out of every
         family, keeping them and the reason; returns how many were retired."""
