@@ -320,6 +320,31 @@ class Store:
                                     max_chars=max_line_chars, limits=limits if limits is not None else self.limits,
                                     document=document, encoding=encoding)
 
+    @store.all_or_nothing  # its family, replicates and vectors commit together (store.journal)
+    def train(self, paths: list[str | Path] = (), *, name: str, corpus: str | None = None, method: str = "word2vec",
+              seeds: int = 10, bootstrap: int = 0, dim: int = 100, window: int = 5, min_count: int = 5,
+              epochs: int = 10, resample_seed: int = 0, engine: str = "local", workers: int | None = None,
+              document: str | None = None, encoding: str = "utf-8", progress=None, command: str = "train"):
+        """Embeddings trained on a corpus (catalog.training): the family NAME's replicates
+        `trained:NAME/seed-K` (K < seeds) and `trained:NAME/boot-K` (K < bootstrap) that the store
+        lacks, trained on the files `paths` (as `import corpus` reads them) or on the corpus
+        imported as `corpus`, locally (a process a model, `workers` at once) or on Ray. Each
+        replicate commits as it finishes; a train that fails leaves none. Returns a TrainReport."""
+        from .catalog import training
+
+        self._writable("train")
+        hyper = training.Hyper(dim=dim, window=window, min_count=min_count, epochs=epochs)
+        return training.train(self.con, list(paths), name=name, corpus=corpus, method=method, seeds=seeds,
+                              bootstrap=bootstrap, hyper=hyper, resample_seed=resample_seed, engine=engine,
+                              workers=workers, document=document, encoding=encoding, progress=progress)
+
+    def trained(self, name: str | None = None) -> pl.DataFrame:
+        """The trained replicates (of the family `name`, else of every family): one row each."""
+        where = "WHERE name = ?" if name else ""
+        return store.frame(self.con, "SELECT name, replicate, kind, k, fingerprint, method, seed, resample, "
+                                     "n_documents, n_tokens, vocab_size, dim, seconds FROM trained_models "
+                                     f"{where} ORDER BY name, kind = 'boot', k", [name] if name else None)
+
     # ------------------------------------------------------------------ vectors
 
     def encode(self, encoder_specs: list[str], sets: list[str] | None = None, tests: list[str] | None = None,
@@ -333,7 +358,7 @@ class Store:
         from .encoders import embeddings
 
         self._writable("encode")
-        encs = [encoders.resolve(spec) for spec in encoder_specs]  # every spec checked before anything is written
+        encs = [encoders.resolve(spec, self.con) for spec in encoder_specs]  # every spec checked before anything is written
         stimuli = select_stimuli(self.con, sets, tests, everything)
         self._release()
         reports = [embeddings.encode_missing_released(self.path, enc, stimuli, batch_size,

@@ -218,7 +218,7 @@ def make(con, tests: list[TestDef], encoder_specs: list[str], options: Options, 
     encs, sweeps = [], {}
     for spec in dict.fromkeys(encoder_specs):
         try:
-            enc = resolve(spec)
+            enc = resolve(spec, con)  # con: a trained: encoder reads its vectors from the store
         except StimkitError as e:
             refused.append(Failure("*", spec, first_line(e), e))
             continue
