@@ -23,13 +23,19 @@ CREATE TABLE IF NOT EXISTS replicate_summaries (
     d_low           DOUBLE,                -- 2.5% quantile of the replicates' d (numpy's linear rule)
     d_high          DOUBLE,                -- 97.5%
     share_holding   DOUBLE,                -- replicates whose own test rejects at alpha
+    share_low       DOUBLE,                -- its Clopper-Pearson 95% interval
+    share_high      DOUBLE,
     seed_d_median DOUBLE, seed_d_low DOUBLE, seed_d_high DOUBLE, seed_d_sd DOUBLE,   -- seed-K only
     boot_d_median DOUBLE, boot_d_low DOUBLE, boot_d_high DOUBLE, boot_d_sd DOUBLE,   -- boot-K only
-    -- the crossed model extended by a replicate factor (stats.replicates), on s(w) of the targets
-    var_words DOUBLE, var_templates DOUBLE, var_replicates DOUBLE, var_residual DOUBLE,
-    var_share_words DOUBLE, var_share_templates DOUBLE, var_share_replicates DOUBLE, var_share_residual DOUBLE,
-    var_replicates_low DOUBLE, var_replicates_high DOUBLE,
-    var_method      VARCHAR,
+    -- the crossed model extended by a replicate factor (stats.replicates.variance_split), on s(w)
+    -- of the target stimuli: components (var_*) and their shares of the total (var_share_*)
+    var_words DOUBLE, var_templates DOUBLE, var_group_template DOUBLE, var_replicates DOUBLE,
+    var_group_replicate DOUBLE, var_residual DOUBLE,
+    var_share_words DOUBLE, var_share_templates DOUBLE, var_share_group_template DOUBLE,
+    var_share_replicates DOUBLE, var_share_group_replicate DOUBLE, var_share_residual DOUBLE,
+    var_replicates_low DOUBLE, var_replicates_high DOUBLE,              -- 95% intervals (mls)
+    var_group_replicate_low DOUBLE, var_group_replicate_high DOUBLE,    -- the component that moves d
+    var_method      VARCHAR,               -- the split's scheme, or why it was not estimated
     n_shared_words  INTEGER,               -- words all replicates' vocabularies share (NULL: no vocabulary to compare)
     vocab_min       INTEGER,
     vocab_max       INTEGER,

@@ -749,9 +749,8 @@ class Store:
         scoring rules, Cronbach's alpha and split-half across the words of each list, each with
         its interval (run.reliability says what the subjects and raters are). Computed and
         stored (db/034 reliability_results) under a run of its own; returns (run id, rows)."""
-        from .encoders import resolve
         from .run import reliability as rel
-        from .run.replicates import expand, is_family
+        from .run.replicates import expand, fingerprint_of, is_family
 
         self._writable("reliability")
         if not 0 < level < 1:
@@ -761,9 +760,9 @@ class Store:
             specs, families = expand(self.con, list(encoders), replicates)
             members = {}
             for fam in families:
-                members.update({resolve(m.spec).fingerprint: (fam.encoder, m.kind) for m in fam.members})
+                members.update({fingerprint_of(self.con, m.spec): (fam.encoder, m.kind) for m in fam.members})
             plain = [s for s in encoders if not is_family(s)]
-            members.update({resolve(s).fingerprint: ("selection", "seed") for s in plain})
+            members.update({fingerprint_of(self.con, s): ("selection", "seed") for s in plain})
         analysis.define_family(self.con, where, None, run, allow_empty=True, include_stale=include_stale, values=True,
                                whole_store=True)
         found = rel.compute(self.con, members, level, seed)

@@ -118,9 +118,9 @@ def test_retest(groups: dict, by_result: dict, level: float) -> list[Coefficient
             continue
         dropped = len(set().union(*(set(by_result[r]) for r in seeds))) - len(words)
         note = f"{dropped} word{'s' if dropped != 1 else ''} some seed lacks left out" if dropped else None
-        for kind in ("ICC(2,1)", "ICC(2,k)"):
-            out.append(_coefficient("test-retest", kind, scope, test, None, "words", "seeds", m, tuple(seeds), level,
-                                    lambda: icc(m, kind, level), note))
+        for label, kind in (("ICC(2,1)", "ICC2"), ("ICC(2,k)", "ICC2k")):
+            out.append(_coefficient("test-retest", label, scope, test, None, "words", "seeds", m, tuple(seeds), level,
+                                    lambda: icc(m, kind, level), note, "F (McGraw & Wong)"))
     return out
 
 
@@ -152,15 +152,15 @@ def inter_rater(rows: list[tuple], scope_of, level: float) -> list[Coefficient]:
             continue
         z = (m - m.mean(axis=0)) / sd
         out.append(_coefficient("inter-rater", "ICC(3,1)", scope, None, None, "results", "metrics", z,
-                                tuple(ids[scope]), level, lambda: icc(z, "ICC(3,1)", level),
-                                f"rules: {', '.join(names)} (each standardised over the results)"))
+                                tuple(ids[scope]), level, lambda: icc(z, "ICC3", level),
+                                f"rules: {', '.join(names)} (each standardised over the results)", "F"))
     return out
 
 
 def internal(groups: dict, by_result: dict, level: float, seed: int) -> list[Coefficient]:
     """Cronbach's alpha and split-half over the words of X and of Y; subjects the results."""
     from ..seeding import rng_for
-    from ..stats.reliability import cronbach_alpha, split_half_coefficient
+    from ..stats.reliability import cronbach_alpha
 
     out = []
     for (scope, test), members in groups.items():
@@ -174,18 +174,50 @@ def internal(groups: dict, by_result: dict, level: float, seed: int) -> list[Coe
                 continue
             m = np.array([[c[w] for w in words] for c in cols], dtype=np.float64)   # subjects (results) x items (words)
             out.append(_coefficient("internal", "alpha", scope, test, role, "replicates", "words", m, tuple(results),
-                                    level, lambda: cronbach_alpha(m, level), None))
+                                    level, lambda: cronbach_alpha(m, level), None, "F (Feldt)"))
             if len(words) >= 4:
                 rng = rng_for(seed, "reliability", scope, test, role)
                 out.append(_coefficient("internal", "split-half", scope, test, role, "replicates", "words", m,
-                                        tuple(results), level, lambda: split_half_coefficient(m, rng, level), None))
+                                        tuple(results), level, lambda: split_half(m, rng, level), None,
+                                        f"percentile bootstrap over the results ({SPLIT_HALF_RESAMPLES})"))
     return out
 
 
-def _coefficient(measure, coefficient, scope, test, role, subjects, raters, m, ids, level, compute, note):
+SPLIT_HALF_RESAMPLES = 200
+
+
+@dataclass(frozen=True)
+class _Interval:
+    value: float
+    ci_low: float | None
+    ci_high: float | None
+
+
+def split_half(m: np.ndarray, rng, level: float) -> _Interval:
+    """The split-half reliability (stats.reliability.split_half_items) of results x words, with
+    a percentile interval from resampling the results (subjects) with replacement; a resample
+    whose halves do not vary gives no value and is left out."""
+    from ..stats.reliability import split_half_items
+
+    value = split_half_items(m, rng).value
+    draws = []
+    for _ in range(SPLIT_HALF_RESAMPLES):
+        rows = m[rng.integers(0, len(m), len(m))]
+        try:
+            draws.append(split_half_items(rows, rng, n_splits=50).value)
+        except StimkitError:
+            continue
+    draws = np.array([d for d in draws if np.isfinite(d)])
+    if len(draws) < SPLIT_HALF_RESAMPLES // 2:
+        return _Interval(value, None, None)
+    low, high = np.quantile(draws, [(1 - level) / 2, (1 + level) / 2])
+    return _Interval(value, float(low), float(high))
+
+
+def _coefficient(measure, coefficient, scope, test, role, subjects, raters, m, ids, level, compute, note, method):
     try:
         r = compute()
-        value, low, high, method = _f(r.value), _f(r.ci_low), _f(r.ci_high), r.ci_method
+        value, low, high = _f(r.value), _f(r.ci_low), _f(r.ci_high)
     except StimkitError as e:
         value, low, high, method = None, None, None, None
         note = first_line(e) if note is None else f"{note}; {first_line(e)}"
@@ -233,6 +265,6 @@ def stored(con, run_id: str | None = None):
     if run_id is None:
         found = store.one(con, "SELECT run_id FROM reliability_results ORDER BY created_at DESC, run_id DESC LIMIT 1")
         run_id = found[0] if found else None
-    return con.execute("SELECT * EXCLUDE (created_at) FROM reliability_results WHERE run_id = ? "
-                       "ORDER BY measure, scope, test NULLS FIRST, role NULLS FIRST, coefficient", [run_id]).pl()
+    return store.frame(con, "SELECT * EXCLUDE (created_at) FROM reliability_results WHERE run_id = ? "
+                            "ORDER BY measure, scope, test NULLS FIRST, role NULLS FIRST, coefficient", [run_id])
 

@@ -30,6 +30,7 @@ import polars as pl
 from .. import store
 from ..errors import InputError, StimkitError, UsageError, first_line
 from ..seeding import derive_seed
+from ..stats.decision import significant
 from .plan import Plan, refuse_early
 from .rows import Failure
 
@@ -52,6 +53,7 @@ class Family:
     shared: frozenset[str] | None = None   # the words every member's vocabulary holds (None: no vocabularies)
     vocab_sizes: tuple[int, ...] = ()
     missing: dict = field(default_factory=dict)   # test -> the words of its stimuli some member lacks
+    fingerprints: dict = field(default_factory=dict)  # member spec -> its encoder's fingerprint (as planned)
 
     @property
     def specs(self) -> list[str]:
@@ -96,7 +98,7 @@ def expand(con, specs: list[str], named: dict[str, list[str]] | None = None) -> 
             continue
         inner = split_display(spec)[1].strip()
         if inner.startswith(TRAINED):
-            from ..catalog.training import family as trained_family
+            from ..encoders.trained import family as trained_family
 
             members = list(trained_family(con, inner[len(TRAINED):]))
         else:
@@ -112,6 +114,21 @@ def expand(con, specs: list[str], named: dict[str, list[str]] | None = None) -> 
         families.append(Family(inner, tuple(member_of(m, i) for i, m in enumerate(members))))
         out += members
     return list(dict.fromkeys(out)), families
+
+
+def fingerprint_of(con, spec: str) -> str:
+    """An encoder's fingerprint, a trained replicate's read from the store without loading its
+    vectors (encoders.trained: a CBoW replicate's fingerprint is its model's)."""
+    from ..encoders import resolve, split_display
+    from ..encoders.trained import PREFIX
+
+    inner = split_display(spec)[1].strip()
+    if inner.startswith(PREFIX) and "," not in inner:
+        name, _, replicate = inner[len(PREFIX):].rpartition("/")
+        row = store.one(con, "SELECT fingerprint FROM trained_models WHERE name = ? AND replicate = ?", [name, replicate])
+        if row is not None:
+            return row[0]
+    return resolve(spec, con).fingerprint
 
 
 # ------------------------------------------------------------------ shared vocabulary
@@ -136,6 +153,7 @@ def restrict(plan: Plan, families: list[Family]) -> tuple[Plan, list[Family]]:
     pairs, refused, notes, done = list(plan.pairs), list(plan.refused), list(plan.notes), []
     for fam in families:
         encs = [by_spec.get(m.spec) for m in fam.members]
+        fam = replace(fam, fingerprints={m.spec: e.fingerprint for m, e in zip(fam.members, encs) if e is not None})
         vocabs = [vocabulary(e) for e in encs if e is not None]
         if not vocabs or len(vocabs) < len(encs) or any(v is None for v in vocabs):
             done.append(fam)
@@ -213,6 +231,8 @@ class SummaryRow:
     d_low: float | None
     d_high: float | None
     share_holding: float | None
+    share_low: float | None = None
+    share_high: float | None = None
     seed_d_median: float | None = None
     seed_d_low: float | None = None
     seed_d_high: float | None = None
@@ -223,14 +243,20 @@ class SummaryRow:
     boot_d_sd: float | None = None
     var_words: float | None = None
     var_templates: float | None = None
+    var_group_template: float | None = None
     var_replicates: float | None = None
+    var_group_replicate: float | None = None
     var_residual: float | None = None
     var_share_words: float | None = None
     var_share_templates: float | None = None
+    var_share_group_template: float | None = None
     var_share_replicates: float | None = None
+    var_share_group_replicate: float | None = None
     var_share_residual: float | None = None
     var_replicates_low: float | None = None
     var_replicates_high: float | None = None
+    var_group_replicate_low: float | None = None
+    var_group_replicate_high: float | None = None
     var_method: str | None = None
     n_shared_words: int | None = None
     vocab_min: int | None = None
@@ -243,13 +269,14 @@ def _f(x) -> float | None:
 
 
 def spread_of(d: np.ndarray) -> tuple[float | None, float | None, float | None, float | None]:
-    """Median, 2.5% and 97.5% quantiles and the sample SD of the replicates' d (stats.replicates)."""
+    """Median, 2.5% and 97.5% quantiles (stats.replicates.spread) and the sample SD of the
+    replicates' d; None where fewer than 2 replicates have one."""
     from ..stats.replicates import spread
 
-    if len(d) == 0:
+    if len(d) < 2:
         return None, None, None, None
-    s = spread(d, LOW / 100, HIGH / 100)
-    return _f(s.median), _f(s.low), _f(s.high), _f(s.sd) if len(d) > 1 else None
+    s = spread(d)
+    return _f(s.median), _f(s.q025), _f(s.q975), _f(float(np.std(d, ddof=1)))
 
 
 def summarise(con, run_id: str, families: list[Family], result_ids: list[str], alpha: float,
@@ -258,15 +285,13 @@ def summarise(con, run_id: str, families: list[Family], result_ids: list[str], a
     the rows naming its members."""
     if not families or not result_ids:
         return [], []
-    from ..encoders import resolve
-
     rows = store.rows(con, """SELECT result_id, test, fingerprint, effect_size, p_value, context, role_versions,
                                      input_key, alternative FROM results
                               WHERE result_id IN (SELECT unnest(?)) AND coalesce(metric, 'weat') = 'weat'
                               ORDER BY result_id""", [list(result_ids)])
     out, members = [], []
     for fam in families:
-        by_fp = {resolve(m.spec).fingerprint: m for m in fam.members}
+        by_fp = {fam.fingerprints[m.spec]: m for m in fam.members if m.spec in fam.fingerprints}
         tests: dict[str, list] = {}
         for r in rows:
             if r[2] in by_fp:
@@ -288,7 +313,7 @@ def summarise(con, run_id: str, families: list[Family], result_ids: list[str], a
                 summary_id=summary_id, run_id=run_id, test=test, encoder=fam.encoder, context=found[0][5],
                 role_versions=found[0][6], input_key=key, alpha=alpha, alternative=found[0][8],
                 n_replicates=int(ok.sum()), n_seed=int(is_seed.sum()), n_boot=int(is_boot.sum()),
-                d_median=med, d_low=low, d_high=high, share_holding=share_holding([x for x, o in zip(p, ok) if o], alpha),
+                d_median=med, d_low=low, d_high=high, **share_holding([x for x, o in zip(p, ok) if o], alpha),
                 seed_d_median=s_med, seed_d_low=s_low, seed_d_high=s_high, seed_d_sd=s_sd,
                 boot_d_median=b_med, boot_d_low=b_low, boot_d_high=b_high, boot_d_sd=b_sd, **split,
                 n_shared_words=len(fam.shared) if fam.shared is not None else None,
@@ -300,31 +325,40 @@ def summarise(con, run_id: str, families: list[Family], result_ids: list[str], a
     return out, members
 
 
-def share_holding(p: list, alpha: float) -> float | None:
-    """The share of replicates whose own test rejects at alpha (stats.replicates)."""
+def share_holding(p: list, alpha: float) -> dict:
+    """The share of replicates whose own test rejects at alpha, with its exact interval
+    (stats.replicates.share_holding)."""
     from ..stats.replicates import share_holding as share
 
-    values = np.array([np.nan if x is None else x for x in p], dtype=np.float64)
-    return _f(share(values, alpha)) if len(values) else None
+    if len(p) < 2:
+        return {"share_holding": None}
+    s = share(np.array([bool(significant(x, alpha)) for x in p]))
+    return {"share_holding": s.share, "share_low": s.ci_low, "share_high": s.ci_high}
 
 
 def variance_split(con, result_ids: list[str], seed: int) -> dict:
     """s(w) of the members' target stimuli (result_items) split into words, templates and
-    replicates (stats.replicates.variance_split); {} where the model cannot be fitted."""
+    replicates (stats.replicates.variance_split); only the reason where it cannot be fitted."""
     from ..stats.replicates import variance_split as split
 
-    items = store.rows(con, """SELECT result_id, coalesce(word, stimulus), template_id, association FROM result_items
-                               WHERE result_id IN (SELECT unnest(?)) AND role IN ('X', 'Y') AND association IS NOT NULL""",
-                       [result_ids])
+    items = store.rows(con, """SELECT result_id, role, coalesce(word, stimulus), template_id, association
+                               FROM result_items WHERE result_id IN (SELECT unnest(?)) AND role IN ('X', 'Y')
+                                 AND association IS NOT NULL ORDER BY result_id, role, ordinal""", [result_ids])
     if not items:
         return {}
+    templates = [i[3] for i in items]
     try:
-        r = split(np.array([i[3] for i in items]), [i[1] for i in items],
-                  [i[2] for i in items] if all(i[2] is not None for i in items) else None, [i[0] for i in items],
+        r = split(np.array([i[4] for i in items]), [i[0] for i in items], np.array([i[1] == "X" for i in items]),
+                  [i[2] for i in items], templates if len(set(templates) - {None}) > 1 else None,  # one frame: a word test
                   rng=np.random.default_rng(seed))
     except StimkitError as e:
         return {"var_method": f"not estimated: {first_line(e)}"}
-    return {k: _f(v) if k != "var_method" else v for k, v in r.columns().items()}
+    out = {f"var_{k}": _f(v) for k, v in r.components.items()}
+    out.update({f"var_share_{k}": _f(v) for k, v in r.shares.items()})
+    for k, (lo, hi) in r.intervals.items():
+        out[f"var_{k}_low"], out[f"var_{k}_high"] = _f(lo), _f(hi)
+    out["var_method"] = r.scheme
+    return out
 
 
 def write(con, summaries: list[SummaryRow], members: list[dict]) -> None:
@@ -336,7 +370,7 @@ def stored(con, where_run: str | None = None, encoder: str | None = None) -> pl.
     """The stored summaries (newest first), of one run or one family's encoder."""
     sql = "SELECT * FROM replicate_summaries WHERE (? IS NULL OR run_id = ?) AND (? IS NULL OR encoder = ?) " \
           "ORDER BY created_at DESC, summary_id"
-    return con.execute(sql, [where_run, where_run, encoder, encoder]).pl()
+    return store.frame(con, sql, [where_run, where_run, encoder, encoder])
 
 
 def summaries_of(families: list[Family], options):

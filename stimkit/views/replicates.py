@@ -9,7 +9,7 @@ from .text import count
 
 SUMMARY_COLUMNS = ["test", "encoder", "n_replicates", "d_median", "d_low", "d_high", "share_holding", "n_seed",
                    "seed_d_low", "seed_d_high", "seed_d_sd", "n_boot", "boot_d_low", "boot_d_high", "boot_d_sd",
-                   "var_share_words", "var_share_templates", "var_share_replicates", "n_shared_words"]
+                   "var_share_words", "var_share_replicates", "var_share_group_replicate", "n_shared_words"]
 RELIABILITY_COLUMNS = ["measure", "coefficient", "scope", "test", "role", "subjects", "raters", "n_subjects",
                        "n_raters", "value", "ci_low", "ci_high", "note"]
 
@@ -33,7 +33,11 @@ def summary_line(row) -> str:
             sd = r[f"{kind}_d_sd"]
             parts.append(f"{'seeds' if kind == 'seed' else 'bootstrap'} ({n}) {_range(r[f'{kind}_d_low'], r[f'{kind}_d_high'])}"
                          + (f" sd {sd:.3f}" if sd is not None else ""))
-    shares = [(name, r.get(f"var_share_{name}")) for name in ("words", "templates", "replicates", "residual")]
+    names = [("words", "words"), ("templates", "templates"), ("group_template", "X-Y x template"),
+             ("replicates", "replicates"), ("group_replicate", "X-Y x replicate"), ("residual", "residual")]
+    if r.get("context") == "word":  # a word test has no templates
+        names = [n for n in names if "template" not in n[0]]
+    shares = [(label, r.get(f"var_share_{name}")) for name, label in names]
     if any(v is not None for _, v in shares):
         parts.append("variance: " + ", ".join(f"{name} {v:.0%}" for name, v in shares if v is not None))
     elif r.get("var_method"):
