@@ -35,7 +35,7 @@ from .plan import Plan, refuse_early
 from .rows import Failure
 
 TRAINED, NAMED = "trained:", "replicates:"
-MEMBER = re.compile(r"(seed|boot)-(\d+)$")
+MEMBER = re.compile(r"(seed|boot)[-_](\d+)(?:\.\w+)?$")  # seed-3, boot-12, multiberts-seed_4, seed-0.txt
 LOW, HIGH = 2.5, 97.5          # the replicates' interval, percent
 
 
