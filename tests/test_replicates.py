@@ -235,3 +235,18 @@ def test_reliability_rows_equal_pingouin_on_the_stored_scores(family_run):
     row = rows[("inter-rater", "ICC(3,1)", None)]
     assert row["value"] == pytest.approx(icc3.loc["ICC(C,1)", "ICC"], abs=1e-10)
     assert (row["n_subjects"], row["n_raters"]) == (7, 3)
+
+
+def test_report_draws_every_replicate(family_run):
+    """The report's figure plots each replicate's stored d once (seeds and bootstrap samples apart)."""
+    from stimkit.report import data as report_data, figures
+
+    store, report, _, _, _ = family_run
+    members = report_data.replicate_members(store.con)
+    assert members.height == 7 and set(members["kind"]) == {"seed", "boot"}
+    fig = figures.replicate_strip(members)
+    drawn = sorted(float(x) for line in fig.axes[0].lines if line.get_marker() in ("o", "^") for x in line.get_xdata())
+    stored = sorted(r.effect_size for r in report.results if r.metric == "weat")
+    assert drawn == pytest.approx(stored, abs=1e-12)
+    seeds = [line for line in fig.axes[0].lines if line.get_marker() == "o"]
+    assert sum(len(line.get_xdata()) for line in seeds) == 4

@@ -255,6 +255,34 @@ def cut_spread(cuts: pl.DataFrame) -> Figure:
         return fig
 
 
+def replicate_strip(members: pl.DataFrame) -> Figure:
+    """The d of every replicate of a family, a row per test and family: seeds as circles,
+    bootstrap samples as triangles, filled where the replicate's own test rejects; the median
+    as a bar and the 2.5-97.5% interval as a line."""
+    keys = members.select("test", "family").unique(maintain_order=True).rows()
+    names = [wrap(f"{t} / {f}", 40) for t, f in keys]
+    chars, lines = _lines(names)
+    with rc_context(STYLE):
+        fig = new_figure(max(COLUMN_IN * 1.4, 2.6 + chars * CHAR_IN), 1.0 + max(0.3, lines * LINE_IN + 0.1) * len(keys))
+        ax = fig.add_subplot()
+        for i, (t, f) in enumerate(keys):
+            part = members.filter((pl.col("test") == t) & (pl.col("family") == f))
+            ax.plot([part["d_low"][0], part["d_high"][0]], [i, i], "-", color=GREY, lw=0.8)
+            ax.plot([part["d_median"][0]], [i], "|", ms=10, color=GREY)
+            for kind, marker, colour, shift in (("seed", "o", X_COLOUR, -0.12), ("boot", "^", Y_COLOUR, 0.12)):
+                mine = part.filter(pl.col("kind") == kind)
+                d, rej = mine["effect_size"].to_numpy().astype(float), mine["rejected"].fill_null(False).to_numpy()
+                ax.plot(d[rej], np.full(rej.sum(), i + shift), marker, ms=3.5, color=colour, alpha=0.8)
+                ax.plot(d[~rej], np.full((~rej).sum(), i + shift), marker, ms=3.5, mfc="none", color=colour, alpha=0.9)
+        ax.axvline(0, color=GREY, lw=0.5, ls=":")
+        ax.set_yticks(range(len(keys)), names)
+        ax.invert_yaxis()
+        ax.set_xlabel(wrap("d of each replicate (unitless): o seeds, ^ bootstrap samples; filled: p <= alpha; "
+                           "|: median, line: 2.5-97.5%", 60))
+        ax.set_title("Replicates", loc="left")
+        return fig
+
+
 def baseline_histogram(random_d: np.ndarray, observed: float, title: str) -> Figure:
     """The d of K matched random pairs as a histogram, the observed d marked."""
     random_d = np.asarray(random_d, dtype=np.float64)
