@@ -175,8 +175,9 @@ def restrict(plan: Plan, families: list[Family]) -> tuple[Plan, list[Family]]:
             pairs[i] = (q, enc)
         for name, q in cut.items():
             if isinstance(q, StimkitError):
-                refused += [Failure(name, e.spec, f"on the words all replicates of {fam.encoder} share: {first_line(q)}")
-                            for e in encs if e is not None]
+                # one line for the family, not one per replicate: the cut is the family's
+                refused.append(Failure(name, fam.encoder, f"on the {len(shared):,} words all its replicates share: "
+                                                          f"{first_line(q)}"))
         pairs = [(p, e) for p, e in pairs if not (e.fingerprint in mine and isinstance(cut.get(p.name), StimkitError))]
         notes.append(f"{fam.encoder}: {len(fam.members)} replicates; their vocabularies ({min(sizes):,}-{max(sizes):,} "
                      f"words) share {len(shared):,} words" + "".join(

@@ -10,8 +10,9 @@ from .text import count
 SUMMARY_COLUMNS = ["test", "encoder", "n_replicates", "d_median", "d_low", "d_high", "share_holding", "n_seed",
                    "seed_d_low", "seed_d_high", "seed_d_sd", "n_boot", "boot_d_low", "boot_d_high", "boot_d_sd",
                    "var_share_words", "var_share_replicates", "var_share_group_replicate", "n_shared_words"]
-RELIABILITY_COLUMNS = ["measure", "coefficient", "scope", "test", "role", "subjects", "raters", "n_subjects",
-                       "n_raters", "value", "ci_low", "ci_high", "note"]
+# a table's reading set (`--wide`, csv and the others: every column, the notes and result ids too)
+RELIABILITY_COLUMNS = ["measure", "coefficient", "test", "role", "subjects", "raters", "n_subjects", "n_raters",
+                       "value", "ci_low", "ci_high"]
 
 
 def _range(low, high) -> str:
