@@ -233,13 +233,20 @@ def wording(variants: pl.DataFrame) -> Figure:
         return fig
 
 
-def cut_spread(cuts: pl.DataFrame) -> Figure:
-    """d across cuts per test and encoder, with the uncut test's d."""
-    keys = cuts.select("test", "encoder").unique(maintain_order=True).rows()
+def _rows_of(frame: pl.DataFrame, column: str) -> tuple[list, list[str], float, int]:
+    """A figure with a row per (test, `column`): the keys, their labels, the width that fits
+    the labels, and the labels' lines."""
+    keys = frame.select("test", column).unique(maintain_order=True).rows()
     names = [wrap(f"{t} / {e}", 40) for t, e in keys]
     chars, lines = _lines(names)
+    return keys, names, max(COLUMN_IN * 1.4, 2.6 + chars * CHAR_IN), lines
+
+
+def cut_spread(cuts: pl.DataFrame) -> Figure:
+    """d across cuts per test and encoder, with the uncut test's d."""
+    keys, names, width, lines = _rows_of(cuts, "encoder")
     with rc_context(STYLE):
-        fig = new_figure(max(COLUMN_IN * 1.4, 2.6 + chars * CHAR_IN), 0.9 + max(0.22, lines * LINE_IN + 0.06) * len(keys))
+        fig = new_figure(width, 0.9 + max(0.22, lines * LINE_IN + 0.06) * len(keys))
         ax = fig.add_subplot()
         for i, (t, e) in enumerate(keys):
             part = cuts.filter((pl.col("test") == t) & (pl.col("encoder") == e))
@@ -259,11 +266,9 @@ def replicate_strip(members: pl.DataFrame) -> Figure:
     """The d of every replicate of a family, a row per test and family: seeds as circles,
     bootstrap samples as triangles, filled where the replicate's own test rejects; the median
     as a bar and the 2.5-97.5% interval as a line."""
-    keys = members.select("test", "family").unique(maintain_order=True).rows()
-    names = [wrap(f"{t} / {f}", 40) for t, f in keys]
-    chars, lines = _lines(names)
+    keys, names, width, lines = _rows_of(members, "family")
     with rc_context(STYLE):
-        fig = new_figure(max(COLUMN_IN * 1.4, 2.6 + chars * CHAR_IN), 1.0 + max(0.3, lines * LINE_IN + 0.1) * len(keys))
+        fig = new_figure(width, 1.0 + max(0.3, lines * LINE_IN + 0.1) * len(keys))
         ax = fig.add_subplot()
         for i, (t, f) in enumerate(keys):
             part = members.filter((pl.col("test") == t) & (pl.col("family") == f))

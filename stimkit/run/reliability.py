@@ -20,7 +20,7 @@ a run of its own: `reliability` computes and stores, like `test` (it is not a re
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -31,30 +31,8 @@ RATED = "CASE WHEN coalesce(metric, 'weat') = 'weat' THEN effect_size ELSE stati
 
 
 @dataclass(frozen=True)
-class ReliabilityRow:
-    reliability_id: str
-    run_id: str
-    measure: str            # test-retest | inter-rater | internal
-    coefficient: str        # ICC(2,1) | ICC(2,k) | ICC(3,1) | alpha | split-half
-    scope: str              # a family's encoder, or 'selection'
-    test: str | None
-    role: str | None
-    subjects: str           # words | results | replicates
-    raters: str             # seeds | metrics | words
-    n_subjects: int
-    n_raters: int
-    value: float | None
-    ci_low: float | None
-    ci_high: float | None
-    ci_level: float | None
-    ci_method: str | None
-    result_ids: list[str]
-    note: str | None = None
-
-
-@dataclass(frozen=True)
 class Coefficient:
-    """One coefficient before it has a run: what ReliabilityRow stores less the ids."""
+    """One coefficient: a row of reliability_results once its run is known (rows_of)."""
     measure: str
     coefficient: str
     scope: str
@@ -249,14 +227,13 @@ def compute(con, members: dict[str, tuple[str, str]] | None, level: float, seed:
             + internal(groups, by_result, level, seed))
 
 
-def rows_of(run_id: str, found: list[Coefficient]) -> list[ReliabilityRow]:
-    return [ReliabilityRow(f"{run_id}/{c.measure}/{c.coefficient}/{c.scope}/{c.test or '*'}/{c.role or '*'}", run_id,
-                           c.measure, c.coefficient, c.scope, c.test, c.role, c.subjects, c.raters, c.n_subjects,
-                           c.n_raters, c.value, c.ci_low, c.ci_high, c.ci_level, c.ci_method, list(c.result_ids), c.note)
-            for c in found]
+def rows_of(run_id: str, found: list[Coefficient]) -> list[dict]:
+    """The coefficients as rows of reliability_results, each with its run and id."""
+    return [{"reliability_id": f"{run_id}/{c.measure}/{c.coefficient}/{c.scope}/{c.test or '*'}/{c.role or '*'}",
+             "run_id": run_id, **asdict(c), "result_ids": list(c.result_ids)} for c in found]
 
 
-def write(con, rows: list[ReliabilityRow]) -> None:
+def write(con, rows: list[dict]) -> None:
     store.insert(con, "reliability_results", rows)
 
 
