@@ -171,7 +171,7 @@ def icc(ratings, kind: str, level: float = 0.95, what: str = "ICC") -> ICC:
         raise InvalidInput(f"{what}: every rating is the same ({x[0, 0]}): agreement is undefined")
     q = 1 - (1 - level) / 2
     df1 = n - 1
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):   # F infinite: no residual
         if kind in ("ICC1", "ICC1k"):
             df2 = n * (k - 1)
             F = msb / msw

@@ -275,7 +275,8 @@ def _interval(sp: _Split, j: int, level: float, method: str, rng) -> tuple[float
         if est <= 0 or den <= 0:
             return 0.0, 0.0
         df = est ** 2 / den
-        lo, hi = df * est / sps.chi2.isf(a, df), df * est / sps.chi2.ppf(a, df)
+        with np.errstate(divide="ignore"):     # a df near 0: the upper end is infinite
+            lo, hi = df * est / sps.chi2.isf(a, df), df * est / sps.chi2.ppf(a, df)
     elif method == "gpq":
         used = np.flatnonzero(lam)
         chi = pivots.chi2_draws(sp.df[used], pivots.DEFAULT_DRAWS * 4, rng)
