@@ -211,3 +211,23 @@ def test_refusals_leave_the_store_unchanged(trained_store, tmp_path, monkeypatch
     con.close()
     with pytest.raises(UsageError):
         training.replicates(0, 1)
+
+
+def test_an_imported_corpus_is_trained_from_its_files_and_a_changed_file_is_refused(tmp_path):
+    """`--corpus NAME` re-reads the files `import corpus` recorded: the same models as training on
+    the files (the same fingerprints), and a file changed since is a refused retrain."""
+    copy = tmp_path / "inaugural"
+    shutil.copytree(CORPUS, copy)
+    db = str(tmp_path / "c.duckdb")
+    r = run(["--db", db, "import", "corpus", str(copy), "--name", "speeches", "-w", "male_terms", "-n", "2"])
+    assert r.exit_code == 0, r.output
+    r = run(["--db", db, "train", "--corpus", "speeches", "--name", "sp", "--seeds", "2", *SMALL_ARGS, "--workers", "1",
+             "-f", "csv"])
+    assert r.exit_code == 0, r.output
+    fingerprints = [ln.split(",")[3] for ln in r.output.strip().splitlines()[2:]]
+    corp = training.read_corpus([CORPUS])
+    assert fingerprints == [training.fingerprint(corp.hash, "word2vec", SMALL.params("word2vec"), Replicate("seed", k, k))
+                            for k in (0, 1)]
+    (copy / "1941-Roosevelt.txt").write_text("Changed.\n", encoding="utf-8")
+    r = run(["--db", db, "train", "--corpus", "speeches", "--name", "sp", "--seeds", "3", *SMALL_ARGS])
+    assert r.exit_code == 2 and "trained on other inputs (corpus" in r.output, r.output
