@@ -4,15 +4,16 @@ their number. Prints its figures.
     python bench/bench_train.py                       # all three parts (a few minutes on 2 cores)
     python bench/bench_train.py --part rate --part memory
 
-The corpus: the US inaugural addresses (../shared/reference/corpora/inaugural where present, all 60;
+The corpus: the US inaugural addresses (../shared/reference/corpora/inaugural where present, its 59 files;
 else the suite's 20 in tests/fixtures/corpus/inaugural), word2vec with the defaults (skip-gram,
 dim 100, window 5, min-count 5, epochs 10).
 
-1. rate: `--seeds N` models into a fresh store with one worker and with two (a process a model):
-   models a minute.
+1. rate: the CPU seconds of one model (in this process, so that other work on a shared machine
+   does not count), as models a minute on two free cores; then `--seeds N` models into a fresh
+   store with one worker and with two (a process a model), wall time on this machine as it is.
 2. engines: 20 bootstrap replicates with `--engine local --workers 2` and `--engine ray
-   --workers 2` (a local Ray cluster of 2 CPUs started by the command: its start counted, and
-   the time the models took without it), in fresh stores; the vectors must be the same.
+   --workers 2` (a local Ray cluster started by the command, its start counted), in fresh
+   stores; the vectors must be the same. Wall times: the machine's load average is printed.
 3. memory: peak resident memory of the command's process (the driver, which writes every
    replicate) and of its largest worker, for 4, 16 and 48 bootstrap replicates: flat when each
    replicate's vectors go to the store as it finishes.
@@ -64,10 +65,23 @@ def train(tmp: Path, tag: str, **options) -> dict:
 
 def rate(tmp: Path, seeds: int) -> None:
     print(f"1. models a minute (word2vec, defaults, {CORPUS.name}: {seeds} seeds)")
+    sys.path.insert(0, str(REPO))
+    from stimkit.catalog import training
+
+    corp = training.read_corpus([CORPUS])
+    cpu, wall = [], []
+    for k in range(min(seeds, 4)):   # in this process: the CPU time of a model, whatever else the machine runs
+        c, w = time.process_time(), time.perf_counter()
+        training.train_one(corp.documents, "word2vec", training.Hyper(), training.Replicate("seed", k, k))
+        cpu.append(time.process_time() - c)
+        wall.append(time.perf_counter() - w)
+    per = sum(cpu) / len(cpu)
+    print(f"   a model: {per:.2f} CPU s ({sum(wall) / len(wall):.2f} s wall) on {corp.n_tokens:,} tokens: "
+          f"{120 / per:.0f} models/minute on two free cores (one model a core)")
     for workers in (1, 2):
         r = train(tmp, f"rate{workers}", seeds=seeds, workers=workers)
-        print(f"   {workers} worker(s): {r['models']} models of {r['n_tokens']:,} tokens in {r['train_seconds']:.1f} s "
-              f"= {60 * r['models'] / r['train_seconds']:.1f} models/minute")
+        print(f"   `train --workers {workers}` on this machine (load: {os.getloadavg()[0]:.1f}): {r['models']} models "
+              f"in {r['train_seconds']:.1f} s = {60 * r['models'] / r['train_seconds']:.1f} models/minute")
 
 
 def engines(tmp: Path, boots: int) -> None:
@@ -76,7 +90,7 @@ def engines(tmp: Path, boots: int) -> None:
     started = time.perf_counter()
     ray = train(tmp, "ray", seeds=0, bootstrap=boots, workers=2, engine="ray")
     whole = time.perf_counter() - started
-    print(f"   local: {local['train_seconds']:.1f} s")
+    print(f"   local: {local['train_seconds']:.1f} s (load average {os.getloadavg()[0]:.1f})")
     print(f"   ray:   {ray['train_seconds']:.1f} s (the command, the cluster's start included; process {whole:.1f} s)")
     print(f"   same vectors: {local['shas'] == ray['shas']}")
 
@@ -114,7 +128,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         CORPUS = utf8_copy(CORPUS, tmp / "inaugural")
-        print(f"corpus: {CORPUS} ({len(list(CORPUS.glob('*.txt')))} files); cores: {os.cpu_count()}")
+        print(f"corpus: the inaugural addresses ({len(list(CORPUS.glob('*.txt')))} files); cores: {os.cpu_count()}, "
+              f"load average {os.getloadavg()[0]:.1f}")
         if "rate" in parts:
             rate(tmp, a.seeds)
         if "engines" in parts:
