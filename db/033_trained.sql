@@ -10,6 +10,7 @@ CREATE TABLE IF NOT EXISTS trained_families (
     trainer       VARCHAR NOT NULL,     -- stimkit's trainer and gensim's version
     files         JSON NOT NULL,        -- [{document, sha256, path}]: where the text was read, its content
     reading       JSON NOT NULL,        -- {document, encoding}: how the files were read
+    resample_seed BIGINT NOT NULL,      -- the seed of its bootstrap draws (boot-K: rng(resample_seed, K))
     n_documents   INTEGER NOT NULL,
     n_tokens      BIGINT NOT NULL,
     created_at    TIMESTAMP NOT NULL DEFAULT current_timestamp

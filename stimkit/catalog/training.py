@@ -71,11 +71,12 @@ class Hyper:
     sample: float = 1e-3
     min_n: int = 3           # FastText's character n-grams
     max_n: int = 6
+    bucket: int = 200_000    # FastText's n-gram buckets (gensim's 2,000,000 are 800 MB a 100-dim model)
 
     def params(self, method: str) -> dict:
         out = asdict(self)
         if method != "fasttext":
-            del out["min_n"], out["max_n"]
+            del out["min_n"], out["max_n"], out["bucket"]
         return out
 
     def check(self) -> Hyper:
@@ -262,7 +263,7 @@ def train_one(documents: list[list[list[str]]], method: str, hyper: Hyper, rep: 
                   sg=hyper.sg, negative=hyper.negative, sample=hyper.sample, workers=1, seed=rep.seed,
                   hashfxn=stable_hash)
     if method == "fasttext":
-        model = FastText(sentences=sentences, min_n=hyper.min_n, max_n=hyper.max_n, **common)
+        model = FastText(sentences=sentences, min_n=hyper.min_n, max_n=hyper.max_n, bucket=hyper.bucket, **common)
     else:
         model = Word2Vec(sentences=sentences, **common)
     return Trained(rep, list(model.wv.index_to_key), np.asarray(model.wv.vectors, dtype=np.float32),
@@ -351,26 +352,29 @@ def imported(con, name: str) -> tuple[list[str], str | None, str]:
     return list(recorded.get("files") or []), recorded.get("document"), recorded.get("encoding") or "utf-8"
 
 
-def _family(con, name: str):
+def check_family(con, name: str, corp: Corpus, method: str, params: dict, resample_seed: int) -> bool:
+    """Whether the family is stored already (with these inputs). Refused: the name trained on
+    other inputs (a version once written is never changed), and these inputs trained under
+    another name (the same models: a replicate is its content, one name each)."""
     from .. import store
 
-    return store.one(con, "SELECT corpus_hash, method, params, trainer FROM trained_families WHERE name = ?", [name])
-
-
-def check_family(con, name: str, corp: Corpus, method: str, params: dict) -> bool:
-    """Whether the family is stored already (with these inputs); refused when it was trained on
-    other inputs: a version once written is never changed."""
-    stored = _family(con, name)
-    if stored is None:
-        return False
-    mine = {"corpus": corp.hash, "method": method, "params": params, "trainer": trainer()}
-    theirs = {"corpus": stored[0], "method": stored[1], "params": json.loads(stored[2]), "trainer": stored[3]}
-    differ = [k for k in mine if mine[k] != theirs[k]]
-    if differ:
-        what = ", ".join(f"{k} {_short(theirs[k])} -> {_short(mine[k])}" for k in differ)
-        raise UsageError(f"{PREFIX}{name} was trained on other inputs ({what}): a family once written is never "
-                         f"changed; train under a new --name (e.g. {name}-2)")
-    return True
+    mine = {"corpus": corp.hash, "method": method, "params": params, "trainer": trainer(),
+            "resample_seed": resample_seed}
+    for other, *values in store.rows(con, "SELECT name, corpus_hash, method, params, trainer, resample_seed "
+                                          "FROM trained_families"):
+        theirs = dict(zip(mine, values))
+        theirs["params"] = json.loads(theirs["params"])
+        differ = [k for k in mine if mine[k] != theirs[k]]
+        if other == name and differ:
+            what = ", ".join(f"{k} {_short(theirs[k])} -> {_short(mine[k])}" for k in differ)
+            raise UsageError(f"{PREFIX}{name} was trained on other inputs ({what}): a family once written is never "
+                             f"changed; train under a new --name (e.g. {name}-2)")
+        if other != name and not differ:
+            raise UsageError(f"these inputs are trained already as {PREFIX}{other} (the same models): use that "
+                             f"name, or change an input")
+        if other == name:
+            return True
+    return False
 
 
 def _short(value) -> str:
@@ -385,14 +389,14 @@ def stored_fingerprints(con, name: str) -> set[str]:
     return {fp for (fp,) in store.rows(con, "SELECT fingerprint FROM trained_models WHERE name = ?", [name])}
 
 
-def write_family(con, name: str, corp: Corpus, method: str, params: dict) -> None:
+def write_family(con, name: str, corp: Corpus, method: str, params: dict, resample_seed: int) -> None:
     from .. import store
 
     with store.transaction(con):
         store.insert(con, "trained_families", [{
             "name": name, "corpus_hash": corp.hash, "method": method, "params": json.dumps(params, sort_keys=True),
             "trainer": trainer(), "files": json.dumps(corp.files), "reading": json.dumps(corp.reading, sort_keys=True),
-            "n_documents": len(corp.documents), "n_tokens": corp.n_tokens}])
+            "resample_seed": resample_seed, "n_documents": len(corp.documents), "n_tokens": corp.n_tokens}])
 
 
 def write_replicate(con, name: str, corp: Corpus, method: str, params: dict, done: Trained) -> TrainedRow:
@@ -450,13 +454,13 @@ def train(con, paths: list[str | Path], *, name: str, corpus: str | None = None,
     where = corpus or ", ".join(str(p) for p in list(paths)[:3]) + (", ..." if len(paths) > 3 else "")
     check_size(corp, hyper, bootstrap, where)
     params = hyper.params(method)
-    known = check_family(con, name, corp, method, params)
+    known = check_family(con, name, corp, method, params, resample_seed)
     have = stored_fingerprints(con, name) if known else set()
     todo = [r for r in wanted if fingerprint(corp.hash, method, params, r) not in have]
     report = TrainReport(name, method, params, corp.hash, len(corp.documents), corp.n_tokens, engine=engine,
                          workers=workers or 1)
     if not known:
-        write_family(con, name, corp, method, params)
+        write_family(con, name, corp, method, params, resample_seed)
     rows = {}
     for r in wanted:
         if r not in todo:

@@ -43,6 +43,11 @@ def train_cmd(
         report = store.train(list(paths or []), name=name, corpus=corpus, method=method, seeds=seeds,
                              bootstrap=bootstrap, dim=dim, window=window, min_count=min_count, epochs=epochs,
                              resample_seed=resample_seed, engine=engine, workers=workers, document=document,
-                             encoding=encoding)
+                             encoding=encoding, progress=_progress if err.is_terminal else None)
     err.print(train_line(report), highlight=False)
     emit(train_frame(report), fmt)
+
+
+def _progress(done: int, total: int) -> None:
+    """A line a replicate on a terminal (stderr): a family can take minutes."""
+    err.print(f"trained {done} of {total} replicates", highlight=False)
