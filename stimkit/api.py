@@ -592,7 +592,8 @@ class Store:
         study = study if isinstance(study, studies.Study) else studies.load(study)
         folders = self._study_folders(study)
         opts, chosen, _ = self._study_tests(study, folders, None, option_values)
-        return run_status.of_study(self.con, study, chosen, list(encoders or study.encoders), opts, folders)
+        specs, families = self._plan_families(encoders or study.encoders, study.replicates)
+        return run_status.of_study(self.con, study, chosen, specs, opts, folders, families)
 
     # ------------------------------------------------------------------ baselines
 

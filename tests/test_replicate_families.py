@@ -250,3 +250,25 @@ def test_report_draws_every_replicate(family_run):
     assert drawn == pytest.approx(stored, abs=1e-12)
     seeds = [line for line in fig.axes[0].lines if line.get_marker() == "o"]
     assert sum(len(line.get_xdata()) for line in seeds) == 4
+
+
+def test_a_study_runs_its_replicates_table_and_status_knows_it(study):
+    """A study's [replicates] family runs as `replicates:NAME`; a second run reuses every member
+    (status: current) and makes no second summary."""
+    root, files = study
+    (root / "tests").mkdir(exist_ok=True)
+    (root / "tests" / "fruit.toml").write_text('["fruit-soft"]\nsets = ' + repr(list(SETS.values())).replace("'", '"')
+                                               + "\n", encoding="utf-8")
+    members = ", ".join(f'"vectors:{files[k]}"' for k in ("seed-0", "seed-1", "boot-0"))
+    (root / "study.toml").write_text(f'name = "fruit"\ntests = ["fruit-soft"]\nencoders = ["replicates:fr"]\n'
+                                     f'wordlists = "wl"\ncatalog = "tests"\n[options]\nbudget = 500\n'
+                                     f'[replicates]\nfr = [{members}]\n', encoding="utf-8")
+    with stimkit.open(root / "study.duckdb") as store:
+        job = store.run(root / "study.toml")
+        (summary,) = job.run.summaries
+        assert (summary.encoder, summary.n_replicates, summary.n_seed, summary.n_boot) == ("replicates:fr", 3, 2, 1)
+        rows = store.status(root / "study.toml")
+        assert [r.state for r in rows if r.kind == "result"] == ["current"] * 3
+        again = store.run(root / "study.toml")
+        assert not again.run.computed and again.run.summaries == []
+        assert store.replicate_summaries().height == 1
