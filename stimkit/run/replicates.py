@@ -100,7 +100,8 @@ def expand(con, specs: list[str], named: dict[str, list[str]] | None = None) -> 
         if inner.startswith(TRAINED):
             from ..encoders.trained import family as trained_family
 
-            members = list(trained_family(con, inner[len(TRAINED):]))
+            head, comma, options = inner.partition(",")   # trained:NAME,pooling=token: each replicate's
+            members = [m + comma + options for m in trained_family(con, head[len(TRAINED):])]
         else:
             name = inner[len(NAMED):]
             if name not in named:
