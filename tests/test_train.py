@@ -115,6 +115,11 @@ def test_train_end_to_end_then_a_weat_on_a_replicate(trained_store, corp):
     lines = output.strip().splitlines()
     assert lines[0].startswith("trained:ina: 4 replicate(s) trained by word2vec")
     assert [ln.split(",")[0] for ln in lines[2:]] == [f"trained:ina/{r}" for r in ("seed-0", "seed-1", "boot-0", "boot-1")]
+    import stimkit
+    with stimkit.open(path, read_only=True) as s:
+        listed = s.trained("ina")
+    assert listed["replicate"].to_list() == ["seed-0", "seed-1", "boot-0", "boot-1"]
+    assert listed["vocab_size"].to_list()[:2] == [corp.vocabulary(1)] * 2   # every distinct token, at min-count 1
     con = store.connect(path, read_only=True)
     assert trained.family(con, "ina") == [f"trained:ina/{r}" for r in ("seed-0", "seed-1", "boot-0", "boot-1")]
     # the pool's vectors are this process's, bit for bit, and the store gives them back whole

@@ -276,7 +276,6 @@ _WORKER: dict = {}
 
 
 def _init_worker(documents, method, hyper) -> None:
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
     _WORKER.update(documents=documents, method=method, hyper=hyper)
 
 
