@@ -54,9 +54,9 @@ def simulate(rng, nx, ny, T, R, var, cut=0.0, diff=0.3):
     return s, r, gg == 1, w, t
 
 
-def moves_d(rng, reps=400):
+def moves_d(rng, reps=2000):
     """The SD of D over replicates (same words and templates) with one replicate component on
-    (the root of the mean variance over 10 families)."""
+    (the root of the mean variance over 50 families)."""
     base = dict(words=1.0, templates=0.5, group_template=0.2, word_template=0.5, replicates=0.0,
                 group_replicate=0.0, word_replicate=0.0, residual=0.0)
     print("1. which replicate component moves d (SD of D = mean_X s - mean_Y s over 40 replicates, 8+8 x 5)")
@@ -89,6 +89,7 @@ def run(designs, rng, fixed=None):
     hits = {m: {"replicates": 0, "group_replicate": 0} for m in methods}
     width = {m: [] for m in methods}
     est = {k: [] for k in SENTENCE}
+    raw = {k: [] for k in SENTENCE}
     truth = {k: [] for k in SENTENCE}
     t0 = time.time()
     for _ in range(designs):
@@ -105,16 +106,22 @@ def run(designs, rng, fixed=None):
                 lo, hi = fit.intervals[k]
                 hits[m][k] += lo <= true[k] <= hi
             width[m].append(fit.intervals["group_replicate"][1] - fit.intervals["group_replicate"][0])
+        Y, xs, ws, ts, _ = RP._table(s, r, x, list(w), t, "bench")
+        sp, _ = RP._split(Y, xs, ws, ts, "bench")
+        raw_fit = dict(zip(sp.names, np.linalg.solve(sp.K, sp.ms)))    # before negatives are set to 0
         for k in true:
             est[k].append(fit.detail[k])
+            raw[k].append(raw_fit[k])
             truth[k].append(true[k])
     secs = time.time() - t0
     print(f"   {designs} designs, {secs:.0f} s ({1000 * secs / designs / len(methods):.0f} ms a fit)")
-    print("   bias of each component (mean estimate - truth; +- its Monte Carlo SE; negatives set to 0):")
+    print("   bias of each component: mean estimate - truth +- its Monte Carlo SE, as solved, then with negatives set to 0:")
     for k in SENTENCE:
         if est[k]:
-            e = np.array(est[k]) - np.array(truth[k])
-            print(f"     {k:16s} {e.mean():+.4f} +- {e.std(ddof=1) / np.sqrt(len(e)):.4f}  (truth mean {np.mean(truth[k]):.3f}, n {len(e)})")
+            e, f = np.array(raw[k]) - np.array(truth[k]), np.array(est[k]) - np.array(truth[k])
+            se = lambda v: v.std(ddof=1) / np.sqrt(len(v))  # noqa: E731
+            print(f"     {k:16s} {e.mean():+.4f} +- {se(e):.4f}   clipped {f.mean():+.4f} +- {se(f):.4f}  "
+                  f"(truth mean {np.mean(truth[k]):.3f}, n {len(e)})")
     print("   coverage of the 95% intervals (group x replicate: moves d; replicates: main effect):")
     for m in methods:
         print(f"     {m:14s} group_replicate {100 * hits[m]['group_replicate'] / designs:5.1f}%   "
