@@ -17,6 +17,7 @@ from stimkit.stats import reliability as R
 from stimkit.stats.weat import InvalidInput
 
 pg = pytest.importorskip("pingouin")
+pytestmark = pytest.mark.filterwarnings("ignore:The inplace keyword")   # pingouin 0.7 on pandas 3: its own dropna
 PG_ROWS = dict(zip(R.ICC_KINDS, range(6)))   # pingouin's row order: ICC(1,1), (A,1), (C,1), (1,k), (A,k), (C,k)
 
 

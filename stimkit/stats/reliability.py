@@ -175,24 +175,18 @@ def icc(ratings, kind: str, level: float = 0.95, what: str = "ICC") -> ICC:
     q = 1 - (1 - level) / 2
     df1 = n - 1
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):   # F infinite: no residual
-        if kind in ("ICC1", "ICC1k"):
-            df2 = n * (k - 1)
-            F = msb / msw
+        if kind in ("ICC1", "ICC1k", "ICC3", "ICC3k"):
+            # one-way (1): the error is everything within a subject; two-way consistency (3):
+            # the raters' offsets are taken out first. Shrout & Fleiss's exact F interval either way
+            one_way = kind.startswith("ICC1")
+            df2, err = (n * (k - 1), msw) if one_way else ((n - 1) * (k - 1), mse)
+            F = msb / err
             fl, fu = F / f.ppf(q, df1, df2), F * f.ppf(q, df2, df1)
-            if kind == "ICC1":
-                value = (msb - msw) / (msb + (k - 1) * msw)
-                lo, hi = (fl - 1) / (fl + k - 1), (fu - 1) / (fu + k - 1)
+            if kind.endswith("k"):
+                value, lo, hi = (msb - err) / msb, 1 - 1 / fl, 1 - 1 / fu
             else:
-                value, lo, hi = (msb - msw) / msb, 1 - 1 / fl, 1 - 1 / fu
-        elif kind in ("ICC3", "ICC3k"):
-            df2 = (n - 1) * (k - 1)
-            F = msb / mse
-            fl, fu = F / f.ppf(q, df1, df2), F * f.ppf(q, df2, df1)
-            if kind == "ICC3":
-                value = (msb - mse) / (msb + (k - 1) * mse)
+                value = (msb - err) / (msb + (k - 1) * err)
                 lo, hi = (fl - 1) / (fl + k - 1), (fu - 1) / (fu + k - 1)
-            else:
-                value, lo, hi = (msb - mse) / msb, 1 - 1 / fl, 1 - 1 / fu
         else:
             df2 = (n - 1) * (k - 1)
             F = msb / mse
