@@ -9,6 +9,7 @@ components' intervals cover? Prints its figures (docs/methods/reliability.md quo
 3. The same per fixed configuration (word test; sentence test balanced and with cells cut).
 
     PYTHONPATH=. python bench/sim_replicates.py [--designs 500] [--seed 0]
+    PYTHONPATH=. python bench/sim_replicates.py --recheck 1500 --seed 123   (bias only, one design)
 """
 
 from __future__ import annotations
@@ -54,9 +55,9 @@ def simulate(rng, nx, ny, T, R, var, cut=0.0, diff=0.3):
     return s, r, gg == 1, w, t
 
 
-def moves_d(rng, reps=400):
+def moves_d(rng, reps=2000):
     """The SD of D over replicates (same words and templates) with one replicate component on
-    (the root of the mean variance over 10 families)."""
+    (the root of the mean variance over 50 families)."""
     base = dict(words=1.0, templates=0.5, group_template=0.2, word_template=0.5, replicates=0.0,
                 group_replicate=0.0, word_replicate=0.0, residual=0.0)
     print("1. which replicate component moves d (SD of D = mean_X s - mean_Y s over 40 replicates, 8+8 x 5)")
@@ -89,6 +90,7 @@ def run(designs, rng, fixed=None):
     hits = {m: {"replicates": 0, "group_replicate": 0} for m in methods}
     width = {m: [] for m in methods}
     est = {k: [] for k in SENTENCE}
+    raw = {k: [] for k in SENTENCE}
     truth = {k: [] for k in SENTENCE}
     t0 = time.time()
     for _ in range(designs):
@@ -105,16 +107,22 @@ def run(designs, rng, fixed=None):
                 lo, hi = fit.intervals[k]
                 hits[m][k] += lo <= true[k] <= hi
             width[m].append(fit.intervals["group_replicate"][1] - fit.intervals["group_replicate"][0])
+        Y, xs, ws, ts, _ = RP._table(s, r, x, list(w), t, "bench")
+        sp, _ = RP._split(Y, xs, ws, ts, "bench")
+        raw_fit = dict(zip(sp.names, np.linalg.solve(sp.K, sp.ms)))    # before negatives are set to 0
         for k in true:
             est[k].append(fit.detail[k])
+            raw[k].append(raw_fit[k])
             truth[k].append(true[k])
     secs = time.time() - t0
     print(f"   {designs} designs, {secs:.0f} s ({1000 * secs / designs / len(methods):.0f} ms a fit)")
-    print("   bias of each component (mean estimate - truth; +- its Monte Carlo SE; negatives set to 0):")
+    print("   bias of each component: mean estimate - truth +- its Monte Carlo SE, as solved, then with negatives set to 0:")
     for k in SENTENCE:
         if est[k]:
-            e = np.array(est[k]) - np.array(truth[k])
-            print(f"     {k:16s} {e.mean():+.4f} +- {e.std(ddof=1) / np.sqrt(len(e)):.4f}  (truth mean {np.mean(truth[k]):.3f}, n {len(e)})")
+            e, f = np.array(raw[k]) - np.array(truth[k]), np.array(est[k]) - np.array(truth[k])
+            se = lambda v: v.std(ddof=1) / np.sqrt(len(v))  # noqa: E731
+            print(f"     {k:16s} {e.mean():+.4f} +- {se(e):.4f}   clipped {f.mean():+.4f} +- {se(f):.4f}  "
+                  f"(truth mean {np.mean(truth[k]):.3f}, n {len(e)})")
     print("   coverage of the 95% intervals (group x replicate: moves d; replicates: main effect):")
     for m in methods:
         print(f"     {m:14s} group_replicate {100 * hits[m]['group_replicate'] / designs:5.1f}%   "
@@ -122,11 +130,33 @@ def run(designs, rng, fixed=None):
               f"median width (group_replicate) {np.nanmedian(width[m]):.3f}")
 
 
+def recheck(designs, seed):
+    """Bias only (components as solved), on the unbalanced sentence design of section 3, with
+    fresh draws: a second look at a bias that section 3 flags."""
+    v = dict(words=1.0, templates=0.5, group_template=0.2, word_template=0.5, replicates=0.3,
+             group_replicate=0.1, word_replicate=0.2, residual=0.4)
+    rng = np.random.default_rng(seed)
+    raw = []
+    for _ in range(designs):
+        s, r, x, w, t = simulate(np.random.default_rng(rng.integers(2 ** 32)), 10, 6, 6, 20, v, 0.2)
+        Y, xs, ws, ts, _ = RP._table(s, r, x, list(w), t, "bench")
+        sp, _ = RP._split(Y, xs, ws, ts, "bench")
+        raw.append(np.linalg.solve(sp.K, sp.ms))
+    raw = np.array(raw)
+    print(f"recheck: 10+6 x 6 templates x 20 replicates, 20% of cells cut, {designs} designs, seed {seed}: "
+          "mean estimate as solved - truth +- its Monte Carlo SE")
+    for k, m, e in zip(sp.names, raw.mean(axis=0), raw.std(axis=0, ddof=1) / np.sqrt(designs)):
+        print(f"   {k:16s} {m - v[k]:+.4f} +- {e:.4f}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--designs", type=int, default=500)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--recheck", type=int, default=0, help="only the bias recheck, over this many designs")
     args = ap.parse_args()
+    if args.recheck:
+        return recheck(args.recheck, args.seed)
     rng = np.random.default_rng(args.seed)
     moves_d(rng)
     print(f"\n2. {args.designs} random designs (30% word tests; 5-15 words a side, equal in 60%; 3-8 templates; "

@@ -17,6 +17,7 @@ from stimkit.stats import reliability as R
 from stimkit.stats.weat import InvalidInput
 
 pg = pytest.importorskip("pingouin")
+pytestmark = pytest.mark.filterwarnings("ignore:The inplace keyword")   # pingouin 0.7 on pandas 3: its own dropna
 PG_ROWS = dict(zip(R.ICC_KINDS, range(6)))   # pingouin's row order: ICC(1,1), (A,1), (C,1), (1,k), (A,k), (C,k)
 
 
@@ -150,6 +151,11 @@ def test_spearman_brown_split_half_by_hand():
     # the first split worked through: halves' means 1.5 2 4 3.5 5.5 (items 1, 2) and 2 3 3 5.5 4.5
     # (items 3, 4); deviations' products sum to 5.6, squares to 10.3 and 7.7
     assert rs[0] == pytest.approx(5.6 / np.sqrt(10.3 * 7.7), abs=1e-12)
+    # its interval is alpha's (Feldt's, df 4 and 12) around it: the documented choice (bench/sim_reliability.py)
+    from scipy.stats import f
+    assert (got.ci_low, got.ci_high) == pytest.approx((1 - (1 - got.value) * f.isf(0.025, 4, 12),
+                                                       1 - (1 - got.value) * f.isf(0.975, 4, 12)), abs=1e-12)
+    assert got.ci_low < got.value < got.ci_high
     # the function over profiles (items as rows) is the same computation
     assert R.split_half(x.T, np.random.default_rng(0)) == pytest.approx(got.value, abs=1e-15)
 

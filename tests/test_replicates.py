@@ -148,6 +148,17 @@ def test_components_unbiased_and_interval_covers_in_a_small_simulation():
     assert hits >= 52          # 95% nominal: below 52 of 60 has probability < 0.5% at 95%
 
 
+def test_wide_table_is_the_long_one():
+    """(replicates x sentences) with per-sentence group, word and template: the same split."""
+    rng = np.random.default_rng(6)
+    s, r, x, w, t = _design(rng, 5, 5, 3, 4, dict(zip(COMPONENTS, (0.5,) * 8)))
+    order = np.lexsort((t, w, r))          # replicate-major, the same sentence order in each
+    s, r, x, w, t = s[order], r[order], x[order], w[order], t[order]
+    S = int((r == 0).sum())
+    wide = RP.variance_split(s.reshape(4, S), None, x[:S], w[:S], t[:S])
+    assert wide == RP.variance_split(s, r, x, w, t)
+
+
 def test_bad_families_refused_in_one_line():
     rng = np.random.default_rng(0)
     var = dict(zip(COMPONENTS, (1.0,) * 8))

@@ -306,9 +306,17 @@ def variance_split(s, replicate, is_x, word, template=None, *, level: float = 0.
     """The variance components of s over words, templates (sentence tests) and replicates,
     with intervals for the replicates' two components (module docstring).
 
-    s: a target sentence's (or word's) association s(w, A, B) in one replicate; replicate: the
-    replicate's id per row; is_x: True for X's; word; template (None, or all None: a word
-    test). Every replicate must hold the same sentences. rng seeds the gpq draws (None: 0)."""
+    Long form: s, a target sentence's (or word's) association s(w, A, B) in one replicate, with
+    per row the replicate's id, is_x (True for X's), word and template (None, or all None: a
+    word test). Wide form: s a (replicates x sentences) array, replicate None (or the
+    replicates' ids, one a row), is_x, word and template one a column. Every replicate must
+    hold the same sentences. rng seeds the gpq draws (None: 0)."""
+    if np.ndim(s) == 2:
+        R, S = np.shape(s)
+        replicate = np.repeat(np.arange(R) if replicate is None else np.asarray(replicate), S)
+        is_x, word = np.tile(np.asarray(is_x), R), np.tile(np.asarray(word, dtype=object), R)
+        template = None if template is None else np.tile(np.asarray(template, dtype=object), R)
+        s = np.ravel(s)
     if method not in INTERVALS:
         raise InvalidInput(f"{what}: method must be one of {', '.join(INTERVALS)}, not {method!r}")
     if not 0 < level < 1:
