@@ -138,7 +138,7 @@ def inter_rater(rows: list[tuple], scope_of, level: float) -> list[Coefficient]:
 def internal(groups: dict, by_result: dict, level: float, seed: int) -> list[Coefficient]:
     """Cronbach's alpha and split-half over the words of X and of Y; subjects the results."""
     from ..seeding import rng_for
-    from ..stats.reliability import cronbach_alpha
+    from ..stats.reliability import cronbach_alpha, split_half_items
 
     out = []
     for (scope, test), members in groups.items():
@@ -156,40 +156,9 @@ def internal(groups: dict, by_result: dict, level: float, seed: int) -> list[Coe
             if len(words) >= 4:
                 rng = rng_for(seed, "reliability", scope, test, role)
                 out.append(_coefficient("internal", "split-half", scope, test, role, "replicates", "words", m,
-                                        tuple(results), level, lambda: split_half(m, rng, level), None,
-                                        f"percentile bootstrap over the results ({SPLIT_HALF_RESAMPLES})"))
+                                        tuple(results), level, lambda: split_half_items(m, rng, level=level), None,
+                                        "F (Feldt, alpha's)"))
     return out
-
-
-SPLIT_HALF_RESAMPLES = 200
-
-
-@dataclass(frozen=True)
-class _Interval:
-    value: float
-    ci_low: float | None
-    ci_high: float | None
-
-
-def split_half(m: np.ndarray, rng, level: float) -> _Interval:
-    """The split-half reliability (stats.reliability.split_half_items) of results x words, with
-    a percentile interval from resampling the results (subjects) with replacement; a resample
-    whose halves do not vary gives no value and is left out."""
-    from ..stats.reliability import split_half_items
-
-    value = split_half_items(m, rng).value
-    draws = []
-    for _ in range(SPLIT_HALF_RESAMPLES):
-        rows = m[rng.integers(0, len(m), len(m))]
-        try:
-            draws.append(split_half_items(rows, rng, n_splits=50).value)
-        except StimkitError:
-            continue
-    draws = np.array([d for d in draws if np.isfinite(d)])
-    if len(draws) < SPLIT_HALF_RESAMPLES // 2:
-        return _Interval(value, None, None)
-    low, high = np.quantile(draws, [(1 - level) / 2, (1 + level) / 2])
-    return _Interval(value, float(low), float(high))
 
 
 def _coefficient(measure, coefficient, scope, test, role, subjects, raters, m, ids, level, compute, note, method):
