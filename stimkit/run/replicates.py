@@ -150,10 +150,12 @@ def restrict(plan: Plan, families: list[Family]) -> tuple[Plan, list[Family]]:
     """Each family's pairs on the stimuli every member reads whole (module docstring). Members
     without a vocabulary (transformers) read any text: their family is left as it is. A test
     left with too few stimuli by the cut fails for that family's members (one line each)."""
-    by_spec = {getattr(enc, "requested", enc.spec): enc for enc in plan.encoders}
+    from ..encoders import split_display
+
+    by_spec = {getattr(enc, "requested", enc.spec): enc for enc in plan.encoders}   # as typed, less a display name
     pairs, refused, notes, done = list(plan.pairs), list(plan.refused), list(plan.notes), []
     for fam in families:
-        encs = [by_spec.get(m.spec) for m in fam.members]
+        encs = [by_spec.get(split_display(m.spec)[1].strip()) for m in fam.members]
         fam = replace(fam, fingerprints={m.spec: e.fingerprint for m, e in zip(fam.members, encs) if e is not None})
         vocabs = [vocabulary(e) for e in encs if e is not None]
         if not vocabs or len(vocabs) < len(encs) or any(v is None for v in vocabs):
