@@ -324,9 +324,9 @@ class ScoringEncoder(Encoder):
             targets = np.concatenate([np.asarray([ids[i][p] for p in pos], dtype=np.int64)
                                       for (i, _), (_, pos) in zip(batch, picks)])
             with torch.inference_mode():
-                logits = model(input_ids=torch.from_numpy(inputs).to(device),
-                               attention_mask=torch.from_numpy(attention).to(device)).logits
-                at = logits[torch.from_numpy(rows_).to(device), torch.from_numpy(seqs).to(device)].float()
+                at = self._logits_at(model, torch.from_numpy(inputs).to(device),
+                                     torch.from_numpy(attention).to(device),
+                                     (torch.from_numpy(rows_).to(device), torch.from_numpy(seqs).to(device))).float()
                 # log softmax at the scored positions only: the logit of the token less the
                 # log-sum-exp over the vocabulary (no batch x length x vocabulary copy)
                 values = (at.gather(1, torch.from_numpy(targets).to(device)[:, None])[:, 0]
@@ -338,6 +338,26 @@ class ScoringEncoder(Encoder):
             if done:
                 yield np.asarray(done), [self._assemble(got.pop(i), ids[i], names) for i in done]
             start = end
+
+    def _logits_at(self, model, input_ids, attention_mask, at):
+        """The logits at the positions `at` (rows, sequence positions) only. The output layer
+        (the model's output embeddings) is handed just those positions' hidden states, through
+        a hook on its input: a PLL row reads one position of its sentence, and the vocabulary
+        projection of every other one would be most of a small model's work. A model whose
+        head does not fit (its logits come back in another shape, or it fails) is run whole."""
+        head = model.get_output_embeddings() if getattr(self, "_head_hook", True) else None
+        if head is not None:
+            handle = head.register_forward_pre_hook(lambda module, args: (args[0][at], *args[1:]))
+            try:
+                logits = model(input_ids=input_ids, attention_mask=attention_mask).logits
+                if logits.ndim == 2 and logits.shape[0] == len(at[0]):
+                    return logits
+            except (RuntimeError, IndexError, ValueError):
+                pass
+            finally:
+                handle.remove()
+            self._head_hook = False  # this model's head cannot take it: run it whole from now on
+        return model(input_ids=input_ids, attention_mask=attention_mask).logits[at]
 
     def _picks(self, plan, ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
         """Which logits one model input is read at (its sequence positions) and the text's
