@@ -292,3 +292,29 @@ def test_encode_writes_token_rows(catalog_store, llama):
     assert store.one(con, "SELECT count(DISTINCT text) FROM token_scores WHERE fingerprint = ?", [llama.fingerprint])[0] == 25
     listed = catalog_store.encoders().filter(encoder=spec)
     assert listed["vectors"].to_list() == [25]
+
+
+def test_a_failed_commands_token_rows_are_removed(tmp_path, llama):
+    """Inside a command that stores results (store.journal), the token rows and the encoder it
+    added are pending until its run is stored: a command that fails leaves none of them, and
+    rows stored before it stay."""
+    from stimkit.store import journal
+
+    def failed_command(con, texts):
+        with store.transaction(con):
+            token = journal.begin(con, "test")
+        token_scores.score_missing(con, llama, texts)
+        assert store.one(con, "SELECT count(DISTINCT text) FROM token_scores")[0] == 5
+        with store.transaction(con):
+            journal.discard(con, token)
+        journal.leave(journal.database(con), token)
+
+    con = store.connect(tmp_path / "s.duckdb")
+    empty = snapshot(con)
+    failed_command(con, SENTENCES[:5])
+    assert snapshot(con) == empty   # no rows, no encoder
+    token_scores.score_missing(con, llama, SENTENCES[:2])   # before the command: kept
+    before = snapshot(con)
+    failed_command(con, SENTENCES[:5])
+    assert snapshot(con) == before
+    con.close()
