@@ -243,6 +243,14 @@ def test_a_study_adds_a_variant_as_sql(tmp_path, llama):
     token_scores.score_missing(con, llama, texts)
     got = likelihood.text_scores(con, llama.fingerprint, texts, "worst", [folder])
     assert got == pytest.approx([s.logprobs.min() for s in llama.score(texts)], abs=1e-12)
+    from types import SimpleNamespace
+
+    study = tmp_path / "study"
+    (study / "queries").mkdir(parents=True)
+    folder.rename(study / "queries" / "likelihood")
+    folder = study / "queries" / "likelihood"
+    assert likelihood.study_folders(SimpleNamespace(path=study / "study.toml")) == [folder]
+    assert likelihood.study_folders(SimpleNamespace(path=tmp_path / "study.toml")) == []
     (folder / "sum.sql").write_text("-- kind: text\nSELECT text, 0 AS score FROM scores GROUP BY text\n")
     with pytest.raises(StimkitError, match="defined already"):
         likelihood.variants([folder])
