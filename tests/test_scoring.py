@@ -178,6 +178,10 @@ def test_token_table_stores_each_text_once(tmp_path, llama):
         [s.logprobs.mean() for s in direct], abs=1e-12)
     assert np.isnan(token_scores.totals(con, llama.fingerprint, texts, "pll")).all()  # no masked rows
     assert stimkit.score(texts, f"hf:{llama.model_id},score=causal") == pytest.approx(sums, abs=1e-9)
+    with pytest.raises(stimkit.UsageError, match="gives vectors, not log-probabilities"):
+        stimkit.score(texts, "glove-6b-50d")
+    with pytest.raises(StimkitError, match="empty text"):
+        token_scores.score_missing(con, llama, ["fine", "  "])
     con.close()
 
 
