@@ -7,7 +7,12 @@
     st:<model id or local path>      a sentence-transformers model, through its own pipeline
     vectors:<path>                   any word2vec / GloVe file
     import:<parquet or csv>          precomputed vectors
+<<<<<<< HEAD
     trained:<name>/seed-K, /boot-K   word vectors trained on a corpus (`stimkit train`), from the store
+=======
+    smollm2-135m                     SmolLM2-135M-Instruct, a causal LM that scores texts (encoders.scoring)
+    hf:<model>,score=causal|pll      any causal or masked LM as a scoring encoder (log-probabilities)
+>>>>>>> i51score
 
 Options follow as `,key=value`: `minilm,pooling=cls`, `hf:gpt2,pooling=last`,
 `hf:bert-base-uncased,pooling=token,subtoken=mean,layer=sum`, `glove-6b-50d,pooling=token`.
@@ -49,8 +54,13 @@ from ..choices import suggest
 from .. import StimkitError
 from .base import Encoded, Encoder, EncoderWarning
 
+<<<<<<< HEAD
 EMBEDDED = ("glove-6b-50d", "minilm", "use-m3")
 PREFIXES = ("hf:", "st:", "vectors:", "import:", "trained:")
+=======
+EMBEDDED = ("glove-6b-50d", "minilm", "use-m3", "smollm2-135m")
+PREFIXES = ("hf:", "st:", "vectors:", "import:")
+>>>>>>> i51score
 # NAME=SPEC: a display name has no ':', '/', ',', '=' or quote, so no spec is read as one
 DISPLAY = re.compile(r"\s*([^:/,=\"]+?)\s*=(?!=)(.+)", re.S)
 ESCAPES = {'"': '"', "\\": "\\", "n": "\n"}
@@ -132,7 +142,8 @@ def layers(enc: Encoder) -> list[Encoder]:
 
 # The languages the embedded encoders were trained on (None: multilingual; use-m3 reads any,
 # trained on 16: ar, de, en, es, fr, it, ja, ko, nl, pl, pt, ru, th, tr, zh-Hans, zh-Hant).
-EMBEDDED_LANGUAGES = {"glove-6b-50d": frozenset({"en"}), "minilm": frozenset({"en"}), "use-m3": None}
+EMBEDDED_LANGUAGES = {"glove-6b-50d": frozenset({"en"}), "minilm": frozenset({"en"}), "use-m3": None,
+                      "smollm2-135m": frozenset({"en"})}
 
 
 def _build(spec: str, con=None) -> Encoder:
@@ -173,6 +184,12 @@ def _construct(spec: str, head: str, options: dict, con=None) -> Encoder:
         if head == "use-m3":
             from .use import UniversalSentenceEncoder
             return UniversalSentenceEncoder(**options)
+        if head == "smollm2-135m":  # a language model that scores texts (encoders.scoring)
+            from .scoring import smollm2
+            return smollm2(**options)
+        if head.startswith("hf:") and head[3:] and "score" in options:
+            from .scoring import hf_scoring
+            return hf_scoring(head[3:], **options)
         if head.startswith("hf:") and head[3:]:
             from .transformer import hf
             return hf(head[3:], **options)
@@ -194,8 +211,13 @@ def _construct(spec: str, head: str, options: dict, con=None) -> Encoder:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise StimkitError(f"encoder {spec!r}: {first}") from None
     raise StimkitError(
+<<<<<<< HEAD
         f"unknown encoder {spec!r}{suggest(spec.split(',')[0], EMBEDDED)} (known: {', '.join(EMBEDDED)}, or hf:<model>, "
         "st:<model>, vectors:<file>, import:<file>, trained:<name>/seed-K)"
+=======
+        f"unknown encoder {spec!r}{suggest(spec.split(',')[0], EMBEDDED)} (known: {', '.join(EMBEDDED)}, or hf:<model>[,score=causal|pll], "
+        "st:<model>, vectors:<file>, import:<file>)"
+>>>>>>> i51score
     )
 
 
