@@ -7,12 +7,9 @@
     st:<model id or local path>      a sentence-transformers model, through its own pipeline
     vectors:<path>                   any word2vec / GloVe file
     import:<parquet or csv>          precomputed vectors
-<<<<<<< HEAD
     trained:<name>/seed-K, /boot-K   word vectors trained on a corpus (`stimkit train`), from the store
-=======
     smollm2-135m                     SmolLM2-135M-Instruct, a causal LM that scores texts (encoders.scoring)
     hf:<model>,score=causal|pll      any causal or masked LM as a scoring encoder (log-probabilities)
->>>>>>> i51score
 
 Options follow as `,key=value`: `minilm,pooling=cls`, `hf:gpt2,pooling=last`,
 `hf:bert-base-uncased,pooling=token,subtoken=mean,layer=sum`, `glove-6b-50d,pooling=token`.
@@ -54,13 +51,8 @@ from ..choices import suggest
 from .. import StimkitError
 from .base import Encoded, Encoder, EncoderWarning
 
-<<<<<<< HEAD
-EMBEDDED = ("glove-6b-50d", "minilm", "use-m3")
-PREFIXES = ("hf:", "st:", "vectors:", "import:", "trained:")
-=======
 EMBEDDED = ("glove-6b-50d", "minilm", "use-m3", "smollm2-135m")
-PREFIXES = ("hf:", "st:", "vectors:", "import:")
->>>>>>> i51score
+PREFIXES = ("hf:", "st:", "vectors:", "import:", "trained:")
 # NAME=SPEC: a display name has no ':', '/', ',', '=' or quote, so no spec is read as one
 DISPLAY = re.compile(r"\s*([^:/,=\"]+?)\s*=(?!=)(.+)", re.S)
 ESCAPES = {'"': '"', "\\": "\\", "n": "\n"}
@@ -211,13 +203,8 @@ def _construct(spec: str, head: str, options: dict, con=None) -> Encoder:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise StimkitError(f"encoder {spec!r}: {first}") from None
     raise StimkitError(
-<<<<<<< HEAD
-        f"unknown encoder {spec!r}{suggest(spec.split(',')[0], EMBEDDED)} (known: {', '.join(EMBEDDED)}, or hf:<model>, "
-        "st:<model>, vectors:<file>, import:<file>, trained:<name>/seed-K)"
-=======
         f"unknown encoder {spec!r}{suggest(spec.split(',')[0], EMBEDDED)} (known: {', '.join(EMBEDDED)}, or hf:<model>[,score=causal|pll], "
-        "st:<model>, vectors:<file>, import:<file>)"
->>>>>>> i51score
+        "st:<model>, vectors:<file>, import:<file>, trained:<name>/seed-K)"
     )
 
 
