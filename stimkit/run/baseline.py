@@ -40,7 +40,7 @@ from ..stimuli import diagnostics, grammar
 from ..stimuli.sets import SetSpec
 from ..stimuli.limits import Limits
 from ..stimuli.wordlists import Word, fold, load_lexicon
-from . import association, diagnose
+from . import association, diagnose, likelihood
 from .options import Options
 from .plan import Plan, PlannedTest
 from .rows import BaselineRow, Failure
@@ -467,12 +467,17 @@ def execute_one(con, run_id: str, pb: PlannedBaseline, reference: pl.DataFrame |
     started = time.perf_counter()
     planned, enc, opts = pb.planned, pb.encoder, pb.planned.options
     name = planned.name
-    prep = association.prepare(con, planned, enc, opts, reference)  # the test's own stimuli, dropped and cut
-    A, B = prep.vectors["a"], prep.vectors["b"]
-    stats.check_inputs(*(prep.vectors[r] for r in ("x", "y", "a", "b")), f"test {name!r}, encoder {enc.spec!r}")
-    sx, sy = (stats.association(prep.vectors[r], A, B) for r in ("x", "y"))
-    vectors, _ = load(con, enc, pb.draws.stimuli)
-    s_all = stats.association(vectors, A, B)
+    if likelihood.handles(planned, enc):  # a language model: log P of the test's and the drawn sentences
+        prep = likelihood.prepare(con, planned, enc)  # the test's own minimal pairs
+        sx, sy = prep.scores["x"], prep.scores["y"]
+        s_all = likelihood.sentence_scores(con, enc, pb.draws.stimuli["stimulus"].to_list())
+    else:
+        prep = association.prepare(con, planned, enc, opts, reference)  # the test's own stimuli, dropped and cut
+        A, B = prep.vectors["a"], prep.vectors["b"]
+        stats.check_inputs(*(prep.vectors[r] for r in ("x", "y", "a", "b")), f"test {name!r}, encoder {enc.spec!r}")
+        sx, sy = (stats.association(prep.vectors[r], A, B) for r in ("x", "y"))
+        vectors, _ = load(con, enc, pb.draws.stimuli)
+        s_all = stats.association(vectors, A, B)
     kept = {r: prep.kept[r]["ordinal_in_set"].to_numpy() for r in ("x", "y")}
     SX, SY = (s_all[pb.draws.index[r][kept[r]]] for r in ("x", "y"))
     bad = ~np.isfinite(np.concatenate([SX, SY]))
