@@ -223,6 +223,37 @@ class ScoringEncoder(Encoder):
             shutil.rmtree(tmp, ignore_errors=True)
         return folder
 
+    def tokenizer(self):
+        """The model's tokenizer (the loaded model's, else the tokenizer alone)."""
+        if self._loaded is not None:
+            return self._loaded[0]
+        if getattr(self, "_tokenizer", None) is None:
+            from transformers import AutoTokenizer
+
+            folder = self._dequantised() if self.gguf_file else self.model_id
+            try:
+                self._tokenizer = AutoTokenizer.from_pretrained(folder)
+            except (OSError, ValueError) as e:
+                first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                raise StimkitError(f"encoder {self.name!r}: cannot load the tokenizer of {self.model_id!r}: {first}") from None
+        return self._tokenizer
+
+    def token_ids(self, texts: list[str]) -> list[list[int]]:
+        """Each text's own token ids (no special tokens): the positions its scores are at."""
+        return self._token_ids(self.tokenizer(), list(texts))
+
+    def input_ids(self, text: str, ids: list[int]) -> tuple[list[int], int]:
+        """A text's ids as the model reads them: for a masked LM with its special tokens
+        ([CLS] ... [SEP]), for a causal LM after its prefix token; and where its own begin."""
+        return self._input(self.tokenizer(), text, ids)
+
+    def _input(self, tokenizer, text: str, ids: list[int]) -> tuple[list[int], int]:
+        if self.score_kind == "causal":  # lm-evaluation-harness's prefix_token_id: BOS, else EOS
+            prefix = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
+            return [prefix] + list(ids), 1
+        full = tokenizer(text)["input_ids"]  # with its special tokens, as minicons and metric.py encode it
+        return full, _offset(full, ids)
+
     # --- scoring ---
 
     def _token_ids(self, tokenizer, texts: list[str]) -> list[list[int]]:
@@ -231,14 +262,10 @@ class ScoringEncoder(Encoder):
     def _rows(self, tokenizer, ids: list[int], limit: int, text: str) -> list[tuple[list[int], int, np.ndarray]]:
         """The model inputs that score one text: (input ids, the index in them of the text's
         first token, which positions are masked (-1: none))."""
-        if self.score_kind == "causal":
-            prefix = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
-            row = [prefix] + list(ids)
-            self._check_length(len(row), limit, text)
-            return [(row, 1, np.int64(-1))]
-        full = tokenizer.build_inputs_with_special_tokens(list(ids))
+        full, start = self._input(tokenizer, text, ids)
         self._check_length(len(full), limit, text)
-        start = _offset(full, ids)
+        if self.score_kind == "causal":
+            return [(full, start, np.int64(-1))]
         rows = []
         for p in range(len(ids)):
             masked = list(full)
@@ -297,9 +324,9 @@ class ScoringEncoder(Encoder):
             targets = np.concatenate([np.asarray([ids[i][p] for p in pos], dtype=np.int64)
                                       for (i, _), (_, pos) in zip(batch, picks)])
             with torch.inference_mode():
-                logits = model(input_ids=torch.from_numpy(inputs).to(device),
-                               attention_mask=torch.from_numpy(attention).to(device)).logits
-                at = logits[torch.from_numpy(rows_).to(device), torch.from_numpy(seqs).to(device)].float()
+                at = self._logits_at(model, torch.from_numpy(inputs).to(device),
+                                     torch.from_numpy(attention).to(device),
+                                     (torch.from_numpy(rows_).to(device), torch.from_numpy(seqs).to(device))).float()
                 # log softmax at the scored positions only: the logit of the token less the
                 # log-sum-exp over the vocabulary (no batch x length x vocabulary copy)
                 values = (at.gather(1, torch.from_numpy(targets).to(device)[:, None])[:, 0]
@@ -311,6 +338,26 @@ class ScoringEncoder(Encoder):
             if done:
                 yield np.asarray(done), [self._assemble(got.pop(i), ids[i], names) for i in done]
             start = end
+
+    def _logits_at(self, model, input_ids, attention_mask, at):
+        """The logits at the positions `at` (rows, sequence positions) only. The output layer
+        (the model's output embeddings) is handed just those positions' hidden states, through
+        a hook on its input: a PLL row reads one position of its sentence, and the vocabulary
+        projection of every other one would be most of a small model's work. A model whose
+        head does not fit (its logits come back in another shape, or it fails) is run whole."""
+        head = model.get_output_embeddings() if getattr(self, "_head_hook", True) else None
+        if head is not None:
+            handle = head.register_forward_pre_hook(lambda module, args: (args[0][at], *args[1:]))
+            try:
+                logits = model(input_ids=input_ids, attention_mask=attention_mask).logits
+                if logits.ndim == 2 and logits.shape[0] == len(at[0]):
+                    return logits
+            except (RuntimeError, IndexError, ValueError):
+                pass
+            finally:
+                handle.remove()
+            self._head_hook = False  # this model's head cannot take it: run it whole from now on
+        return model(input_ids=input_ids, attention_mask=attention_mask).logits[at]
 
     def _picks(self, plan, ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
         """Which logits one model input is read at (its sequence positions) and the text's

@@ -46,17 +46,8 @@ def distinct_texts(texts) -> list[str]:
 
 def missing(con, enc: ScoringEncoder, texts: list[str]) -> list[str]:
     """The texts with no stored rows under the encoder's fingerprint, in the given order."""
-    if not texts:
-        return []
-    con.register("_wanted_texts", pl.DataFrame({"text": texts}).with_row_index("_order").to_arrow())
-    try:
-        frame = store.frame(con, f"""
-            SELECT w.text FROM _wanted_texts w
-            ANTI JOIN (SELECT DISTINCT text FROM {TABLE} WHERE fingerprint = ?) t USING (text)
-            ORDER BY w._order""", [enc.fingerprint])
-    finally:
-        con.unregister("_wanted_texts")
-    return frame["text"].to_list()
+    absent = set(_unscored(con, enc.fingerprint, texts)) if texts else set()
+    return [t for t in texts if t in absent]
 
 
 def rows_of(fingerprint: str, texts: list[str], scored: list[TokenScores]) -> pl.DataFrame:
@@ -75,8 +66,11 @@ def rows_of(fingerprint: str, texts: list[str], scored: list[TokenScores]) -> pl
     }, schema=SCHEMA)
 
 
-def _append(con, rows: pl.DataFrame) -> None:
-    with store.transaction(con):  # a text's rows together: all or nothing
+def _append(con, enc: ScoringEncoder, rows: pl.DataFrame) -> None:
+    """The rows and the encoder's record in one transaction (a text's rows together: all or
+    nothing; an encoder whose model fails to load or refuses a text is never recorded)."""
+    with store.transaction(con):
+        register(con, enc)
         store.insert(con, TABLE, rows, keep_stored=True)
 
 
@@ -85,13 +79,13 @@ def score_missing(con, enc: ScoringEncoder, texts, on_progress: Callable[[int, i
     """Score the texts not stored yet for this encoder and store their rows; registers the
     encoder. With `path` instead of a connection (con None), the store is opened only to find
     what is missing and for each append (at most every `every` seconds), so other processes
-    can read it while the model runs. Returns counts and timing, as an encode's report."""
+    can read it while the model runs. Every text is checked against the model's context before
+    any is scored. Returns counts and timing, as an encode's report."""
     started = time.perf_counter()
     wanted = distinct_texts(texts)
     own = con is None
     con = store.connect(path) if own else con
     try:
-        register(con, enc)
         todo = missing(con, enc, wanted)
     finally:
         if own:
@@ -111,11 +105,11 @@ def score_missing(con, enc: ScoringEncoder, texts, on_progress: Callable[[int, i
             if own:
                 c = store.connect(path, threads=1)
                 try:
-                    _append(c, rows)
+                    _append(c, enc, rows)
                 finally:
                     c.close()
             else:
-                _append(con, rows)
+                _append(con, enc, rows)
 
         try:
             for index, scored in enc.score_stream(todo):
@@ -161,17 +155,25 @@ def load(con, fingerprint: str, texts) -> list[TokenScores]:
     return [found[t] for t in texts]
 
 
-def totals(con, fingerprint: str, texts, variant: str = "sum") -> np.ndarray:
-    """One score a text, by a per-text variant over the stored rows: `sum` (every row of a
-    causal LM, lm-evaluation-harness), `mean`, `pll` (sum of the masked rows) or `aul` (mean of
-    the unmasked rows of a masked LM). The pair variants (nangia, biasbench) are in likelihood."""
-    scored = load(con, fingerprint, texts)
-    pick = {"sum": lambda s: s.total, "pll": lambda s: s.logprobs[s.masked].sum(),
-            "mean": lambda s: s.logprobs[s.masked].mean() if s.masked.any() else s.logprobs.mean(),
-            "aul": lambda s: s.logprobs[~s.masked].mean()}
-    if variant not in pick:
-        raise StimkitError(f"unknown scoring variant {variant!r} (known: {', '.join(pick)})")
-    return np.array([float(pick[variant](s)) for s in scored], dtype=np.float64)
+def totals(con, fingerprint: str, texts, variant: str = "sum", folders=()) -> np.ndarray:
+    """One score a text under a text variant (encoders.likelihood: sum, mean, pll, aul or a
+    study's own), NaN where it gives none; a text not scored yet refused."""
+    from .likelihood import text_scores
+
+    texts = [str(t) for t in texts]
+    if missing_texts := _unscored(con, fingerprint, texts):
+        raise StimkitError(f"encoder {fingerprint}: {len(missing_texts)} text(s) not scored yet, e.g. "
+                           f"{missing_texts[0][:60]!r} (run `stimkit encode`)")
+    return text_scores(con, fingerprint, texts, variant, folders)
+
+
+def _unscored(con, fingerprint: str, texts: list[str]) -> list[str]:
+    con.register("_wanted_texts", pl.DataFrame({"text": list(dict.fromkeys(texts))}, schema={"text": pl.String}).to_arrow())
+    try:
+        return store.frame(con, f"SELECT w.text FROM _wanted_texts w ANTI JOIN (SELECT DISTINCT text FROM {TABLE} "
+                                "WHERE fingerprint = ?) t USING (text)", [fingerprint])["text"].to_list()
+    finally:
+        con.unregister("_wanted_texts")
 
 
 def stored_texts(con, fingerprint: str) -> int:
