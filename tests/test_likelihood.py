@@ -209,3 +209,13 @@ def test_a_sentence_longer_than_the_context_is_one_line_store_unchanged(ran, cop
         (f,) = report.failures
         assert "\n" not in f.cause and str(short) in f.cause  # one line, naming the model
         assert not report.results and snapshot(s.con) == before
+
+
+def test_the_report_draws_the_pairs_by_template(ran, tmp_path):
+    path, _, report = ran
+    with stimkit.open(path, read_only=True) as s:
+        s.report(tmp_path / "rep")
+    html = (tmp_path / "rep" / "report.html").read_text()
+    assert '<h2 id="pairs">Minimal pairs</h2>' in html and "64 minimal pairs" in html
+    assert f"d = {report.results[0].effect_size:+.2f}" in html
+    assert list((tmp_path / "rep" / "figures").glob("pairs-sent_weat6-*.svg"))
