@@ -30,7 +30,7 @@ def tiny_llama(folder, max_positions=64):
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(["This is John. That is Amy. Here is a person. The name is Kate."] * 3, trainers.BpeTrainer(
+    tok.train_from_iterator(["This is a person. That is here, there is the name."] * 3, trainers.BpeTrainer(
         vocab_size=300, special_tokens=["<pad>", "<unk>", "<s>", "</s>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
     PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", bos_token="<s>", eos_token="</s>",
                             pad_token="<pad>").save_pretrained(folder)
@@ -214,7 +214,7 @@ def test_a_sentence_longer_than_the_context_is_one_line_store_unchanged(ran, cop
 def test_the_report_draws_the_pairs_by_template(ran, tmp_path):
     path, _, report = ran
     with stimkit.open(path, read_only=True) as s:
-        s.report(tmp_path / "rep")
+        s.report(tmp_path / "rep", formats=["html", "svg"])
     html = (tmp_path / "rep" / "report.html").read_text()
     assert '<h2 id="pairs">Minimal pairs</h2>' in html and "64 minimal pairs" in html
     assert f"d = {report.results[0].effect_size:+.2f}" in html
