@@ -44,7 +44,9 @@ CROWS = "crows-pairs"    # the imported CrowS-Pairs test: run.crows, not the min
 
 def scores(enc: Encoder) -> bool:
     """Whether the encoder scores texts (a language model) instead of embedding them."""
-    return bool(getattr(enc, "scores", False))
+    from ..encoders.scoring import is_scoring
+
+    return is_scoring(enc)
 
 
 def handles(planned: PlannedTest, enc: Encoder) -> bool:
