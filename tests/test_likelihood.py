@@ -219,3 +219,18 @@ def test_the_report_draws_the_pairs_by_template(ran, tmp_path):
     assert '<h2 id="pairs">Minimal pairs</h2>' in html and "64 minimal pairs" in html
     assert f"d = {report.results[0].effect_size:+.2f}" in html
     assert list((tmp_path / "rep" / "figures").glob("pairs-sent_weat6-*.svg"))
+
+
+def test_minimal_pairs_refuse_sets_without_a_shared_frame_or_templates():
+    def rows(words, lines):
+        return pl.DataFrame([{"stimulus": line.replace("X", w), "word": w, "template_id": line, "template_text": line,
+                              "span_start": line.index("X"), "span_end": line.index("X") + len(w)}
+                             for line in lines for w in words])
+    x = rows(["John", "Paul"], ["This is X.", "X is here."])
+    ok = minimal_pairs(x, rows(["Amy", "Kate"], ["X is here.", "X waves."]))
+    assert ok.pairs.height == 2 and set(ok.pairs["frame"]) == {"X is here."}  # the shared frame only
+    assert ok.x_rows == [2, 3] and ok.y_rows == [0, 1]
+    with pytest.raises(InputError):  # no frame in common
+        minimal_pairs(x, rows(["Amy", "Kate"], ["X waves."]))
+    with pytest.raises(InputError):  # words without templates
+        minimal_pairs(x.drop("template_id", "template_text"), x.drop("template_id", "template_text"))
