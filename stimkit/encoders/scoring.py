@@ -299,25 +299,8 @@ class ScoringEncoder(Encoder):
         ids = self._token_ids(tokenizer, texts)
         plans = [self._rows(tokenizer, row, limit, text) for row, text in zip(ids, texts)]
         names = tokenizer.convert_ids_to_tokens
-        pad = tokenizer.pad_token_id
-        budget = self.batch_tokens or BATCH_TOKENS.get(device.type, 4096)
-        order = sorted(range(len(texts)), key=lambda i: -len(plans[i][0][0]))
-        work = [(i, j) for i in order for j in range(len(plans[i]))]
         got: dict[int, list] = {}
-        start = 0
-        while start < len(work):
-            longest = len(plans[work[start][0]][work[start][1]][0])
-            end = start + 1
-            while end < len(work) and (self.batch_size is None or end - start < self.batch_size) and \
-                    (self.batch_size is not None or (end - start + 1) * longest <= budget):
-                end += 1
-            batch = work[start:end]
-            inputs = np.full((len(batch), longest), pad, dtype=np.int64)
-            attention = np.zeros((len(batch), longest), dtype=np.int64)
-            for b, (i, j) in enumerate(batch):
-                row = plans[i][j][0]
-                inputs[b, :len(row)] = row
-                attention[b, :len(row)] = 1
+        for batch, inputs, attention in self._batches(plans, tokenizer.pad_token_id, device):
             picks = [self._picks(plans[i][j], ids[i]) for i, j in batch]
             rows_ = np.concatenate([np.full(len(seq), b, dtype=np.int64) for b, (seq, _) in enumerate(picks)])
             seqs = np.concatenate([seq for seq, _ in picks])
@@ -337,7 +320,38 @@ class ScoringEncoder(Encoder):
             done = [i for i in dict.fromkeys(i for i, _ in batch) if len(got[i]) == len(plans[i])]
             if done:
                 yield np.asarray(done), [self._assemble(got.pop(i), ids[i], names) for i in done]
+
+    def _batches(self, plans, pad: int, device):
+        """The model inputs of every text's rows, longest first, cut into batches of about
+        batch_tokens padded tokens (or batch_size rows): (the (text, row) pairs, input ids,
+        attention mask), padded on the right."""
+        budget = self.batch_tokens or BATCH_TOKENS.get(device.type, 4096)
+        order = sorted(range(len(plans)), key=lambda i: -len(plans[i][0][0]))
+        work = [(i, j) for i in order for j in range(len(plans[i]))]
+        start = 0
+        while start < len(work):
+            longest = len(plans[work[start][0]][work[start][1]][0])
+            end = start + 1
+            while end < len(work) and (self.batch_size is None or end - start < self.batch_size) and \
+                    (self.batch_size is not None or (end - start + 1) * longest <= budget):
+                end += 1
+            batch = work[start:end]
+            inputs = np.full((len(batch), longest), pad, dtype=np.int64)
+            attention = np.zeros((len(batch), longest), dtype=np.int64)
+            for b, (i, j) in enumerate(batch):
+                row = plans[i][j][0]
+                inputs[b, :len(row)] = row
+                attention[b, :len(row)] = 1
+            yield batch, inputs, attention
             start = end
+
+    def model_inputs(self, texts: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The (input ids, attention mask) batches that scoring these texts runs, in order
+        (bench/bench_scoring.py times the bare model on them)."""
+        tokenizer, _, device, limit = self._load()
+        ids = self._token_ids(tokenizer, list(texts))
+        plans = [self._rows(tokenizer, row, limit, text) for row, text in zip(ids, texts)]
+        return [(inputs, attention) for _, inputs, attention in self._batches(plans, tokenizer.pad_token_id, device)]
 
     def _logits_at(self, model, input_ids, attention_mask, at):
         """The logits at the positions `at` (rows, sequence positions) only. The output layer
