@@ -391,7 +391,7 @@ class Store:
         from .run import likelihood
 
         reports, failed = [], {}
-        scored = likelihood.encodings(plan)  # language models score the sentences of minimal pairs
+        scored = likelihood.encodings(self.con, plan)  # language models score sentences (run.likelihood)
         needs = [(e, f) for e, f in embeddings.shared(plan.encodings) if not likelihood.scores(e)]
         if needs or scored:
             self._release()
@@ -423,7 +423,7 @@ class Store:
 
         from .run import likelihood
 
-        plan = likelihood.checked(plan)  # minimal pairs refused before anything is scored
+        plan = likelihood.checked(self.con, plan)  # minimal pairs refused before anything is scored
         stored = reusable(self.con, plan) if reuse else {}
         if stored:
             plan = replace(plan, pairs=tuple(p for i, p in enumerate(plan.pairs) if i not in stored))

@@ -234,3 +234,40 @@ def test_minimal_pairs_refuse_sets_without_a_shared_frame_or_templates():
         minimal_pairs(x, rows(["Amy", "Kate"], ["X waves."]))
     with pytest.raises(InputError):  # words without templates
         minimal_pairs(x.drop("template_id", "template_text"), x.drop("template_id", "template_text"))
+
+
+def test_the_weat_form_equals_attribute_log_probabilities_by_hand(ran, copy):
+    """templates/fmat: s(w, t) = mean log P(a | prefix) over A's attributes - over B's, the
+    attribute's tokens read from the scored sentence; the prefix's tokens begin the sentence's."""
+    from stimkit.encoders import resolve
+    from stimkit.stats.weat import effect_size
+
+    spec = ran[1]
+    with stimkit.open(copy) as s:
+        report = s.test(x="target=male_names@fmat", y="target=female_names@fmat", a="career@word", b="family@word",
+                        name="fmat6", encoders=[spec], units="words")
+        (r,) = report.results
+        rows = s.query("""SELECT c.stimulus, c.word, c.template_id, c.set_name, a.wordlist, a.span_start
+                          FROM current_stimuli c JOIN stimulus_slots a ON a.set_version = c.set_version
+                          AND a.ordinal = c.ordinal AND a.slot = 'attribute'
+                          WHERE c.set_name IN ('target=male_names@fmat', 'target=female_names@fmat')""")
+        items = {(w, t): v for w, t, v in s.query("SELECT word, template_id, association FROM result_items "
+                                                  "WHERE association IS NOT NULL").iter_rows()}
+    assert r.context == "likelihood-weat" and (r.n_x, r.n_y, r.n_templates) == (24, 24, 3)
+    enc = resolve(spec)
+    full = enc.score(rows["stimulus"].to_list())
+    prefix = enc.score([t[:a].rstrip() for t, a in zip(rows["stimulus"], rows["span_start"])])
+    lp = []
+    for f, p_ in zip(full, prefix):
+        n = len(p_.token_ids)
+        assert list(f.token_ids[:n]) == list(p_.token_ids)  # the prefix's tokens begin the sentence's
+        lp.append(f.logprobs[n:].sum())
+    cells = (rows.with_columns(lp=pl.Series(lp)).group_by("set_name", "word", "template_id")
+             .agg((pl.col("lp").filter(pl.col("wordlist") == "career").mean()
+                   - pl.col("lp").filter(pl.col("wordlist") == "family").mean()).alias("s")))
+    assert cells.height == 48
+    for w, t, v in cells.select("word", "template_id", "s").iter_rows():
+        assert items[(w, t)] == pytest.approx(v, abs=1e-5)
+    sx = cells.filter(pl.col("set_name").str.contains("male_names") & ~pl.col("set_name").str.contains("female"))["s"]
+    sy = cells.filter(pl.col("set_name").str.contains("female_names"))["s"]
+    assert r.effect_size == pytest.approx(effect_size(sx.to_numpy(), sy.to_numpy(), 1), abs=1e-5)

@@ -372,22 +372,9 @@ def _render(planned: PlannedTest, targets: list[_Target], rows: list[int], picks
 def slots_of(con, planned: PlannedTest) -> dict:
     """{(set_version, ordinal): {slot: (wordlist, word)}} of the X and Y rows of multi-slot
     sets (stimulus_slots), which a drawn word's sentence keeps; {} without any."""
-    keys = pl.concat([f.select(pl.col("set_version").cast(pl.String), pl.col("ordinal").cast(pl.Int32))
-                      for r, f in planned.sets.items() if r in ("x", "y") and {"set_version", "ordinal"} <= set(f.columns)],
-                     how="vertical") if any({"set_version", "ordinal"} <= set(planned.sets[r].columns)
-                                            for r in ("x", "y")) else None
-    if keys is None or keys.height == 0:
-        return {}
-    con.register("_baseline_rows", keys.unique().to_arrow())
-    try:
-        found = store.rows(con, "SELECT s.set_version, s.ordinal, s.slot, s.wordlist, s.word FROM stimulus_slots s "
-                                "JOIN _baseline_rows k ON k.set_version = s.set_version AND k.ordinal = s.ordinal")
-    finally:
-        con.unregister("_baseline_rows")
-    out: dict = {}
-    for version, ordinal, slot, wordlist, word in found:
-        out.setdefault((version, ordinal), {})[slot] = (wordlist, word)
-    return out
+    from ..stimuli.slots import row_slots
+
+    return row_slots(con, [f for r, f in planned.sets.items() if r in ("x", "y")])
 
 
 def _as_item(form: str, frame: pl.DataFrame, row: int) -> tuple[str, int | None, int | None]:
@@ -469,6 +456,9 @@ def execute_one(con, run_id: str, pb: PlannedBaseline, reference: pl.DataFrame |
     name = planned.name
     if likelihood.handles(planned, enc):  # a language model: log P of the test's and the drawn sentences
         prep = likelihood.prepare(con, planned, enc)  # the test's own minimal pairs
+        if prep.pairs is None:
+            raise InputError(f"test {name!r}: a matched baseline of the likelihood WEAT form is not built yet "
+                             "(its drawn words would need their attribute cells): run it with --baseline 0")
         sx, sy = prep.scores["x"], prep.scores["y"]
         s_all = likelihood.sentence_scores(con, enc, pb.draws.stimuli["stimulus"].to_list())
     else:
