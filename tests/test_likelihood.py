@@ -245,8 +245,11 @@ def test_the_weat_form_equals_attribute_log_probabilities_by_hand(ran, copy):
     spec = ran[1]
     with stimkit.open(copy) as s:
         report = s.test(x="target=male_names@fmat", y="target=female_names@fmat", a="career@word", b="family@word",
-                        name="fmat6", encoders=[spec], units="words")
+                        name="fmat6", encoders=[spec], units="words", baseline=3)
         (r,) = report.results
+        (b,) = report.baselines
+        draw = s.query(f"SELECT x_words, y_words, effect_size FROM baseline_draws WHERE baseline_id = '{b.baseline_id}' "
+                       "AND draw = 0")
         rows = s.query("""SELECT c.stimulus, c.word, c.template_id, c.set_name, a.wordlist, a.span_start
                           FROM current_stimuli c JOIN stimulus_slots a ON a.set_version = c.set_version
                           AND a.ordinal = c.ordinal AND a.slot = 'attribute'
@@ -271,3 +274,16 @@ def test_the_weat_form_equals_attribute_log_probabilities_by_hand(ran, copy):
     sx = cells.filter(pl.col("set_name").str.contains("male_names") & ~pl.col("set_name").str.contains("female"))["s"]
     sy = cells.filter(pl.col("set_name").str.contains("female_names"))["s"]
     assert r.effect_size == pytest.approx(effect_size(sx.to_numpy(), sy.to_numpy(), 1), abs=1e-5)
+    # the matched baseline's first draw by hand: each name replaced by its drawn name, same lines and attributes
+    assert b.observed_d == pytest.approx(r.effect_size) and b.context == "likelihood-weat"
+    drawn = {}
+    for role, names in (("male", draw["x_words"][0]), ("female", draw["y_words"][0])):
+        f = rows.filter(pl.col("set_name") == f"target={role}_names@fmat")
+        targets = list(dict.fromkeys(f["word"]))
+        swap = dict(zip(targets, names))
+        texts = [t.replace(w, swap[w], 1) for t, w in zip(f["stimulus"], f["word"])]
+        lp = stimkit.score(texts, spec)
+        drawn[role] = (f.with_columns(lp=pl.Series(lp)).group_by("word", "template_id")
+                       .agg((pl.col("lp").filter(pl.col("wordlist") == "career").mean()
+                             - pl.col("lp").filter(pl.col("wordlist") == "family").mean()).alias("s")))["s"].to_numpy()
+    assert draw["effect_size"][0] == pytest.approx(effect_size(drawn["male"], drawn["female"], 1), abs=1e-5)

@@ -455,12 +455,10 @@ def execute_one(con, run_id: str, pb: PlannedBaseline, reference: pl.DataFrame |
     planned, enc, opts = pb.planned, pb.encoder, pb.planned.options
     name = planned.name
     if likelihood.handles(planned, enc):  # a language model: log P of the test's and the drawn sentences
-        prep = likelihood.prepare(con, planned, enc)  # the test's own minimal pairs
-        if prep.pairs is None:
-            raise InputError(f"test {name!r}: a matched baseline of the likelihood WEAT form is not built yet "
-                             "(its drawn words would need their attribute cells): run it with --baseline 0")
+        prep = likelihood.prepare(con, planned, enc)  # the test's own minimal pairs, or its WEAT form's cells
         sx, sy = prep.scores["x"], prep.scores["y"]
-        s_all = likelihood.sentence_scores(con, enc, pb.draws.stimuli["stimulus"].to_list())
+        lp = likelihood.sentence_scores(con, enc, pb.draws.stimuli["stimulus"].to_list())
+        SX, SY = (likelihood.drawn_scores(prep, r, lp, pb.draws.index[r]) for r in ("x", "y"))
     else:
         prep = association.prepare(con, planned, enc, opts, reference)  # the test's own stimuli, dropped and cut
         A, B = prep.vectors["a"], prep.vectors["b"]
@@ -468,13 +466,13 @@ def execute_one(con, run_id: str, pb: PlannedBaseline, reference: pl.DataFrame |
         sx, sy = (stats.association(prep.vectors[r], A, B) for r in ("x", "y"))
         vectors, _ = load(con, enc, pb.draws.stimuli)
         s_all = stats.association(vectors, A, B)
-    kept = {r: prep.kept[r]["ordinal_in_set"].to_numpy() for r in ("x", "y")}
-    SX, SY = (s_all[pb.draws.index[r][kept[r]]] for r in ("x", "y"))
-    bad = ~np.isfinite(np.concatenate([SX, SY]))
-    if bad.any():
-        row = int(np.concatenate([pb.draws.index[r][kept[r]] for r in ("x", "y")])[bad][0])
-        raise InputError(f"test {name!r}, encoder {enc.spec!r}: the drawn stimulus "
-                         f"{pb.draws.stimuli['stimulus'][row]!r} has no vector")
+        kept = {r: prep.kept[r]["ordinal_in_set"].to_numpy() for r in ("x", "y")}
+        SX, SY = (s_all[pb.draws.index[r][kept[r]]] for r in ("x", "y"))
+        bad = ~np.isfinite(np.concatenate([SX, SY]))
+        if bad.any():
+            row = int(np.concatenate([pb.draws.index[r][kept[r]] for r in ("x", "y")])[bad][0])
+            raise InputError(f"test {name!r}, encoder {enc.spec!r}: the drawn stimulus "
+                             f"{pb.draws.stimuli['stimulus'][row]!r} has no vector")
     S = np.concatenate([SX, SY])
     rng = rng_for(pb.options.seed, "baseline-p", name, enc.fingerprint, pb.procedure)
     units = association.permutation_units(prep, opts)  # the test's own units
@@ -491,7 +489,8 @@ def execute_one(con, run_id: str, pb: PlannedBaseline, reference: pl.DataFrame |
     return BaselineRow(
         baseline_id=pb.baseline_id, run_id=run_id, test=name, encoder=getattr(enc, "base_spec", enc.spec),
         fingerprint=enc.fingerprint,
-        context=association.context_of(planned.test, enc), set_versions=association.set_versions_of(prep),
+        context=(likelihood.form_of(con, planned) if likelihood.handles(planned, enc)
+                 else association.context_of(planned.test, enc)), set_versions=association.set_versions_of(prep),
         role_versions=planned.role_versions,
         k=summary.k, seed=pb.options.seed, procedure=pb.procedure, alternative=opts.alternative, balance=prep.policy,
         cut_seed=opts.cut_seed if prep.policy != "none" else None, clustered=units[0] is not None, ddof=opts.ddof,

@@ -77,6 +77,7 @@ class Scored:
     policy: str = "none"
     n_shared_vectors: int = 0
     vectors: dict = field(default_factory=dict)
+    cells: dict = field(default_factory=dict)  # the WEAT form: x, y -> per kept cell (A's rows, B's rows) in the set
 
 
 def pairs_of(planned: PlannedTest) -> MinimalPairs:
@@ -148,7 +149,7 @@ def encodings(con, plan: Plan) -> list[tuple[Encoder, list[str]]]:
         if handles(planned, enc):
             found.setdefault(enc.fingerprint, (enc, []))[1].extend(texts_of(con, planned))
     for b in plan.baselines:
-        if b.draws is not None and handles(b.planned, b.encoder) and form_of(con, b.planned) == MINIMAL_PAIRS:
+        if b.draws is not None and handles(b.planned, b.encoder):
             found.setdefault(b.encoder.fingerprint, (b.encoder, []))[1].extend(
                 texts_of(con, b.planned) + b.draws.stimuli["stimulus"].to_list())
     return [(enc, list(dict.fromkeys(texts))) for enc, texts in found.values()]
@@ -190,7 +191,7 @@ def prepare_weat(con, planned: PlannedTest, enc: Encoder, sides: dict[str, list[
     its sentences with A's attributes less the mean with B's (the prefix cancels: module
     docstring). A cell's first row stands for it (its context the template line); the others
     are read into it; a row whose attribute is neither A's nor B's is not read."""
-    frames, kept, found = {}, {}, {}
+    frames, kept, found, rows_of = {}, {}, {}, {}
     for role in ROLES:
         f = planned.sets[role].with_row_index("ordinal_in_set")
         if role not in sides:
@@ -204,6 +205,8 @@ def prepare_weat(con, planned: PlannedTest, enc: Encoder, sides: dict[str, list[
         cells = (f.with_columns(side, pl.Series("_lp", lp)).filter(pl.col("_side").is_not_null())
                  .group_by("word", "template_id", maintain_order=True)
                  .agg(pl.col("ordinal_in_set").first().alias("_first"),
+                      pl.col("ordinal_in_set").filter(pl.col("_side") == "a").alias("_a"),
+                      pl.col("ordinal_in_set").filter(pl.col("_side") == "b").alias("_b"),
                       (pl.col("_lp").filter(pl.col("_side") == "a").mean()
                        - pl.col("_lp").filter(pl.col("_side") == "b").mean()).alias("_s"))
                  .filter(pl.col("_s").is_not_null()))
@@ -216,7 +219,18 @@ def prepare_weat(con, planned: PlannedTest, enc: Encoder, sides: dict[str, list[
         frames[role] = f.with_columns(dropped=pl.Series(reason, dtype=pl.String))
         kept[role] = f[cells["_first"].to_list()].with_columns(context_id=pl.col("template_id"))  # the crossed factor
         found[role] = cells["_s"].to_numpy().astype(np.float64)
-    return Scored(frames, kept, found, None)
+        rows_of[role] = [(np.asarray(a, np.int64), np.asarray(b, np.int64)) for a, b in cells.select("_a", "_b").rows()]
+    return Scored(frames, kept, found, None, cells=rows_of)
+
+
+def drawn_scores(scored: Scored, role: str, lp: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """A matched baseline's scores of role's kept items in each draw ((items, K)), from the drawn
+    sentences' log P (`lp`) and the draws' index (set row, draw) -> drawn sentence (run.baseline):
+    a minimal pair's sentence read where its target's stood; a WEAT cell's s from the drawn word's
+    sentences with A's and with B's attributes."""
+    if scored.pairs is not None:
+        return lp[index[scored.kept[role]["ordinal_in_set"].to_numpy()]]
+    return np.stack([lp[index[a]].mean(axis=0) - lp[index[b]].mean(axis=0) for a, b in scored.cells[role]])
 
 
 def pair_rows(result_id: str, scored: Scored) -> pl.DataFrame:
