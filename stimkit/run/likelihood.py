@@ -40,7 +40,7 @@ from ..catalog.definitions import ROLES
 from ..encoders import Encoder
 from ..errors import InputError, StimkitError, first_line
 from ..seeding import rng_for
-from ..stimuli.minimal_pairs import MATCHING, MinimalPairs, minimal_pairs
+from ..stimuli.minimal_pairs import MinimalPairs, minimal_pairs
 from ..stimuli.slots import row_slots
 from . import association, crossed
 from .association import MINIMAL_PAIRS
@@ -265,7 +265,7 @@ def result(run_id: str, planned: PlannedTest, enc: Encoder, scored: Scored, opts
     sets = association.sets_of(planned, scored, opts, association.items(result_id, scored, s))
     identity = association.identity_of(result_id, run_id, planned, enc, kind)
     weat = scored.pairs is None
-    of = "s(w) = mean log P(a | w) over A - over B" if weat else "log P"
+    of = "s(w) = mean log P(a | w) over A - over B" if weat else f"log P, minimal pairs {scored.pairs.matching}"
     return Result(
         identity=replace(identity, context=WEAT_FORM) if weat else identity,
         sets=sets if weat else replace(sets, pairs=pair_rows(result_id, scored)),
@@ -293,7 +293,3 @@ def run_one(con, run_id: str, planned: PlannedTest, enc: Encoder, opts: Options,
     else:
         pending.extend(found)
     return found
-
-
-FORMS = {MINIMAL_PAIRS: f"log P of each target sentence ({VARIANT}), X vs Y; pairs {MATCHING}",
-         WEAT_FORM: f"s(w, t) = mean log P(a | t with w) over A - over B ({VARIANT}: the prefix cancels), X vs Y"}
