@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 import stimkit
-from stimkit.errors import InputError, StimkitError
+from stimkit.errors import InputError
 from stimkit.stimuli.minimal_pairs import minimal_pairs
 
 from conftest import snapshot
