@@ -413,10 +413,21 @@ class Store:
         returns the reports and {fingerprint: cause} of the failures."""
         from .encoders import embeddings
 
+        from .run import likelihood
+
         reports, failed = [], {}
-        needs = embeddings.shared(plan.encodings)  # poolings of one model: one forward pass
-        if needs:
+        scored = likelihood.encodings(self.con, plan)  # language models score sentences (run.likelihood)
+        needs = [(e, f) for e, f in embeddings.shared(plan.encodings) if not likelihood.scores(e)]
+        if needs or scored:
             self._release()
+        for enc, texts in scored:
+            from .encoders import token_scores
+
+            try:
+                reports.append(token_scores.score_missing(None, enc, texts, progress(enc) if progress else None,
+                                                          path=self.path))
+            except StimkitError as e:
+                failed[enc.fingerprint] = _first_line(e)
         for enc, stimuli in needs:
             try:
                 reports.append(embeddings.encode_missing_released(self.path, enc, stimuli, 4096,
@@ -435,6 +446,9 @@ class Store:
 
         from .run.execute import execute, reusable
 
+        from .run import likelihood
+
+        plan = likelihood.checked(self.con, plan)  # minimal pairs refused before anything is scored
         stored = reusable(self.con, plan) if reuse else {}
         if stored:
             plan = replace(plan, pairs=tuple(p for i, p in enumerate(plan.pairs) if i not in stored))

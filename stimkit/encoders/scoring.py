@@ -400,6 +400,23 @@ class ScoringEncoder(Encoder):
                            logprobs=np.asarray(values, dtype=np.float64), masked=masked,
                            position=np.asarray(positions, dtype=np.int64))
 
+    def subword_counts(self, words: list[str]) -> np.ndarray:
+        """Pieces of each word as it stands inside a sentence (after a space) under the model's
+        tokenizer: what a matched baseline (run.baseline) matches drawn words on, since a
+        sentence's log-probability sums over its pieces. Loads the tokenizer only."""
+        if self._loaded is not None:
+            tokenizer = self._loaded[0]
+        else:
+            from .transformer import tokenizer_of
+
+            tokenizer = tokenizer_of(str(self._dequantised() if self.gguf_file else self.model_id), self.name)
+        if not words:
+            return np.zeros(0, dtype=np.int64)
+        # "a John" less "a": the word's pieces after a space, whatever the tokenizer marks a space with
+        base = len(tokenizer("a", add_special_tokens=False)["input_ids"])
+        ids = tokenizer([f"a {w}" for w in words], add_special_tokens=False)["input_ids"]
+        return np.array([len(row) - base for row in ids], dtype=np.int64)
+
     def totals(self, texts: list[str]) -> np.ndarray:
         """One log-probability a text (TokenScores.total), float64."""
         return np.array([s.total for s in self.score(texts)], dtype=np.float64)

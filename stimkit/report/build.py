@@ -260,6 +260,20 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
                                      f"{b['baseline_fpr']:.1%} of the random pairs reach p <= {data.alpha:g} (the procedure's "
                                      f"false-positive rate here). X against its own random words: d = {b['d_x']:+.2f}; "
                                      f"Y against its own: d = {b['d_y']:+.2f}."})
+    pair_figures = []
+    for r, pairs in data.pairs:
+        shown_as = names.get(r["encoder"], r["encoder"])
+        name = f"pairs-{figures.slug(r['test'])}-{figures.slug(r['encoder'])}"
+        fig = figures.pair_differences(pairs, f"{r['test']} / {shown_as}: minimal pairs by template")
+        crossed = ("" if r.get("crossed_d") is None else
+                   f" Crossed d (words and templates random) = {r['crossed_d']:+.2f} "
+                   f"[{r['crossed_ci_low']:+.2f}, {r['crossed_ci_high']:+.2f}].")
+        pair_figures.append({"svg": emit_figure(fig, name),
+                             "caption": f"{r['test']} on {shown_as}: {pairs.height} minimal pairs (a template line with "
+                                        f"a word of X and a word of Y), each pair's difference in log-probability "
+                                        f"({pairs['variant'][0]}, nats), by template; above 0 the model finds the X "
+                                        f"sentence more probable. d = {r['effect_size']:+.2f}, p (words as units) = "
+                                        f"{r['p_words']:.3g}.{crossed}"})
     diagnostic_rows = data.diagnostics.to_dicts() if data.diagnostics is not None else []
     cuts_svg = emit_figure(figures.cut_spread(data.cuts), "cut-spread") if data.cuts is not None and data.cuts.height else ""
     layers_svg = emit_figure(figures.layer_sweep(data.layers), "layer-sweep") if data.layers is not None else ""
@@ -281,7 +295,8 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
         cons = data.consistency if data.consistency is not None else pl.DataFrame()
         sections = [("matrix", "Significance matrix"), ("table4", "Table 4")] + ([("left-out", "Left out")] if left_out.height else [])
         sections += [(k, t) for k, t, on in (("tests", "Per test", strips), ("stimuli", "Stimuli", diagnostic_rows),
-                                             ("baselines", "Baselines", baselines), ("audits", "Template audits", forests),
+                                             ("baselines", "Baselines", baselines),
+                                             ("pairs", "Minimal pairs", pair_figures), ("audits", "Template audits", forests),
                                              ("wording", "Wording audits", wording_svg),
                                              ("cuts", "Cut spread", cuts_svg), ("layers", "By layer", layers_svg),
                                              ("debias", "Before and after debiasing", debias_svg),
@@ -298,7 +313,7 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
             sections=sections, matrix_svg=inline["significance-matrix"], t4_columns=t4_columns, t4_rows=t4_rows,
             ci_text=ci_text(data), left_out_columns=left_out.columns, left_out_rows=left_out.to_dicts(),
             result_columns=results.columns, result_rows=results.to_dicts(), strips=strips, forests=forests, wording=wording_svg,
-            baselines=baselines, diagnostic_rows=diagnostic_rows,
+            baselines=baselines, pair_figures=pair_figures, diagnostic_rows=diagnostic_rows,
             replicates_svg=replicates_svg, reliability_rows=reliability_rows,
             cuts_svg=cuts_svg, layers_svg=layers_svg, debias_svg=debias_svg, ceat_rows=ceat_rows, check_rows=check_rows, metric_rows=metric_rows, wefats=wefats, consistency_columns=cons.columns, consistency_rows=cons.to_dicts(),
             consistency_counts={v: (cons["verdict"] == v).sum() if cons.height else 0

@@ -49,6 +49,7 @@ class ReportData:
     categories: dict[str, str] = field(default_factory=dict)  # test -> "X vs Y / A vs B" where rows are headed so
     tested: str = ""                                        # the alternative and the units (Family.tested)
     settings: str = ""                                      # where alpha and the correction came from
+    pairs: list[tuple[dict, pl.DataFrame]] = field(default_factory=list)  # likelihood results, their minimal pairs
     replicates: pl.DataFrame | None = None                  # a replicate family's d per replicate, the latest summary per test
     reliability: pl.DataFrame | None = None                 # the latest `stimkit reliability` run's coefficients
 
@@ -97,6 +98,8 @@ def gather(con, where: str | None = None, correct: str | None = None, alpha: flo
         data.baselines = baselines(con, df["result_id"].to_list())
     if has_rows(con, "result_diagnostics"):
         data.diagnostics = diagnostics(con, df["result_id"].to_list())
+    if has_rows(con, "result_pairs"):
+        data.pairs = minimal_pairs(con, df)
     data.consistency = consistency(con, alpha)
     data.layers = layer_sweeps(df)
     from ..analysis.debias import stored_before_after
@@ -272,6 +275,16 @@ def latest_wording(con, tests: list[str] | None) -> pl.DataFrame | None:
         FROM wording_variants v JOIN latest a USING (audit_id)
         ORDER BY a.test, a.encoder, v.rule NULLS FIRST""", [tests] if tests else None)
     return found if found.height else None
+
+
+def minimal_pairs(con, df: pl.DataFrame) -> list[tuple[dict, pl.DataFrame]]:
+    """Each likelihood result of the family (run.likelihood) with its minimal pairs (result_pairs)."""
+    out = []
+    for r in df.filter(pl.col("context") == "minimal-pairs").to_dicts():
+        pairs = store.frame(con, "SELECT * FROM result_pairs WHERE result_id = ? ORDER BY pair", [r["result_id"]])
+        if pairs.height:
+            out.append((r, pairs))
+    return out
 
 
 def cut_spread(con, result_ids: list[str]) -> pl.DataFrame:

@@ -307,6 +307,27 @@ def baseline_histogram(random_d: np.ndarray, observed: float, title: str) -> Fig
         return fig
 
 
+def pair_differences(pairs: pl.DataFrame, title: str) -> Figure:
+    """A likelihood test's minimal pairs: each pair's log P(x sentence) - log P(y sentence) as a
+    point, a row per template frame, the frame's mean as a bar; 0 (no preference) marked."""
+    frames_ = list(dict.fromkeys(pairs["frame"].to_list()))
+    with rc_context(STYLE):
+        fig = new_figure(COLUMN_IN, 0.9 + 0.2 * len(frames_) + LINE_IN * _lines(frames_)[1])
+        ax = fig.add_subplot()
+        jitter = rng_for(0, "pair-differences", title).uniform(-0.18, 0.18, pairs.height)
+        rows = np.array([frames_.index(f) for f in pairs["frame"].to_list()])
+        diff = pairs["difference"].to_numpy()
+        ax.axvline(0, color=GREY, linewidth=0.6, linestyle=":")
+        ax.scatter(diff, rows + jitter, s=5, color=X_COLOUR, alpha=0.6, linewidths=0)
+        means = [float(diff[rows == i].mean()) for i in range(len(frames_))]
+        ax.scatter(means, range(len(frames_)), marker="|", s=80, color=Y_COLOUR, linewidths=1.4)
+        ax.set_yticks(range(len(frames_)), [wrap(f, 30) for f in frames_])
+        ax.invert_yaxis()
+        ax.set_xlabel(wrap("log P(sentence with x) - log P(sentence with y), nats; |: the template's mean", 50))
+        ax.set_title(wrap(title, 60), loc="left")
+        return fig
+
+
 def layer_sweep(layers: pl.DataFrame) -> Figure:
     """d by layer per test and model, with its interval where one was computed; filled points
     are rejected after the correction."""

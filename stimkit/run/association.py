@@ -34,6 +34,9 @@ from .rows import CutRow, Generalisation, Identity, Inference, InfluenceRow, Int
 # alpha; never more than the result's own budget). At alpha 0.01 the Monte Carlo error of a p
 # near alpha is then 0.001 (a tenth of alpha); measured cost: docs/methods/influence.md.
 INFLUENCE_BUDGET = 10_000
+# The context of a test run on a scoring encoder (encoders.scoring): its likelihood form, the
+# minimal pairs of its targets (run.likelihood)
+MINIMAL_PAIRS = "minimal-pairs"
 
 
 @dataclass
@@ -132,6 +135,8 @@ def unit_p(s: np.ndarray, n_x: int, units: tuple[np.ndarray | None, int], opts: 
 
 def context_of(test, enc: Encoder) -> str:
     """A result's context: c-word (and its slot), token for an encoder that reads spans, else the test's own."""
+    if getattr(enc, "scores", False):  # a language model scores the targets' minimal pairs (run.likelihood)
+        return MINIMAL_PAIRS
     return cword.label(test) if test.context == "c-word" else ("token" if enc.uses_span else test.context)
 
 
@@ -183,9 +188,18 @@ def statistics(X: np.ndarray, Y: np.ndarray, A: np.ndarray, B: np.ndarray, opts:
     word_interval, the interval's units; return_null: the sampled null of the statistic."""
     stats.check_inputs(X, Y, A, B, what)
     s = stats.association(np.concatenate([X, Y]), A, B)
-    sx, sy = s[: len(X)], s[len(X):]
+    return from_associations(s[: len(X)], s[len(X):], opts, what, rng, interval_rng, moved, words, word_interval,
+                             return_null)
+
+
+def from_associations(sx: np.ndarray, sy: np.ndarray, opts: Options, what: str, rng, interval_rng,
+                      moved: tuple[np.ndarray | None, int] = (None, 0), words: tuple[np.ndarray, int] | None = None,
+                      word_interval: bool = False, return_null: bool = False) -> dict:
+    """`statistics` from each target item's score (s(w, A, B), or a likelihood test's log P:
+    run.likelihood): d, the p over the units moved and over words, and the interval of d."""
     stats.check_associations(sx, sy, what)
-    pv = unit_p(s, len(X), moved, opts, rng(), return_null)
+    s = np.concatenate([sx, sy])
+    pv = unit_p(s, len(sx), moved, opts, rng(), return_null)
     # The p with whole words as units, whatever this result's units: the same number a
     # word-unit run gives (the same stream). Where each word has one stimulus it is this p.
     groups, n_groups_x = words if words is not None else (None, 0)
@@ -203,11 +217,11 @@ def statistics(X: np.ndarray, Y: np.ndarray, A: np.ndarray, B: np.ndarray, opts:
                             n_resamples=opts.bootstrap or 9999)
     except stats.InvalidInput:  # no spread within X or Y: d's sampling error cannot be estimated
         iv = None
-    equal = len(X) == len(Y)
+    equal = len(sx) == len(sy)
     null = None
     if pv.null is not None:  # subset sums of X's associations -> the statistic
         total = float(s.sum())
-        null = 2 * pv.null - total if equal else pv.null / len(X) - (total - pv.null) / len(Y)
+        null = 2 * pv.null - total if equal else pv.null / len(sx) - (total - pv.null) / len(sy)
     return {
         "statistic": stats.test_statistic(sx, sy) if equal else float(sx.mean() - sy.mean()),
         "statistic_kind": "sum difference" if equal else "mean difference",
@@ -427,4 +441,7 @@ def write(con, results: Result | list[Result]) -> None:
     items = [res.sets.items for res in results if res.sets.items is not None]
     if items:
         insert(con, "result_items", pl.concat(items))
+    pairs = [res.sets.pairs for res in results if res.sets.pairs is not None]
+    if pairs:  # a likelihood test's minimal pairs (run.likelihood)
+        insert(con, "result_pairs", pl.concat(pairs))
     insert(con, "result_diagnostics", [d for res in results for d in res.robustness.diagnostics])

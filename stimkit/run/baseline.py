@@ -40,7 +40,7 @@ from ..stimuli import diagnostics, grammar
 from ..stimuli.sets import SetSpec
 from ..stimuli.limits import Limits
 from ..stimuli.wordlists import Word, fold, load_lexicon
-from . import association, diagnose
+from . import association, diagnose, likelihood
 from .options import Options
 from .plan import Plan, PlannedTest
 from .rows import BaselineRow, Failure
@@ -372,22 +372,9 @@ def _render(planned: PlannedTest, targets: list[_Target], rows: list[int], picks
 def slots_of(con, planned: PlannedTest) -> dict:
     """{(set_version, ordinal): {slot: (wordlist, word)}} of the X and Y rows of multi-slot
     sets (stimulus_slots), which a drawn word's sentence keeps; {} without any."""
-    keys = pl.concat([f.select(pl.col("set_version").cast(pl.String), pl.col("ordinal").cast(pl.Int32))
-                      for r, f in planned.sets.items() if r in ("x", "y") and {"set_version", "ordinal"} <= set(f.columns)],
-                     how="vertical") if any({"set_version", "ordinal"} <= set(planned.sets[r].columns)
-                                            for r in ("x", "y")) else None
-    if keys is None or keys.height == 0:
-        return {}
-    con.register("_baseline_rows", keys.unique().to_arrow())
-    try:
-        found = store.rows(con, "SELECT s.set_version, s.ordinal, s.slot, s.wordlist, s.word FROM stimulus_slots s "
-                                "JOIN _baseline_rows k ON k.set_version = s.set_version AND k.ordinal = s.ordinal")
-    finally:
-        con.unregister("_baseline_rows")
-    out: dict = {}
-    for version, ordinal, slot, wordlist, word in found:
-        out.setdefault((version, ordinal), {})[slot] = (wordlist, word)
-    return out
+    from ..stimuli.slots import row_slots
+
+    return row_slots(con, [f for r, f in planned.sets.items() if r in ("x", "y")])
 
 
 def _as_item(form: str, frame: pl.DataFrame, row: int) -> tuple[str, int | None, int | None]:
@@ -467,19 +454,25 @@ def execute_one(con, run_id: str, pb: PlannedBaseline, reference: pl.DataFrame |
     started = time.perf_counter()
     planned, enc, opts = pb.planned, pb.encoder, pb.planned.options
     name = planned.name
-    prep = association.prepare(con, planned, enc, opts, reference)  # the test's own stimuli, dropped and cut
-    A, B = prep.vectors["a"], prep.vectors["b"]
-    stats.check_inputs(*(prep.vectors[r] for r in ("x", "y", "a", "b")), f"test {name!r}, encoder {enc.spec!r}")
-    sx, sy = (stats.association(prep.vectors[r], A, B) for r in ("x", "y"))
-    vectors, _ = load(con, enc, pb.draws.stimuli)
-    s_all = stats.association(vectors, A, B)
-    kept = {r: prep.kept[r]["ordinal_in_set"].to_numpy() for r in ("x", "y")}
-    SX, SY = (s_all[pb.draws.index[r][kept[r]]] for r in ("x", "y"))
-    bad = ~np.isfinite(np.concatenate([SX, SY]))
-    if bad.any():
-        row = int(np.concatenate([pb.draws.index[r][kept[r]] for r in ("x", "y")])[bad][0])
-        raise InputError(f"test {name!r}, encoder {enc.spec!r}: the drawn stimulus "
-                         f"{pb.draws.stimuli['stimulus'][row]!r} has no vector")
+    if likelihood.handles(planned, enc):  # a language model: log P of the test's and the drawn sentences
+        prep = likelihood.prepare(con, planned, enc)  # the test's own minimal pairs, or its WEAT form's cells
+        sx, sy = prep.scores["x"], prep.scores["y"]
+        lp = likelihood.sentence_scores(con, enc, pb.draws.stimuli["stimulus"].to_list())
+        SX, SY = (likelihood.drawn_scores(prep, r, lp, pb.draws.index[r]) for r in ("x", "y"))
+    else:
+        prep = association.prepare(con, planned, enc, opts, reference)  # the test's own stimuli, dropped and cut
+        A, B = prep.vectors["a"], prep.vectors["b"]
+        stats.check_inputs(*(prep.vectors[r] for r in ("x", "y", "a", "b")), f"test {name!r}, encoder {enc.spec!r}")
+        sx, sy = (stats.association(prep.vectors[r], A, B) for r in ("x", "y"))
+        vectors, _ = load(con, enc, pb.draws.stimuli)
+        s_all = stats.association(vectors, A, B)
+        kept = {r: prep.kept[r]["ordinal_in_set"].to_numpy() for r in ("x", "y")}
+        SX, SY = (s_all[pb.draws.index[r][kept[r]]] for r in ("x", "y"))
+        bad = ~np.isfinite(np.concatenate([SX, SY]))
+        if bad.any():
+            row = int(np.concatenate([pb.draws.index[r][kept[r]] for r in ("x", "y")])[bad][0])
+            raise InputError(f"test {name!r}, encoder {enc.spec!r}: the drawn stimulus "
+                             f"{pb.draws.stimuli['stimulus'][row]!r} has no vector")
     S = np.concatenate([SX, SY])
     rng = rng_for(pb.options.seed, "baseline-p", name, enc.fingerprint, pb.procedure)
     units = association.permutation_units(prep, opts)  # the test's own units
@@ -496,7 +489,8 @@ def execute_one(con, run_id: str, pb: PlannedBaseline, reference: pl.DataFrame |
     return BaselineRow(
         baseline_id=pb.baseline_id, run_id=run_id, test=name, encoder=getattr(enc, "base_spec", enc.spec),
         fingerprint=enc.fingerprint,
-        context=association.context_of(planned.test, enc), set_versions=association.set_versions_of(prep),
+        context=(likelihood.form_of(con, planned) if likelihood.handles(planned, enc)
+                 else association.context_of(planned.test, enc)), set_versions=association.set_versions_of(prep),
         role_versions=planned.role_versions,
         k=summary.k, seed=pb.options.seed, procedure=pb.procedure, alternative=opts.alternative, balance=prep.policy,
         cut_seed=opts.cut_seed if prep.policy != "none" else None, clustered=units[0] is not None, ddof=opts.ddof,

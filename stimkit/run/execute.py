@@ -6,7 +6,7 @@ import re
 
 from .. import store
 from ..errors import StimkitError, first_line
-from . import association, baseline, diagnose, wefat
+from . import association, baseline, diagnose, likelihood, wefat
 from .plan import Plan
 from .rows import Failure, FailureRow, RunReport
 
@@ -84,8 +84,13 @@ def execute(con, plan: Plan, command: str, on_result=None, on_failure=None, fail
         pending: list = []  # the run's results, written in one append per table after the last
         for planned, enc in plan.pairs:
             try:
-                found = association.run_one(con, run_id, planned, enc, planned.options, reference=plan.reference,
-                                            pending=pending)
+                # a test on a scoring encoder runs its likelihood form (run.likelihood; the test
+                # crows-pairs: run.crows, routed here before it)
+                if likelihood.handles(planned, enc):
+                    found = likelihood.run_one(con, run_id, planned, enc, planned.options, pending=pending)
+                else:
+                    found = association.run_one(con, run_id, planned, enc, planned.options, reference=plan.reference,
+                                                pending=pending)
             except StimkitError as e:
                 fail(planned.name, getattr(enc, "base_spec", enc.spec), e)
                 continue

@@ -27,7 +27,7 @@ class Identity:
     encoder: str                   # as named (a c-word result names the encoder, not its token variant)
     model: str
     fingerprint: str
-    context: str                   # word | sentence | token | c-word
+    context: str                   # word | sentence | token | c-word | minimal-pairs (a scoring encoder)
     kind: str = "test"             # test | audit | compare: only tests a user ran make the default family
     metric: str = "weat"           # the association metric (stats.metrics); weat: effect_size is d
     display: str | None = None     # the encoder's display name, if one was given
@@ -56,6 +56,7 @@ class Sets:
     word_lists: list[str | None] | None = None  # the word list behind X, Y, A, B (None: a set given as SQL)
     role_versions: str | None = None  # which versions play X, Y, A, B (stimuli.sets.role_versions)
     items: pl.DataFrame | None = column(stored=False)  # result_items: one row per selected stimulus
+    pairs: pl.DataFrame | None = column(stored=False)  # result_pairs: a likelihood test's minimal pairs (run.likelihood)
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ from pathlib import Path
 
 import polars as pl
 
-from .. import StimkitError
+from .. import StimkitError, store
 from . import grammar
 from .wordlists import Word
 
@@ -230,3 +230,23 @@ def with_slot_spans(con, frame: pl.DataFrame, slot: str) -> tuple[pl.DataFrame, 
         span_end=pl.when(found["_has"]).then(found["_end"]).otherwise(frame["span_end"].cast(pl.Int32)))
     keep = found["_has"] | ~found["_multi"]
     return moved.filter(keep), bool(found["_has"].any())
+
+
+def row_slots(con, frames: list[pl.DataFrame]) -> dict:
+    """{(set_version, ordinal): {slot: (wordlist, word)}} of the rows of selected sets that come
+    from a multi-slot template set (stimulus_slots); {} without any."""
+    frames = [f for f in frames if {"set_version", "ordinal"} <= set(f.columns)]
+    keys = pl.concat([f.select(pl.col("set_version").cast(pl.String), pl.col("ordinal").cast(pl.Int32))
+                      for f in frames], how="vertical") if frames else None
+    if keys is None or keys.height == 0:
+        return {}
+    con.register("_slot_rows", keys.unique().to_arrow())
+    try:
+        found = store.rows(con, "SELECT s.set_version, s.ordinal, s.slot, s.wordlist, s.word FROM stimulus_slots s "
+                                "JOIN _slot_rows k ON k.set_version = s.set_version AND k.ordinal = s.ordinal")
+    finally:
+        con.unregister("_slot_rows")
+    out: dict = {}
+    for version, ordinal, slot, wordlist, word in found:
+        out.setdefault((version, ordinal), {})[slot] = (wordlist, word)
+    return out

@@ -194,6 +194,10 @@ def n_text(row: dict) -> str:
     units, its target words a side with the sentences beside (`10/10 words; 40/40/40/40
     sentences`); with sentences as units, the sentences."""
     counts = f"{row['n_x']}/{row['n_y']}/{row['n_a']}/{row['n_b']}"
+    if row.get("context") == "minimal-pairs":  # a language model's likelihood form (run.likelihood)
+        return f"{row['n_x']}/{row['n_y']} sentences of minimal pairs (log P; A and B not read)"
+    if row.get("context") == "likelihood-weat":  # its WEAT form: s per target word x template line
+        return f"{row['n_x']}/{row['n_y']} word x template cells (log P of A's vs B's attributes)"
     if row.get("context") == "word":
         return f"{counts} words"
     if row.get("units") == "words" and row.get("words_x") is not None:
