@@ -194,6 +194,10 @@ def test_cmd(
     opts = resolved.options()
     if baseline is None and study is not None:
         baseline = study.baseline
+    from .crows import crows_names, run_test as run_crows
+
+    if crows_names(patterns):  # an imported CrowS test is a likelihood test over its pairs (run.crows)
+        return run_crows(list(patterns), resolved, fmt, verbose)
     with open_store(wordlist_dir=wordlist_dir, template_dir=template_dir, override=override) as store:
         bar, callbacks = progress_callbacks(verbose)
         with bar:
@@ -379,6 +383,11 @@ def results_cmd(
         table4.show(view4, df, family, fmt, table4.title(current_study(), df, catalog_tests))
     else:
         results_view.show(df, family, fmt, columns, wide)
+
+
+from .crows import register_results as _crows_results  # noqa: E402  (`results crows`)
+
+_crows_results(results_app)
 
 
 @results_app.command("retire")

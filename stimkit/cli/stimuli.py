@@ -372,3 +372,8 @@ def import_holisticbias(
         out.print(f"{r['status']:>9}  {r['name']:<40} {r['version']}  {count(r['n_stimuli'], 'stimulus'):>16}",
                   highlight=False, markup=False, emoji=False)
 
+
+
+from . import crows as _crows  # noqa: E402  (`import crows-pairs` joins this group)
+
+_crows.register_import(import_app)
