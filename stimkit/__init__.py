@@ -8,7 +8,8 @@ DEFAULT_PAPER = "may-2019"      # catalog entries without `paper` are May et al.
 
 # The library's face, imported on first use so that `import stimkit` (and the CLI's
 # start-up) stays light: stimkit.weat(...), stimkit.open(path), stimkit.Store.
-_LAZY = {"weat": ("api", "weat"), "WeatResult": ("api", "WeatResult"), "open": ("api", "open"), "Store": ("api", "Store")}
+_LAZY = {"weat": ("api", "weat"), "WeatResult": ("api", "WeatResult"), "open": ("api", "open"), "Store": ("api", "Store"),
+         "score": ("api", "score")}
 
 
 def __getattr__(name: str):
@@ -22,7 +23,7 @@ def __getattr__(name: str):
 
 from .errors import InputError, Interrupted, StimkitError, StoreError, UsageError  # noqa: E402  (light: no imports)
 
-__all__ = ["weat", "WeatResult", "open", "Store", "StimkitError", "UsageError", "InputError", "StoreError",
+__all__ = ["weat", "WeatResult", "open", "Store", "score", "StimkitError", "UsageError", "InputError", "StoreError",
            "Interrupted", "__version__"]
 
 

@@ -67,6 +67,40 @@ class WeatResult:
     ci: tuple[float, float] | None = None        # interval for d (stats.intervals: noncentral t, attributes fixed)
 
 
+def score(texts, spec: str = "smollm2-135m") -> "np.ndarray":
+    """One log-probability a text (float64, nats) from a scoring encoder, as stimkit.weat
+    works on arrays (nothing is stored): the sum over every token for a causal LM (the first
+    token given the model's BOS token, as lm-evaluation-harness scores a sentence), the
+    pseudo-log-likelihood for a masked one (`hf:PATH,score=pll`). The model is loaded once a
+    process and spec."""
+    import numpy as np
+
+    from .encoders.scoring import is_scoring
+
+    texts = [texts] if isinstance(texts, str) else list(texts)
+    enc = _scorer(spec)
+    if not is_scoring(enc):
+        raise UsageError(f"encoder {spec!r} gives vectors, not log-probabilities: score needs a scoring encoder "
+                         "(smollm2-135m, hf:PATH,score=causal or score=pll)")
+    from .encoders.token_scores import distinct_texts
+
+    distinct_texts(texts)  # an empty text refused in one line
+    return np.asarray(enc.totals(texts), dtype=np.float64)
+
+
+_SCORERS: dict = {}
+
+
+def _scorer(spec: str):
+    """The encoder of a spec, its model kept loaded for the next call in this process."""
+    from . import encoders
+
+    if spec not in _SCORERS:
+        _SCORERS.clear()  # one model held at a time: a 135M model is half a gigabyte
+        _SCORERS[spec] = encoders.resolve(spec)
+    return _SCORERS[spec]
+
+
 def weat(X, Y, A, B, *, method: str = "auto", alternative: str = "greater", n_samples: int = DEFAULT_BUDGET,
          seed: int | None = None, bootstrap: int = 0, ci_level: float = 0.95, ddof: int = 1) -> WeatResult:
     """WEAT / SEAT on vectors (rows): X, Y targets, A, B attributes.
@@ -336,11 +370,10 @@ class Store:
         encs = [encoders.resolve(spec) for spec in encoder_specs]  # every spec checked before anything is written
         stimuli = select_stimuli(self.con, sets, tests, everything)
         self._release()
-        reports = [embeddings.encode_missing_released(self.path, enc, stimuli, batch_size,
-                                                      progress(enc) if progress else None, engine, workers)
-                   for enc in encs]
+        reports = [_score_or_encode(self.path, enc, stimuli, batch_size, progress(enc) if progress else None,
+                                    engine, workers) for enc in encs]
         for r, enc in zip(reports, encs):
-            r["notes"] = embeddings.notes(self.con, enc)
+            r["notes"] = [] if getattr(enc, "scores", False) else embeddings.notes(self.con, enc)
         return reports
 
     def encoders(self) -> pl.DataFrame:
@@ -1210,3 +1243,17 @@ def open(path: str | Path | None = None, read_only: bool = False, **inputs) -> S
 
 
 __all__ = ["Store", "StudyRun", "WeatResult", "open", "weat"]
+
+
+def _score_or_encode(path, enc, stimuli, batch_size, progress, engine, workers) -> dict:
+    """One encoder's encode: a scoring encoder (a language model) stores its texts' token
+    log-probabilities (encoders.token_scores), any other its vectors."""
+    from .encoders import embeddings
+
+    if not getattr(enc, "scores", False):
+        return embeddings.encode_missing_released(path, enc, stimuli, batch_size, progress, engine, workers)
+    from .encoders import token_scores
+
+    if engine != "local":
+        raise StimkitError(f"encoder {enc.spec!r}: a scoring encoder runs on the local engine")
+    return token_scores.score_missing(None, enc, stimuli["stimulus"].to_list(), progress, path=path)

