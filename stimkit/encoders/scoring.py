@@ -223,6 +223,37 @@ class ScoringEncoder(Encoder):
             shutil.rmtree(tmp, ignore_errors=True)
         return folder
 
+    def tokenizer(self):
+        """The model's tokenizer (the loaded model's, else the tokenizer alone)."""
+        if self._loaded is not None:
+            return self._loaded[0]
+        if getattr(self, "_tokenizer", None) is None:
+            from transformers import AutoTokenizer
+
+            folder = self._dequantised() if self.gguf_file else self.model_id
+            try:
+                self._tokenizer = AutoTokenizer.from_pretrained(folder)
+            except (OSError, ValueError) as e:
+                first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                raise StimkitError(f"encoder {self.name!r}: cannot load the tokenizer of {self.model_id!r}: {first}") from None
+        return self._tokenizer
+
+    def token_ids(self, texts: list[str]) -> list[list[int]]:
+        """Each text's own token ids (no special tokens): the positions its scores are at."""
+        return self._token_ids(self.tokenizer(), list(texts))
+
+    def input_ids(self, text: str, ids: list[int]) -> tuple[list[int], int]:
+        """A text's ids as the model reads them: for a masked LM with its special tokens
+        ([CLS] ... [SEP]), for a causal LM after its prefix token; and where its own begin."""
+        return self._input(self.tokenizer(), text, ids)
+
+    def _input(self, tokenizer, text: str, ids: list[int]) -> tuple[list[int], int]:
+        if self.score_kind == "causal":  # lm-evaluation-harness's prefix_token_id: BOS, else EOS
+            prefix = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
+            return [prefix] + list(ids), 1
+        full = tokenizer(text)["input_ids"]  # with its special tokens, as minicons and metric.py encode it
+        return full, _offset(full, ids)
+
     # --- scoring ---
 
     def _token_ids(self, tokenizer, texts: list[str]) -> list[list[int]]:
@@ -231,14 +262,10 @@ class ScoringEncoder(Encoder):
     def _rows(self, tokenizer, ids: list[int], limit: int, text: str) -> list[tuple[list[int], int, np.ndarray]]:
         """The model inputs that score one text: (input ids, the index in them of the text's
         first token, which positions are masked (-1: none))."""
-        if self.score_kind == "causal":
-            prefix = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
-            row = [prefix] + list(ids)
-            self._check_length(len(row), limit, text)
-            return [(row, 1, np.int64(-1))]
-        full = tokenizer.build_inputs_with_special_tokens(list(ids))
+        full, start = self._input(tokenizer, text, ids)
         self._check_length(len(full), limit, text)
-        start = _offset(full, ids)
+        if self.score_kind == "causal":
+            return [(full, start, np.int64(-1))]
         rows = []
         for p in range(len(ids)):
             masked = list(full)

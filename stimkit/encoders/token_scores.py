@@ -46,17 +46,8 @@ def distinct_texts(texts) -> list[str]:
 
 def missing(con, enc: ScoringEncoder, texts: list[str]) -> list[str]:
     """The texts with no stored rows under the encoder's fingerprint, in the given order."""
-    if not texts:
-        return []
-    con.register("_wanted_texts", pl.DataFrame({"text": texts}).with_row_index("_order").to_arrow())
-    try:
-        frame = store.frame(con, f"""
-            SELECT w.text FROM _wanted_texts w
-            ANTI JOIN (SELECT DISTINCT text FROM {TABLE} WHERE fingerprint = ?) t USING (text)
-            ORDER BY w._order""", [enc.fingerprint])
-    finally:
-        con.unregister("_wanted_texts")
-    return frame["text"].to_list()
+    absent = set(_unscored(con, enc.fingerprint, texts)) if texts else set()
+    return [t for t in texts if t in absent]
 
 
 def rows_of(fingerprint: str, texts: list[str], scored: list[TokenScores]) -> pl.DataFrame:
@@ -161,17 +152,25 @@ def load(con, fingerprint: str, texts) -> list[TokenScores]:
     return [found[t] for t in texts]
 
 
-def totals(con, fingerprint: str, texts, variant: str = "sum") -> np.ndarray:
-    """One score a text, by a per-text variant over the stored rows: `sum` (every row of a
-    causal LM, lm-evaluation-harness), `mean`, `pll` (sum of the masked rows) or `aul` (mean of
-    the unmasked rows of a masked LM). The pair variants (nangia, biasbench) are in likelihood."""
-    scored = load(con, fingerprint, texts)
-    pick = {"sum": lambda s: s.total, "pll": lambda s: s.logprobs[s.masked].sum(),
-            "mean": lambda s: s.logprobs[s.masked].mean() if s.masked.any() else s.logprobs.mean(),
-            "aul": lambda s: s.logprobs[~s.masked].mean()}
-    if variant not in pick:
-        raise StimkitError(f"unknown scoring variant {variant!r} (known: {', '.join(pick)})")
-    return np.array([float(pick[variant](s)) for s in scored], dtype=np.float64)
+def totals(con, fingerprint: str, texts, variant: str = "sum", folders=()) -> np.ndarray:
+    """One score a text under a text variant (encoders.likelihood: sum, mean, pll, aul or a
+    study's own), NaN where it gives none; a text not scored yet refused."""
+    from .likelihood import text_scores
+
+    texts = [str(t) for t in texts]
+    if missing_texts := _unscored(con, fingerprint, texts):
+        raise StimkitError(f"encoder {fingerprint}: {len(missing_texts)} text(s) not scored yet, e.g. "
+                           f"{missing_texts[0][:60]!r} (run `stimkit encode`)")
+    return text_scores(con, fingerprint, texts, variant, folders)
+
+
+def _unscored(con, fingerprint: str, texts: list[str]) -> list[str]:
+    con.register("_wanted_texts", pl.DataFrame({"text": list(dict.fromkeys(texts))}, schema={"text": pl.String}).to_arrow())
+    try:
+        return store.frame(con, f"SELECT w.text FROM _wanted_texts w ANTI JOIN (SELECT DISTINCT text FROM {TABLE} "
+                                "WHERE fingerprint = ?) t USING (text)", [fingerprint])["text"].to_list()
+    finally:
+        con.unregister("_wanted_texts")
 
 
 def stored_texts(con, fingerprint: str) -> int:
