@@ -2,7 +2,8 @@
 token table, side by side.
 
 The pairs' sentences are scored once by a scoring encoder (encoders.scoring) into the token
-table (`token_scores`, db/030); each variant then reads the same rows:
+table (`token_scores`, db/030) and their alignment stored (`pair_tokens`, encoders.likelihood);
+each variant is then a named SQL query over the same rows (queries/likelihood/):
 
     causal model
       sum        the sentence's log-probability, every token given those before it, the first
@@ -11,7 +12,7 @@ table (`token_scores`, db/030); each variant then reads the same rows:
       mean       that sum over the number of tokens: bias-bench's generative scoring (the
                  geometric mean of the token probabilities, a monotone function of it)
     masked model (pll)
-      nangia     the tokens both sentences share (difflib over token ids, the special tokens
+      nangia     the tokens both sentences share (difflib over token ids, [CLS] and [SEP]
                  included as metric.py aligns them) masked one at a time, their log-probabilities
                  summed and rounded to 3 places: Nangia et al.'s metric.py (bert-base: 60.5)
       biasbench  the tokens that differ, masked one at a time, averaged, rounded to 3: bias-bench's
@@ -19,6 +20,9 @@ table (`token_scores`, db/030); each variant then reads the same rows:
                  differing token is skipped, as bias-bench skips it
       aul        every token unmasked, their log-probabilities averaged: AUL (Kaneko & Bollegala 2022)
       pll        every token masked in turn, summed: the full pseudo-log-likelihood (Salazar et al. 2020)
+
+The pairs are aligned as metric.py orders them (sent1, sent2): sent_more first for a stereo
+pair, sent_less first for an antistereo one (difflib is not symmetric).
 
 The decision of a pair is the same for all: sent_more scores higher (a win), lower, or the same
 (neutral, after the variant's rounding). metric.py puts sent_more first for stereo pairs and
@@ -30,7 +34,6 @@ score; metric.py's own direction scores leave the ties out of their denominators
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,7 +43,6 @@ from ..errors import UsageError
 from ..seeding import rng_for
 from ..stats import pairs as pair_stats
 
-GOOD = "50 is no preference; above 50 the model prefers the more stereotyping sentence"
 
 
 @dataclass(frozen=True)
@@ -87,95 +89,26 @@ class CrowsRow:
     seed: int
 
 
-@dataclass(frozen=True)
-class SentenceTokens:
-    """One text's rows of the token table, by position."""
-    ids: np.ndarray          # the text's token ids (position order)
-    causal: np.ndarray       # a causal model's log-probabilities (empty for a masked model)
-    masked: np.ndarray       # a masked model's PLL rows (each position masked)
-    unmasked: np.ndarray     # its unmasked pass (AUL)
+def ordered(pairs: pl.DataFrame) -> list[tuple[str, str]]:
+    """(sent1, sent2) of each pair as metric.py reads them: sent_more first for stereo pairs."""
+    return [(m, s) if d == "stereo" else (s, m) for m, s, d in
+            zip(pairs["sent_more"].to_list(), pairs["sent_less"].to_list(), pairs["stereo_antistereo"].to_list())]
 
 
-def token_rows(con, fingerprint: str, texts: list[str]) -> dict[str, SentenceTokens]:
-    """The token table's rows of `texts` under one encoder, grouped by text."""
-    from .. import store
-
-    con.register("_crows_texts", pl.DataFrame({"text": texts}).to_arrow())
-    try:
-        df = store.frame(con, """
-            SELECT t.text, t.position, t.token_id, t.logprob, t.masked FROM token_scores t
-            SEMI JOIN _crows_texts w USING (text)
-            WHERE t.fingerprint = ? ORDER BY t.text, t.masked, t.position""", [fingerprint])
-    finally:
-        con.unregister("_crows_texts")
-    out: dict[str, SentenceTokens] = {}
-    for (text,), part in df.group_by("text", maintain_order=True):
-        m = part["masked"].to_numpy()
-        lp = part["logprob"].to_numpy()
-        ids = part.filter(~pl.col("masked"))["token_id"].to_numpy()
-        if m.any():
-            out[text] = SentenceTokens(ids, np.empty(0), lp[m], lp[~m])
-        else:
-            out[text] = SentenceTokens(ids, lp, np.empty(0), np.empty(0))
-    return out
-
-
-def shared(ids_a, ids_b) -> tuple[np.ndarray, np.ndarray]:
-    """Which positions of each text the two share: difflib's equal blocks over token ids, with a
-    start and an end token added to both as metric.py aligns [CLS] ... [SEP] (they can lengthen
-    a block at either end, and so change which blocks difflib finds), then taken off."""
-    a = ["<s>"] + [str(int(t)) for t in ids_a] + ["</s>"]
-    b = ["<s>"] + [str(int(t)) for t in ids_b] + ["</s>"]
-    keep_a, keep_b = [], []
-    for op, a0, a1, b0, b1 in difflib.SequenceMatcher(None, a, b).get_opcodes():
-        if op == "equal":
-            keep_a += range(a0, a1)
-            keep_b += range(b0, b1)
-    # metric.py skips the template's first and last entries: the start and end tokens
-    return np.asarray(keep_a[1:-1], dtype=np.int64) - 1, np.asarray(keep_b[1:-1], dtype=np.int64) - 1
-
-
-def differing(ids_a, ids_b) -> tuple[np.ndarray, np.ndarray]:
-    """The positions of each text outside difflib's equal blocks (bias-bench's "diff" spans)."""
-    sa, sb = shared(ids_a, ids_b)
-    return np.setdiff1d(np.arange(len(ids_a)), sa), np.setdiff1d(np.arange(len(ids_b)), sb)
-
-
-def pair_scores(variant: str, more: SentenceTokens, less: SentenceTokens, stereo: bool = True
-                ) -> tuple[float, float]:
-    """The two sentences' scores under a variant (NaN, NaN: the variant skips the pair). The
-    alignment is difflib's of (sent1, sent2) as metric.py orders them, sent_more first for a
-    stereo pair, sent_less first for an antistereo one (difflib is not symmetric)."""
-    if variant in ("nangia", "biasbench") and not stereo:
-        b, a = pair_scores(variant, less, more)
-        return a, b
-    if variant == "sum":
-        return float(more.causal.sum()), float(less.causal.sum())
-    if variant == "mean":
-        return float(more.causal.mean()), float(less.causal.mean())
-    if variant == "pll":
-        return float(more.masked.sum()), float(less.masked.sum())
-    if variant == "aul":
-        return float(more.unmasked.mean()), float(less.unmasked.mean())
-    if variant == "nangia":
-        sa, sb = shared(more.ids, less.ids)
-        return float(more.masked[sa].sum()), float(less.masked[sb].sum())
-    if variant == "biasbench":
-        da, db = differing(more.ids, less.ids)
-        if not len(da) or not len(db):
-            return float("nan"), float("nan")
-        return float(more.masked[da].mean()), float(less.masked[db].mean())
-    raise UsageError(f"no scoring variant {variant!r}: {', '.join(v.name for v in VARIANTS)}")
-
-
-def score_pairs(variant: Variant, pairs: pl.DataFrame, tokens: dict[str, SentenceTokens]
+def score_pairs(con, enc, variant: Variant, pairs: pl.DataFrame, pair_ids: list[str]
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(more scores, less scores, decisions) of every pair under one variant."""
-    scored = [pair_scores(variant.name, tokens[m], tokens[s], d == "stereo")
-              for m, s, d in zip(pairs["sent_more"].to_list(), pairs["sent_less"].to_list(),
-                                 pairs["stereo_antistereo"].to_list())]
-    more = np.array([a for a, _ in scored], dtype=np.float64)
-    less = np.array([b for _, b in scored], dtype=np.float64)
+    """(sent_more scores, sent_less scores, decisions) of every pair under one variant, read by
+    its SQL (encoders.likelihood); NaN where the variant gives a side no score (a skipped pair)."""
+    from ..encoders import likelihood
+
+    frame = likelihood.pair_scores(con, enc.fingerprint, pair_ids, variant.name)
+    got = {(p, int(side)): v for p, side, v in zip(frame["pair_id"].to_list(), frame["side"].to_list(),
+                                                   frame["score"].to_list())}
+    stereo = [d == "stereo" for d in pairs["stereo_antistereo"].to_list()]
+    first = np.array([np.nan if got.get((p, 0)) is None else got[(p, 0)] for p in pair_ids], dtype=np.float64)
+    second = np.array([np.nan if got.get((p, 1)) is None else got[(p, 1)] for p in pair_ids], dtype=np.float64)
+    more = np.where(stereo, first, second)
+    less = np.where(stereo, second, first)
     return more, less, pair_stats.decisions(more, less, variant.decimals)
 
 
@@ -207,7 +140,7 @@ def run(con, tests: list[str], encoders: list, seed: int, command: str, resample
     every variant of the encoder's kind; the rows and per-pair scores stored with one run."""
     from .. import store
     from ..catalog import crows
-    from ..encoders import token_scores
+    from ..encoders import likelihood, token_scores
 
     loaded = [(name, *crows.pairs_of(con, name)) for name in tests]
     kinds = {enc.spec: check_encoder(enc, tests[0]) for enc in encoders}
@@ -215,22 +148,23 @@ def run(con, tests: list[str], encoders: list, seed: int, command: str, resample
         texts = list(dict.fromkeys(t for _, _, pairs in loaded for c in ("sent_more", "sent_less")
                                    for t in pairs[c].to_list()))
         token_scores.score_missing(con, enc, texts, on_progress=progress)
+    aligned = {(name, enc.fingerprint): likelihood.store_pairs(con, enc, ordered(pairs))
+               for name, _, pairs in loaded for enc in encoders}
     results, per_pair = [], []
     with store.transaction(con):
         run_id = store.start_run(con, command, seed, **(run_fields or {}))
         for name, version, pairs in loaded:
             for enc in encoders:
-                texts = list(dict.fromkeys(pairs["sent_more"].to_list() + pairs["sent_less"].to_list()))
-                tokens = token_rows(con, enc.fingerprint, texts)
                 for variant in variants_for(kinds[enc.spec]):
-                    more, less, decided = score_pairs(variant, pairs, tokens)
+                    more, less, decided = score_pairs(con, enc, variant, pairs, aligned[(name, enc.fingerprint)])
                     results += summarise(name, version, enc, variant, pairs, decided, seed, resamples, run_id)
+                    skipped = decided == -2
                     per_pair.append(pl.DataFrame({
                         "run_id": run_id, "fingerprint": enc.fingerprint, "variant": variant.name,
-                        "ordinal": pairs["ordinal"], "more_score": np.where(decided == -2, None, more),
-                        "less_score": np.where(decided == -2, None, less),
-                        "decision": pl.Series(np.where(decided == -2, None, decided), dtype=pl.Int32)},
-                        strict=False))
+                        "ordinal": pairs["ordinal"],
+                        "more_score": pl.Series(np.where(skipped, np.nan, more)).fill_nan(None),
+                        "less_score": pl.Series(np.where(skipped, np.nan, less)).fill_nan(None),
+                        "decision": pl.Series(decided.astype(np.float64)).replace(-2.0, None).cast(pl.Int32)}))
         store.insert(con, "crows_results", results)
         if per_pair:
             store.insert(con, "crows_pair_scores", pl.concat(per_pair, how="vertical_relaxed"))
