@@ -299,11 +299,35 @@ class ScoringEncoder(Encoder):
         ids = self._token_ids(tokenizer, texts)
         plans = [self._rows(tokenizer, row, limit, text) for row, text in zip(ids, texts)]
         names = tokenizer.convert_ids_to_tokens
-        pad = tokenizer.pad_token_id
-        budget = self.batch_tokens or BATCH_TOKENS.get(device.type, 4096)
-        order = sorted(range(len(texts)), key=lambda i: -len(plans[i][0][0]))
-        work = [(i, j) for i in order for j in range(len(plans[i]))]
         got: dict[int, list] = {}
+        for batch, inputs, attention in self._batches(plans, tokenizer.pad_token_id, device):
+            picks = [self._picks(plans[i][j], ids[i]) for i, j in batch]
+            rows_ = np.concatenate([np.full(len(seq), b, dtype=np.int64) for b, (seq, _) in enumerate(picks)])
+            seqs = np.concatenate([seq for seq, _ in picks])
+            targets = np.concatenate([np.asarray([ids[i][p] for p in pos], dtype=np.int64)
+                                      for (i, _), (_, pos) in zip(batch, picks)])
+            with torch.inference_mode():
+                at = self._logits_at(model, torch.from_numpy(inputs).to(device),
+                                     torch.from_numpy(attention).to(device),
+                                     (torch.from_numpy(rows_).to(device), torch.from_numpy(seqs).to(device))).float()
+                # log softmax at the scored positions only: the logit of the token less the
+                # log-sum-exp over the vocabulary (no batch x length x vocabulary copy)
+                values = (at.gather(1, torch.from_numpy(targets).to(device)[:, None])[:, 0]
+                          - torch.logsumexp(at, dim=-1)).double().cpu().numpy()
+            cut = np.cumsum([len(seq) for seq, _ in picks])[:-1]
+            for (i, j), (_, pos), vals in zip(batch, picks, np.split(values, cut)):
+                got.setdefault(i, []).append((j, (pos, vals)))
+            done = [i for i in dict.fromkeys(i for i, _ in batch) if len(got[i]) == len(plans[i])]
+            if done:
+                yield np.asarray(done), [self._assemble(got.pop(i), ids[i], names) for i in done]
+
+    def _batches(self, plans, pad: int, device):
+        """The model inputs of every text's rows, longest first, cut into batches of about
+        batch_tokens padded tokens (or batch_size rows): (the (text, row) pairs, input ids,
+        attention mask), padded on the right."""
+        budget = self.batch_tokens or BATCH_TOKENS.get(device.type, 4096)
+        order = sorted(range(len(plans)), key=lambda i: -len(plans[i][0][0]))
+        work = [(i, j) for i in order for j in range(len(plans[i]))]
         start = 0
         while start < len(work):
             longest = len(plans[work[start][0]][work[start][1]][0])
@@ -318,26 +342,36 @@ class ScoringEncoder(Encoder):
                 row = plans[i][j][0]
                 inputs[b, :len(row)] = row
                 attention[b, :len(row)] = 1
-            picks = [self._picks(plans[i][j], ids[i]) for i, j in batch]
-            rows_ = np.concatenate([np.full(len(seq), b, dtype=np.int64) for b, (seq, _) in enumerate(picks)])
-            seqs = np.concatenate([seq for seq, _ in picks])
-            targets = np.concatenate([np.asarray([ids[i][p] for p in pos], dtype=np.int64)
-                                      for (i, _), (_, pos) in zip(batch, picks)])
-            with torch.inference_mode():
-                logits = model(input_ids=torch.from_numpy(inputs).to(device),
-                               attention_mask=torch.from_numpy(attention).to(device)).logits
-                at = logits[torch.from_numpy(rows_).to(device), torch.from_numpy(seqs).to(device)].float()
-                # log softmax at the scored positions only: the logit of the token less the
-                # log-sum-exp over the vocabulary (no batch x length x vocabulary copy)
-                values = (at.gather(1, torch.from_numpy(targets).to(device)[:, None])[:, 0]
-                          - torch.logsumexp(at, dim=-1)).double().cpu().numpy()
-            cut = np.cumsum([len(seq) for seq, _ in picks])[:-1]
-            for (i, j), (_, pos), vals in zip(batch, picks, np.split(values, cut)):
-                got.setdefault(i, []).append((j, (pos, vals)))
-            done = [i for i in dict.fromkeys(i for i, _ in batch) if len(got[i]) == len(plans[i])]
-            if done:
-                yield np.asarray(done), [self._assemble(got.pop(i), ids[i], names) for i in done]
+            yield batch, inputs, attention
             start = end
+
+    def model_inputs(self, texts: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The (input ids, attention mask) batches that scoring these texts runs, in order
+        (bench/bench_scoring.py times the bare model on them)."""
+        tokenizer, _, device, limit = self._load()
+        ids = self._token_ids(tokenizer, list(texts))
+        plans = [self._rows(tokenizer, row, limit, text) for row, text in zip(ids, texts)]
+        return [(inputs, attention) for _, inputs, attention in self._batches(plans, tokenizer.pad_token_id, device)]
+
+    def _logits_at(self, model, input_ids, attention_mask, at):
+        """The logits at the positions `at` (rows, sequence positions) only. The output layer
+        (the model's output embeddings) is handed just those positions' hidden states, through
+        a hook on its input: a PLL row reads one position of its sentence, and the vocabulary
+        projection of every other one would be most of a small model's work. A model whose
+        head does not fit (its logits come back in another shape, or it fails) is run whole."""
+        head = model.get_output_embeddings() if getattr(self, "_head_hook", True) else None
+        if head is not None:
+            handle = head.register_forward_pre_hook(lambda module, args: (args[0][at], *args[1:]))
+            try:
+                logits = model(input_ids=input_ids, attention_mask=attention_mask).logits
+                if logits.ndim == 2 and logits.shape[0] == len(at[0]):
+                    return logits
+            except (RuntimeError, IndexError, ValueError):
+                pass
+            finally:
+                handle.remove()
+            self._head_hook = False  # this model's head cannot take it: run it whole from now on
+        return model(input_ids=input_ids, attention_mask=attention_mask).logits[at]
 
     def _picks(self, plan, ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
         """Which logits one model input is read at (its sequence positions) and the text's

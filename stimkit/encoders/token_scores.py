@@ -66,8 +66,11 @@ def rows_of(fingerprint: str, texts: list[str], scored: list[TokenScores]) -> pl
     }, schema=SCHEMA)
 
 
-def _append(con, rows: pl.DataFrame) -> None:
-    with store.transaction(con):  # a text's rows together: all or nothing
+def _append(con, enc: ScoringEncoder, rows: pl.DataFrame) -> None:
+    """The rows and the encoder's record in one transaction (a text's rows together: all or
+    nothing; an encoder whose model fails to load or refuses a text is never recorded)."""
+    with store.transaction(con):
+        register(con, enc)
         store.insert(con, TABLE, rows, keep_stored=True)
 
 
@@ -76,13 +79,13 @@ def score_missing(con, enc: ScoringEncoder, texts, on_progress: Callable[[int, i
     """Score the texts not stored yet for this encoder and store their rows; registers the
     encoder. With `path` instead of a connection (con None), the store is opened only to find
     what is missing and for each append (at most every `every` seconds), so other processes
-    can read it while the model runs. Returns counts and timing, as an encode's report."""
+    can read it while the model runs. Every text is checked against the model's context before
+    any is scored. Returns counts and timing, as an encode's report."""
     started = time.perf_counter()
     wanted = distinct_texts(texts)
     own = con is None
     con = store.connect(path) if own else con
     try:
-        register(con, enc)
         todo = missing(con, enc, wanted)
     finally:
         if own:
@@ -102,11 +105,11 @@ def score_missing(con, enc: ScoringEncoder, texts, on_progress: Callable[[int, i
             if own:
                 c = store.connect(path, threads=1)
                 try:
-                    _append(c, rows)
+                    _append(c, enc, rows)
                 finally:
                     c.close()
             else:
-                _append(con, rows)
+                _append(con, enc, rows)
 
         try:
             for index, scored in enc.score_stream(todo):
