@@ -1144,6 +1144,7 @@ class Store:
         bootstrap interval over pairs (seeded), by direction and by bias type. Stored in
         `crows_results` and `crows_pair_scores` with one run. Returns (run id, run.crows.CrowsRow rows)."""
         from . import encoders as encoders_
+        from .encoders import token_scores
         from .run import crows
 
         self._writable("crows")
@@ -1158,7 +1159,11 @@ class Store:
         resolved = [encoders_.resolve(spec) for spec in proc.encoders]
         for enc in resolved:
             crows.check_encoder(enc, chosen[0])
-        return crows.run(self.con, chosen, resolved, proc.seed, command, resamples, proc.run_fields(), progress)
+        texts = crows.texts_of(self.con, chosen)
+        self._release()  # the model runs with the file closed (opened for each append), as encode does
+        for enc in resolved:
+            token_scores.score_missing(None, enc, texts, progress, path=self.path)
+        return crows.run(self.con, chosen, resolved, proc.seed, command, resamples, proc.run_fields())
 
     def crows_results(self, run: str | None = None, test: str | None = None) -> pl.DataFrame:
         """Stored CrowS rows: one run's (an id or `latest`), else the latest run of each test x

@@ -134,20 +134,25 @@ def check_encoder(enc, test: str) -> str:
     return enc.score_kind
 
 
+def texts_of(con, tests: list[str]) -> list[str]:
+    """The sentences of the tests' pairs, once each (what a scoring encoder scores)."""
+    from ..catalog import crows
+
+    return list(dict.fromkeys(t for name in tests for c in ("sent_more", "sent_less")
+                              for t in crows.pairs_of(con, name)[1][c].to_list()))
+
+
 def run(con, tests: list[str], encoders: list, seed: int, command: str, resamples: int = pair_stats.RESAMPLES,
-        run_fields: dict | None = None, progress=None) -> tuple[str, list[CrowsRow]]:
-    """Score every test's sentences on each scoring encoder (what the token table lacks), then
-    every variant of the encoder's kind; the rows and per-pair scores stored with one run."""
+        run_fields: dict | None = None) -> tuple[str, list[CrowsRow]]:
+    """Every variant of each scoring encoder's kind over the tests' pairs, whose sentences the
+    token table holds already (Store.crows scores what it lacks first, the store released);
+    the rows and per-pair scores stored with one run."""
     from .. import store
     from ..catalog import crows
-    from ..encoders import likelihood, token_scores
+    from ..encoders import likelihood
 
     loaded = [(name, *crows.pairs_of(con, name)) for name in tests]
     kinds = {enc.spec: check_encoder(enc, tests[0]) for enc in encoders}
-    for enc in encoders:
-        texts = list(dict.fromkeys(t for _, _, pairs in loaded for c in ("sent_more", "sent_less")
-                                   for t in pairs[c].to_list()))
-        token_scores.score_missing(con, enc, texts, on_progress=progress)
     aligned = {(name, enc.fingerprint): likelihood.store_pairs(con, enc, ordered(pairs))
                for name, _, pairs in loaded for enc in encoders}
     results, per_pair = [], []
