@@ -256,3 +256,17 @@ def test_an_embedding_encoder_is_refused_and_nothing_is_stored(run):
     con = store.connect(db, read_only=True)
     assert snapshot(con) == before
     con.close()
+
+
+def test_the_report_has_a_crows_section(run, tmp_path):
+    db, _, _ = run
+    assert cli("--db", db, "test", "weat1", "-e", "glove-6b-50d").exit_code == 0  # a report needs a family
+    r = cli("--db", db, "report", "-o", tmp_path / "rep", "--format", "html")
+    assert r.exit_code == 0, r.output
+    html = (tmp_path / "rep" / "report.html").read_text()
+    assert 'id="crows"' in html and "no preference" in html
+    con = store.connect(db, read_only=True)
+    latest = store.one(con, "SELECT round(score, 2) FROM crows_latest WHERE variant = 'nangia' AND split = 'all'")[0]
+    con.close()
+    table = (tmp_path / "rep" / "tables" / "crows.csv").read_text()
+    assert f"nangia,all,1508," in table and str(latest) in table
