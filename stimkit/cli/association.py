@@ -385,9 +385,24 @@ def results_cmd(
         results_view.show(df, family, fmt, columns, wide)
 
 
-from .crows import register_results as _crows_results  # noqa: E402  (`results crows`)
+@results_app.command("crows")
+@handles_errors
+def results_crows_cmd(
+    run: Annotated[Optional[str], typer.Option("--run", help="One run's rows (a run id, or `latest`); default: the latest run of each test x encoder.")] = None,
+    test: Annotated[Optional[str], typer.Option("--test", help="One CrowS test's rows.")] = None,
+    splits: Annotated[str, typer.Option("--splits", help="all (every split), main (all pairs and the directions), or one split (e.g. bias:gender).")] = "all",
+    fmt: Annotated[Optional[str], format_option()] = None,
+    columns: Annotated[Optional[str], typer.Option("--columns", help="Columns to show, comma-separated.")] = None,
+):
+    """Stored CrowS-Pairs results: each scoring variant's metric score with its interval, by direction and bias type.
 
-_crows_results(results_app)
+    Examples:
+      stimkit results crows
+      stimkit results crows --run latest --splits main -f csv
+    """
+    from .crows import show_results
+
+    show_results(run, test, splits, fmt, columns)
 
 
 @results_app.command("retire")
