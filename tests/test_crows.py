@@ -270,3 +270,54 @@ def test_the_report_has_a_crows_section(run, tmp_path):
     con.close()
     table = (tmp_path / "rep" / "tables" / "crows.csv").read_text()
     assert f"nangia,all,1508," in table and str(latest) in table
+
+
+@pytest.fixture(scope="module")
+def tiny_llama(tmp_path_factory):
+    """A tiny random LlamaForCausalLM over the same vocabulary, [CLS] as its BOS token."""
+    import torch
+    from transformers import BertTokenizer, LlamaConfig, LlamaForCausalLM
+
+    vocab = HERE / "vocab.txt"
+    tok = BertTokenizer(str(vocab), do_lower_case=True, bos_token="[CLS]", eos_token="[SEP]")
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=8, intermediate_size=16, num_hidden_layers=1,
+                                         num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=64,
+                                         bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
+                                         initializer_range=0.5)).eval()
+    folder = tmp_path_factory.mktemp("tiny-llama")
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder, model, tok
+
+
+def test_causal_variants_are_lm_eval_harness_sum_and_the_mean(imported, tiny_llama):
+    """sum: each sentence's log-probability, every token given BOS, computed here by hand with
+    the model's own forward pass; pct_stereotype = sent_more's higher (ties lose), as
+    lm-evaluation-harness's crows_pairs task decides it. mean: the same over the token count."""
+    import torch
+
+    folder, model, tok = tiny_llama
+    r = cli("--db", imported, "test", "crows-pairs", "-e", f"hf:{folder},score=causal", "-f", "csv")
+    assert r.exit_code == 0, r.output
+    rows = published()
+    texts = list(dict.fromkeys(t for p in rows for t in (p["sent_more"], p["sent_less"])))
+    total, count_ = {}, {}
+    with torch.inference_mode():
+        for text in texts:
+            ids = [tok.bos_token_id] + tok(text, add_special_tokens=False)["input_ids"]
+            logp = torch.log_softmax(model(torch.tensor([ids])).logits[0, :-1].double(), -1)
+            total[text] = float(logp[torch.arange(len(ids) - 1), torch.tensor(ids[1:])].sum())
+            count_[text] = len(ids) - 1
+    won_sum = [total[p["sent_more"]] > total[p["sent_less"]] for p in rows]
+    won_mean = [total[p["sent_more"]] / count_[p["sent_more"]] > total[p["sent_less"]] / count_[p["sent_less"]]
+                for p in rows]
+    con = store.connect(imported, read_only=True)
+    try:
+        got = dict(store.rows(con, "SELECT variant, wins FROM crows_latest WHERE split = 'all' AND encoder LIKE '%causal'"))
+        decided = store.rows(con, "SELECT decision FROM crows_pair_scores s JOIN crows_latest c USING (run_id, fingerprint, "
+                                  "variant) WHERE c.split = 'all' AND c.variant = 'sum' ORDER BY ordinal")
+    finally:
+        con.close()
+    assert got == {"sum": sum(won_sum), "mean": sum(won_mean)}
+    assert [d == 1 for (d,) in decided] == won_sum
