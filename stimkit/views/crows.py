@@ -14,13 +14,17 @@ GOOD = ("metric score: % of pairs whose more stereotyping sentence (sent_more) s
 SHOWN = ("test", "encoder", "variant", "split", "n", "wins", "neutral", "skipped", "score", "ci", "tool")
 
 
-def table(df: pl.DataFrame, splits: str = "all") -> pl.DataFrame:
-    """The rows people read: the score with its interval in one column. `splits`: all (every
-    split), main (all pairs and the two directions) or a split's name."""
+def chosen(df: pl.DataFrame, splits: str = "all") -> pl.DataFrame:
+    """`splits`: all (every split), main (all pairs and the two directions) or a split's name."""
     if splits == "main":
-        df = df.filter(~pl.col("split").str.starts_with("bias:"))
-    elif splits != "all":
-        df = df.filter(pl.col("split") == splits)
+        return df.filter(~pl.col("split").str.starts_with("bias:"))
+    if splits != "all":
+        return df.filter(pl.col("split") == splits)
+    return df
+
+
+def table(df: pl.DataFrame) -> pl.DataFrame:
+    """The rows people read: the score with its interval in one column."""
     return df.with_columns(
         pl.col("score").round(2),
         pl.when(pl.col("ci_low").is_not_null())
@@ -30,19 +34,18 @@ def table(df: pl.DataFrame, splits: str = "all") -> pl.DataFrame:
 
 def side_by_side(df: pl.DataFrame) -> pl.DataFrame:
     """One row per test x encoder x split, a column per variant (its score): the variants side by side."""
-    wide = df.with_columns(pl.col("score").round(2)).pivot("variant", index=["test", "encoder", "split"],
-                                                             values="score", sort_columns=False)
-    return wide
+    return df.with_columns(pl.col("score").round(2)).pivot("variant", index=["test", "encoder", "split"],
+                                                           values="score", sort_columns=False)
 
 
 def show(df: pl.DataFrame, fmt: str, columns: str | None = None, splits: str = "all") -> None:
-    """The rows (machine formats: every stored column), then, on a terminal table, the
-    variants side by side and what the score means."""
+    """The rows of the chosen splits (machine formats: every stored column), then, on a
+    terminal table, the variants side by side; what the score means goes to stderr."""
+    df = chosen(df, splits)
     if fmt in MACHINE_FORMATS:
         emit(df, fmt)
-        return
-    shown = table(df, splits)
-    emit(shown, fmt, columns.split(",") if columns else list(SHOWN), keep=("variant", "split", "score"))
-    if fmt == "table" and df.height:
-        emit(side_by_side(df.filter(pl.col("split") == "all")), fmt, title="the variants side by side (all pairs)")
+    else:
+        emit(table(df), fmt, columns.split(",") if columns else list(SHOWN), keep=("variant", "split", "score"))
+        if fmt == "table" and df.height:
+            emit(side_by_side(df), fmt, title="the variants side by side")
     err.print(GOOD, highlight=False, markup=False, emoji=False)
