@@ -176,21 +176,29 @@ def test_the_tiny_bert_is_the_one_metric_py_scored(tiny_bert):
     assert tiny_bert[1] == figures["model"]["weights_sha256"]
 
 
+FIRST = "run_id = (SELECT min(run_id) FROM crows_results WHERE variant = 'nangia')"  # the fixture's run
+
+
 def test_nangia_variant_decides_every_pair_as_metric_py(run):
     db, _, _ = run
     figures = json.loads((HERE / "nangia_decisions.json").read_text())
     con = store.connect(db, read_only=True)
     try:
         got = [d for (d,) in store.rows(con, "SELECT decision FROM crows_pair_scores WHERE variant = 'nangia' "
-                                             "ORDER BY ordinal")]
+                                             f"AND {FIRST} ORDER BY ordinal")]
         row = store.one(con, "SELECT n, wins, neutral, score FROM crows_results WHERE variant = 'nangia' "
-                             "AND split = 'all'")
+                             f"AND split = 'all' AND {FIRST}")
+        directions = dict(store.rows(con, "SELECT split, wins / (n - neutral) FROM crows_results WHERE variant = "
+                                          "'nangia' AND split IN ('stereo', 'antistereo') AND " + FIRST))
     finally:
         con.close()
     assert len(got) == figures["n"] == 1508
     assert got == figures["decisions"]
     assert row[:3] == (1508, figures["wins"], figures["neutral"])
-    assert round(row[3], 2) == figures["metric_score"]
+    assert round(row[3], 2) == figures["metric_score"] == figures["printed"]["Metric score"]
+    # metric.py's own direction scores leave the neutral pairs out of their denominators
+    assert round(100 * directions["stereo"], 2) == figures["printed"]["Stereotype score"]
+    assert round(100 * directions["antistereo"], 2) == figures["printed"]["Anti-stereotype score"]
 
 
 def test_every_split_is_its_pairs_decisions(run):
@@ -199,9 +207,9 @@ def test_every_split_is_its_pairs_decisions(run):
     db, _, output = run
     con = store.connect(db, read_only=True)
     try:
-        results = store.frame(con, "SELECT * FROM crows_results")
+        results = store.frame(con, f"SELECT * FROM crows_results WHERE {FIRST}")
         pairs = store.frame(con, "SELECT s.variant, s.decision, p.stereo_antistereo, p.bias_type FROM "
-                                 "crows_pair_scores s JOIN crows_pairs p USING (ordinal)")
+                                 f"crows_pair_scores s JOIN crows_pairs p USING (ordinal) WHERE s.{FIRST}")
     finally:
         con.close()
     assert sorted(results["variant"].unique().to_list()) == ["aul", "biasbench", "nangia", "pll"]
