@@ -47,17 +47,22 @@ def sentences(n: int) -> list[str]:
 LOAD = """
 import sys, time
 t = time.perf_counter()
+import torch, transformers
+from transformers import AutoModelForCausalLM, AutoTokenizer
 from stimkit.encoders import resolve
+imported = time.perf_counter()
 enc = resolve(sys.argv[1])
 enc._load()
-print(f"{time.perf_counter() - t:.2f}")
+print(f"{imported - t:.2f} {time.perf_counter() - imported:.2f}")
 """
 
 
-def load_seconds(spec: str, cache: str) -> float:
+def load_seconds(spec: str, cache: str) -> tuple[float, float]:
+    """(seconds importing torch and transformers, seconds loading the model), a fresh process."""
     out = subprocess.run([sys.executable, "-c", LOAD, spec], env={**ENV, "STIMKIT_CACHE": cache},
                          capture_output=True, text=True, check=True)
-    return float(out.stdout.strip().splitlines()[-1])
+    imports, load = out.stdout.strip().splitlines()[-1].split()
+    return float(imports), float(load)
 
 
 def speed(args) -> None:
@@ -141,9 +146,9 @@ def main() -> None:
         return
     if not args.no_load and args.spec == "smollm2-135m":
         with tempfile.TemporaryDirectory() as cache:
-            cold = load_seconds(args.spec, cache)
-            cached = load_seconds(args.spec, cache)
-        print(f"load smollm2-135m: cold (GGUF dequantised, cached) {cold:.1f} s, cached {cached:.1f} s")
+            (i1, cold), (i2, cached) = load_seconds(args.spec, cache), load_seconds(args.spec, cache)
+        print(f"load smollm2-135m (after importing torch and transformers, {i1:.1f} s and {i2:.1f} s): "
+              f"cold (the GGUF dequantised, then cached) {cold:.1f} s, cached {cached:.1f} s")
     speed(args)
 
 

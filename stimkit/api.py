@@ -1261,4 +1261,5 @@ def _score_or_encode(path, enc, stimuli, batch_size, progress, engine, workers) 
 
     if engine != "local":
         raise StimkitError(f"encoder {enc.spec!r}: a scoring encoder runs on the local engine")
-    return token_scores.score_missing(None, enc, stimuli["stimulus"].to_list(), progress, path=path)
+    texts = embeddings.items_for(enc, stimuli)["text"].to_list()  # an empty stimulus refused, naming its set
+    return token_scores.score_missing(None, enc, texts, progress, path=path)

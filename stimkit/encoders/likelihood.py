@@ -140,6 +140,13 @@ def variants(folders=()) -> dict[str, Variant]:
     return found
 
 
+def study_folders(study) -> list[Path]:
+    """A study's own variants: the folder queries/likelihood/ beside its study file, if any."""
+    path = getattr(study, "path", None)
+    folder = Path(path).parent / "queries" / "likelihood" if path else None
+    return [folder] if folder is not None and folder.is_dir() else []
+
+
 def variant(name: str, folders=()) -> Variant:
     known = variants(folders)
     if name not in known:
