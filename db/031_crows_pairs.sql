@@ -62,13 +62,14 @@ CREATE TABLE IF NOT EXISTS crows_results (
 -- Each pair's two scores under each variant (the report's figure of per-pair differences).
 CREATE TABLE IF NOT EXISTS crows_pair_scores (
     run_id      VARCHAR NOT NULL,
+    test        VARCHAR NOT NULL,
     fingerprint VARCHAR NOT NULL,
     variant     VARCHAR NOT NULL,
-    ordinal     INTEGER NOT NULL,
+    ordinal     INTEGER NOT NULL,      -- the pair's (crows_pairs.ordinal of the test's import)
     more_score  DOUBLE,                   -- NULL: skipped by the variant
     less_score  DOUBLE,
     decision    INTEGER,                  -- 1 sent_more wins, 0 neutral, -1 sent_less wins; NULL skipped
-    PRIMARY KEY (run_id, fingerprint, variant, ordinal)
+    PRIMARY KEY (run_id, test, fingerprint, variant, ordinal)
 );
 
 -- The latest run's rows of each test x encoder, with the run's study and seed.

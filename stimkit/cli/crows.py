@@ -5,6 +5,7 @@ encoder>` to the likelihood test (parse, call, print)."""
 from __future__ import annotations
 
 from pathlib import Path
+
 from .common import count, err, invocation, open_store, out
 
 
@@ -50,6 +51,7 @@ def run_test(patterns: list[str], resolved, fmt: str | None, verbose: bool) -> N
     from ..errors import UsageError
     from ..views import crows as view
     from ..views.emit import default_format
+
     known = crows_names(patterns)
     if len(known) != len(patterns):
         other = [p for p in patterns if p not in known]

@@ -165,7 +165,7 @@ def run(con, tests: list[str], encoders: list, seed: int, command: str, resample
                     results += summarise(name, version, enc, variant, pairs, decided, seed, resamples, run_id)
                     skipped = decided == -2
                     per_pair.append(pl.DataFrame({
-                        "run_id": run_id, "fingerprint": enc.fingerprint, "variant": variant.name,
+                        "run_id": run_id, "test": name, "fingerprint": enc.fingerprint, "variant": variant.name,
                         "ordinal": pairs["ordinal"],
                         "more_score": pl.Series(np.where(skipped, np.nan, more)).fill_nan(None),
                         "less_score": pl.Series(np.where(skipped, np.nan, less)).fill_nan(None),
