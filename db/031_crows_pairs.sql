@@ -33,7 +33,7 @@ CREATE TABLE IF NOT EXISTS crows_pairs (
     PRIMARY KEY (version, ordinal)
 );
 
--- One row per run x encoder x variant x split of a likelihood pair test.
+-- One row per run x test x encoder x variant x split of a likelihood pair test.
 --   variant  sum | mean (causal); nangia | biasbench | aul | pll (masked)
 --   split    all | stereo | antistereo | bias:<type>
 --   score    % of the split's pairs whose sent_more scores higher (ties: neutral, not wins)
@@ -56,7 +56,7 @@ CREATE TABLE IF NOT EXISTS crows_results (
     resamples   INTEGER NOT NULL,
     seed        BIGINT NOT NULL,
     created_at  TIMESTAMP NOT NULL DEFAULT current_timestamp,
-    PRIMARY KEY (run_id, fingerprint, variant, split)
+    PRIMARY KEY (run_id, test, fingerprint, variant, split)
 );
 
 -- Each pair's two scores under each variant (the report's figure of per-pair differences).

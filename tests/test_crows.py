@@ -333,3 +333,24 @@ def test_causal_variants_are_lm_eval_harness_sum_and_the_mean(imported, tiny_lla
         con.close()
     assert got == {"sum": sum(won_sum), "mean": sum(won_mean)}
     assert [d == 1 for (d,) in decided] == won_sum
+
+
+def test_two_crows_tests_in_one_run(run, tmp_path):
+    """A second import under its own name (five of the pairs): both tests in one run, each
+    with its own rows; its five decisions are those of the same pairs in the whole set."""
+    db, spec, _ = run
+    small = _write(tmp_path / "five.csv", [[r[f] for f in FIELDS] for r in published()[:5]])
+    assert cli("--db", db, "import", "crows-pairs", small, "--name", "crows-five").exit_code == 0
+    r = cli("--db", db, "test", "crows-pairs", "crows-five", "-e", spec, "-f", "csv")
+    assert r.exit_code == 0, r.output
+    con = store.connect(db, read_only=True)
+    try:
+        (last,), = store.rows(con, "SELECT max(run_id) FROM crows_results")
+        n = dict(store.rows(con, "SELECT test, n FROM crows_results WHERE run_id = ? AND variant = 'nangia' "
+                                 "AND split = 'all'", [last]))
+        five = store.rows(con, "SELECT test, ordinal, decision FROM crows_pair_scores WHERE run_id = ? AND "
+                               "variant = 'nangia' AND ordinal < 5 ORDER BY ordinal, test", [last])
+    finally:
+        con.close()
+    assert n == {"crows-pairs": 1508, "crows-five": 5}
+    assert [d for t, _, d in five if t == "crows-five"] == [d for t, _, d in five if t == "crows-pairs"]
