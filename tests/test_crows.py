@@ -354,3 +354,27 @@ def test_two_crows_tests_in_one_run(run, tmp_path):
         con.close()
     assert n == {"crows-pairs": 1508, "crows-five": 5}
     assert [d for t, _, d in five if t == "crows-five"] == [d for t, _, d in five if t == "crows-pairs"]
+
+
+def test_a_model_that_cannot_score_leaves_the_store_unchanged(run, tmp_path):
+    """A model too short for CrowS' longest sentences (32 positions): refused in one line, exit
+    1, before any row is written (the run is all or nothing)."""
+    import torch
+    from transformers import BertConfig, BertForMaskedLM, BertTokenizer
+
+    db, _, _ = run
+    torch.manual_seed(0)
+    short = tmp_path / "short-bert"
+    BertForMaskedLM(BertConfig(vocab_size=len((HERE / "vocab.txt").read_text().splitlines()), hidden_size=8,
+                               num_hidden_layers=1, num_attention_heads=2, intermediate_size=16,
+                               max_position_embeddings=32)).save_pretrained(short)
+    BertTokenizer(str(HERE / "vocab.txt")).save_pretrained(short)
+    con = store.connect(db, read_only=True)
+    before = snapshot(con)
+    con.close()
+    r = cli("--db", db, "test", "crows-pairs", "-e", f"hf:{short},score=pll")
+    assert r.exit_code == 1, r.output
+    assert len(r.output.strip().splitlines()) == 1 and "context" in r.output
+    con = store.connect(db, read_only=True)
+    assert snapshot(con) == before
+    con.close()
