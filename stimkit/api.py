@@ -354,6 +354,31 @@ class Store:
                                     max_chars=max_line_chars, limits=limits if limits is not None else self.limits,
                                     document=document, encoding=encoding)
 
+    @store.all_or_nothing  # its family, replicates and vectors commit together (store.journal)
+    def train(self, paths: list[str | Path] = (), *, name: str, corpus: str | None = None, method: str = "word2vec",
+              seeds: int = 10, bootstrap: int = 0, dim: int = 100, window: int = 5, min_count: int = 5,
+              epochs: int = 10, resample_seed: int = 0, engine: str = "local", workers: int | None = None,
+              document: str | None = None, encoding: str = "utf-8", progress=None, command: str = "train"):
+        """Embeddings trained on a corpus (catalog.training): the family NAME's replicates
+        `trained:NAME/seed-K` (K < seeds) and `trained:NAME/boot-K` (K < bootstrap) that the store
+        lacks, trained on the files `paths` (as `import corpus` reads them) or on the corpus
+        imported as `corpus`, locally (a process a model, `workers` at once) or on Ray. Each
+        replicate commits as it finishes; a train that fails leaves none. Returns a TrainReport."""
+        from .catalog import training
+
+        self._writable("train")
+        hyper = training.Hyper(dim=dim, window=window, min_count=min_count, epochs=epochs)
+        return training.train(self.con, list(paths), name=name, corpus=corpus, method=method, seeds=seeds,
+                              bootstrap=bootstrap, hyper=hyper, resample_seed=resample_seed, engine=engine,
+                              workers=workers, document=document, encoding=encoding, progress=progress)
+
+    def trained(self, name: str | None = None) -> pl.DataFrame:
+        """The trained replicates (of the family `name`, else of every family): one row each."""
+        where = "WHERE name = ?" if name else ""
+        return store.frame(self.con, "SELECT name, replicate, kind, k, fingerprint, method, seed, resample, "
+                                     "n_documents, n_tokens, vocab_size, dim, seconds FROM trained_models "
+                                     f"{where} ORDER BY name, kind = 'boot', k", [name] if name else None)
+
     # ------------------------------------------------------------------ vectors
 
     def encode(self, encoder_specs: list[str], sets: list[str] | None = None, tests: list[str] | None = None,
@@ -367,7 +392,7 @@ class Store:
         from .encoders import embeddings
 
         self._writable("encode")
-        encs = [encoders.resolve(spec) for spec in encoder_specs]  # every spec checked before anything is written
+        encs = [encoders.resolve(spec, self.con) for spec in encoder_specs]  # every spec checked before anything is written
         stimuli = select_stimuli(self.con, sets, tests, everything)
         self._release()
         reports = [_score_or_encode(self.path, enc, stimuli, batch_size, progress(enc) if progress else None,
@@ -401,7 +426,7 @@ class Store:
         return reports, failed
 
     def _execute(self, plan: Plan, command: str, progress=None, on_result=None, on_failure=None,
-                 study: dict | None = None, reuse: bool = False) -> RunReport:
+                 study: dict | None = None, reuse: bool = False, families=()) -> RunReport:
         """Encode what the plan needs (released), then execute it. `reuse` (a study's run, which
         makes its family): the pairs whose results are stored under today's input keys are taken
         out first (run.execute.reusable): neither encoded nor computed, their stored results join
@@ -415,8 +440,20 @@ class Store:
             plan = replace(plan, pairs=tuple(p for i, p in enumerate(plan.pairs) if i not in stored))
         _, failed = self._encode_plan(plan, progress)
         plan, gone = plan.without(failed)
+        then = None
+        if families:  # each replicate family's summary rows, in the run's transaction (run.replicates)
+            from .run.replicates import summaries_of
+            then = summaries_of(families, plan.options)
         return execute(self.con, plan, command, on_result, on_failure, gone, study,
-                       [r for ids in stored.values() for r in ids], family=reuse)
+                       [r for ids in stored.values() for r in ids], family=reuse, then=then)
+
+    def _plan_families(self, encoders, named: dict | None):
+        """The encoder specs with each replicate family (`trained:NAME`, `replicates:NAME`) in its
+        replicates, and the families (run.replicates.expand: a family of one is refused here,
+        before anything is written)."""
+        from .run.replicates import expand
+
+        return expand(self.con, list(encoders), named)
 
     # ------------------------------------------------------------------ tests
 
@@ -426,7 +463,8 @@ class Store:
              b: str | None = None, name: str = "adhoc", context: str | None = None, command: str = "library",
              options: Options | None = None, on_result=None, on_failure=None, progress=None, save: str | Path | None = None,
              cross_lingual: bool = False, rerun: bool = False, baseline: BaselineOptions | int | None = None,
-             per_test=None, study: Study | None = None, **option_values) -> RunReport:
+             per_test=None, study: Study | None = None, replicates: dict[str, list[str]] | None = None,
+             **option_values) -> RunReport:
         """Run tests (names or shell patterns over catalog and imported tests, or `everything`,
         or one ad-hoc test from four set names or SELECTs) on each encoder, in one run.
         `context="c-word"` runs sentence tests on each encoder's inserted-word vectors
@@ -445,7 +483,10 @@ class Store:
         `baseline`: K (or run.baseline.BaselineOptions) matched random pairs per result, stored and
         reused (see `Store.baseline`). `per_test(test)`: option values for one test alone (a
         study's [options."<pattern>"]: its units and alternative). `study`: the study in force,
-        whose name and correction the run records beside its alpha (it joins no study's family)."""
+        whose name and correction the run records beside its alpha (it joins no study's family).
+        `replicates`: {NAME: [specs]}, the families an encoder `replicates:NAME` names (the
+        study's [replicates] too); `trained:NAME` is the family `stimkit train` made: each
+        replicate's results, and a summary per test (run.replicates)."""
         from .catalog import definitions as catalog
         from .run import cword, plan as run_plan
         from .run.options import Options
@@ -472,10 +513,15 @@ class Store:
             if len(chosen) != 1:
                 raise UsageError(f"--save writes one test's definition; {len(chosen)} tests were chosen")
             Path(save).write_text(catalog.to_toml(chosen[0]), encoding="utf-8")
-        plan = run_plan.make(self.con, chosen, list(encoders), opts, generate_missing=self._generate_missing,
+        specs, families = self._plan_families(encoders, {**(study.replicates if study else {}), **(replicates or {})})
+        plan = run_plan.make(self.con, chosen, specs, opts, generate_missing=self._generate_missing,
                              per_test=per_test)
+        if families:
+            from .run.replicates import restrict
+            plan, families = restrict(plan, families)
         plan = self._with_baselines(plan, baseline, opts.seed)
-        report = self._execute(plan, command, progress, on_result, on_failure, _recorded(study, opts.alpha))
+        report = self._execute(plan, command, progress, on_result, on_failure, _recorded(study, opts.alpha),
+                               families=families)
         if report.run_id and any((x, y, a, b)) and not rerun:  # as defined; a re-run by name (in a context) keeps it so
             catalog.store_adhoc(self.con, chosen[0])
         return report
@@ -540,15 +586,20 @@ class Store:
         from .run.options import WefatOptions
 
         opts, chosen, wefats = self._study_tests(study, folders, options, option_values)
-        plan = run_plan.make(self.con, chosen, list(encoders or study.encoders), opts, wefats=wefats,
+        specs, families = self._plan_families(encoders or study.encoders, study.replicates)
+        plan = run_plan.make(self.con, chosen, specs, opts, wefats=wefats,
                              wefat_options=WefatOptions(budget=opts.budget, seed=opts.seed), cword_optional=True,
                              generate_missing=lambda specs: self._generate_missing(specs, folders),
                              per_test=lambda t: study.options_for(t.name))
+        if families:
+            from .run.replicates import restrict
+            plan, families = restrict(plan, families)
         plan = self._with_baselines(plan, study.baseline, opts.seed, folders=folders)
         # recorded as typed (the CLI's `run`, replayed in the study's folder), else the call that
         # replays it; the study's name, alpha and correction go on the run (the defaults of reading it)
         report = self._execute(plan, command or f"run {study.path or study.name}", progress, on_result, on_failure,
-                               {"study": study.name, "alpha": opts.alpha, "correction": study.correction}, reuse=True)
+                               {"study": study.name, "alpha": opts.alpha, "correction": study.correction}, reuse=True,
+                               families=families)
         job = StudyRun(study, report, [n for n in plan.notes if n.startswith("generated")],
                        tests=[t.name for t in chosen])
         if report.run_id and (report.results or report.reused_results):  # its table's data; the views render it
@@ -574,7 +625,8 @@ class Store:
         study = study if isinstance(study, studies.Study) else studies.load(study)
         folders = self._study_folders(study)
         opts, chosen, _ = self._study_tests(study, folders, None, option_values)
-        return run_status.of_study(self.con, study, chosen, list(encoders or study.encoders), opts, folders)
+        specs, families = self._plan_families(encoders or study.encoders, study.replicates)
+        return run_status.of_study(self.con, study, chosen, specs, opts, folders, families)
 
     # ------------------------------------------------------------------ baselines
 
@@ -601,7 +653,8 @@ class Store:
     def baseline(self, tests: list[str], *, encoders: list[str] = ("glove-6b-50d",), sets: int = 1000, seed: int = 0,
                  tolerance: float = 0.25, vocabulary: str | Path | None = None, language: str | None = None,
                  command: str = "library", options: Options | None = None, progress=None, on_failure=None,
-                 per_test=None, study: Study | None = None, **option_values) -> RunReport:
+                 per_test=None, study: Study | None = None, replicates: dict[str, list[str]] | None = None,
+             **option_values) -> RunReport:
         """Matched random baselines (`stimkit baseline`): for each test and encoder, `sets` (K)
         random pairs of target sets, each word matched to a target word on frequency (Zipf within
         `tolerance`), subword count and kind, drawn from `vocabulary` (a file of words; default
@@ -710,6 +763,58 @@ class Store:
             return _framed(df, family), _framed(df, family)
         return (_framed(metrics.sign_agreement(df, family.alpha), family),
                 _framed(metrics.kendall_tau_matrix(df, by_strength=True), family))
+
+    # ------------------------------------------------------------------ replicates and reliability
+
+    def replicate_summaries(self, run: str | None = None, encoder: str | None = None) -> pl.DataFrame:
+        """The stored summaries of replicate families (db/034: a row per run, test and family;
+        run.replicates), newest first; of one run, or one family's encoder (`trained:NAME`)."""
+        from .run import replicates
+
+        return replicates.stored(self.con, run, encoder)
+
+    @store.all_or_nothing
+    def reliability(self, where: str | None = None, run: str | None = None, encoders: list[str] | None = None,
+                    replicates: dict[str, list[str]] | None = None, level: float = 0.95, seed: int = 0,
+                    command: str = "library", include_stale: bool = False) -> tuple[str, pl.DataFrame]:
+        """Du et al.'s reliability of the results selected as `results` selects them (`where`,
+        `run`; `encoders`: only these encoders, a family spec standing for its replicates, whose
+        seeds are test-retest's raters): ICC(2,1) and ICC(2,k) across seeds, ICC(3,1) across
+        scoring rules, Cronbach's alpha and split-half across the words of each list, each with
+        its interval (run.reliability says what the subjects and raters are). Computed and
+        stored (db/034 reliability_results) under a run of its own; returns (run id, rows)."""
+        from .run import reliability as rel
+        from .run.replicates import expand, fingerprint_of, is_family
+
+        self._writable("reliability")
+        if not 0 < level < 1:
+            raise UsageError(f"--level must lie in (0, 1), not {level}")
+        members = None
+        if encoders:
+            specs, families = expand(self.con, list(encoders), replicates)
+            members = {}
+            for fam in families:
+                members.update({fingerprint_of(self.con, m.spec): (fam.encoder, m.kind) for m in fam.members})
+            plain = [s for s in encoders if not is_family(s)]
+            members.update({fingerprint_of(self.con, s): ("selection", "seed") for s in plain})
+        analysis.define_family(self.con, where, None, run, allow_empty=True, include_stale=include_stale, values=True,
+                               whole_store=True)
+        found = rel.compute(self.con, members, level, seed)
+        if not any(c.value is not None for c in found):
+            raise InputError("the selection allows no reliability coefficient: test-retest needs 2 seeds of a test and "
+                             "3 words, inter-rater 2 scoring rules (--metric) on 3 results, internal consistency 3 "
+                             "results of a test (replicates or encoders) and 2 words a list")
+        with store.transaction(self.con):
+            run_id = store.start_run(self.con, command, seed)
+            rows = rel.rows_of(run_id, found)
+            rel.write(self.con, rows)
+        return run_id, rel.stored(self.con, run_id)
+
+    def reliability_results(self, run: str | None = None) -> pl.DataFrame:
+        """The coefficients `reliability` stored: of one run, else of its latest run."""
+        from .run import reliability as rel
+
+        return rel.stored(self.con, run)
 
     def retire(self, where: str, reason: str) -> int:
         """Take the results matching `where` (an SQL condition on `results`) out of every

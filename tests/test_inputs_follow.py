@@ -245,14 +245,14 @@ def test_status_and_replay_of_recorded_commands(study):
     out = cli(["status", "--format", "csv"], study)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "kind,name,encoder,state,detail,command" and "everything is current" in out.stderr
-    (study / "wordlists" / "places.toml").write_text(
-        (study / "wordlists" / "places.toml").read_text().replace('"traffic"', '"traffic", "tram"'))
+    # a word added (and, to keep the replays cheap, a smaller budget and baseline)
+    write_study(study, {**BASE, "city": CITY + ["tram"]}, budget=200, baseline=4)
     out = cli(["status", "--format", "csv"], study)
     assert "set,city@word,,outdated" in out.stdout and "result,city-modern,glove-6b-50d,outdated" in out.stdout
-    for args in (["run"], ["test", "city-modern", "-e", "glove-6b-50d", "--budget", "300"],
-                 ["baseline", "city-modern", "-e", "glove-6b-50d", "--sets", "12"],
-                 ["audit", "templates", "-t", "city-modern-sent", "-e", "glove-6b-50d", "--budget", "300"],
-                 ["debias", "compare", "city-modern", "-e", "glove-6b-50d,debias=hard", "--budget", "300"]):
+    for args in (["run"], ["test", "city-modern", "-e", "glove-6b-50d", "--budget", "100"],
+                 ["baseline", "city-modern", "-e", "glove-6b-50d", "--sets", "3"],
+                 ["audit", "templates", "-t", "city-modern-sent", "-e", "glove-6b-50d", "--budget", "100"],
+                 ["debias", "compare", "city-modern", "-e", "glove-6b-50d,debias=hard", "--budget", "100"]):
         first = cli(args, study)
         assert first.returncode == 0, first.stderr
         con = stimkit.open(study / "stimkit.duckdb", read_only=True).con
@@ -263,7 +263,7 @@ def test_status_and_replay_of_recorded_commands(study):
         assert again.returncode == 0, again.stderr
         con = stimkit.open(study / "stimkit.duckdb", read_only=True).con
         if args[0] == "baseline":  # stored once, reused by its id
-            rows = con.execute("SELECT count(*), count(DISTINCT baseline_id) FROM baselines WHERE k = 12").fetchone()
+            rows = con.execute("SELECT count(*), count(DISTINCT baseline_id) FROM baselines WHERE k = 3").fetchone()
             assert rows == (1, 1)
         elif args[0] in ("test", "audit", "debias"):  # the same rows, run for run
             first, second = (con.execute("SELECT test, encoder, kind, context, effect_size, p_value FROM results "

@@ -11,7 +11,7 @@ import importlib
 import shlex
 
 # The modules in the order `stimkit --help` lists their commands, and which holds each command.
-MODULES = ("stimuli", "encode", "association", "status", "audit", "wefat", "report", "debias")
+MODULES = ("stimuli", "encode", "association", "status", "audit", "wefat", "report", "debias", "train", "reliability")
 COMMAND_MODULES = {
     "generate": "stimuli", "sets": "stimuli", "catalog": "stimuli", "export": "stimuli", "import": "stimuli",
     "templates": "stimuli",
@@ -20,6 +20,8 @@ COMMAND_MODULES = {
     "check": "association", "query": "association", "run": "association", "status": "status",
     "audit": "audit", "wefat": "wefat", "wefat-results": "wefat", "report": "report",
     "debias": "debias",
+    "train": "train",
+    "reliability": "reliability", "replicates": "reliability",
 }
 _GLOBAL_WITH_VALUE = {"--db", "--catalog-dir", "--study"}
 

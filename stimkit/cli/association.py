@@ -119,6 +119,11 @@ def finish(report, summary: bool = False, closing=None) -> None:
     else:
         for b in report.baselines:
             err.print(baseline_line(b, b.baseline_id in report.reused), highlight=False)
+    if report.summaries:  # a replicate family's tests (run.replicates): `stimkit replicates` lists them
+        from ..views.replicates import summary_line
+
+        for row in report.summaries:
+            err.print(result_lines(summary_line(row)), highlight=False)
     if report.run_id and not report.computed:  # a study's run whose inputs all stand as they were
         err.print(result_lines(f"nothing changed since run {report.run_id}: "
                                f"{_count(len(report.reused_results), 'result')} reused, nothing computed.",
@@ -169,6 +174,10 @@ def test_cmd(
                                                      "csv otherwise).")] = None,
     columns: ColumnsOption = None,
     wide: WideOption = False,
+    replicate: Annotated[Optional[list[str]], typer.Option(
+        "--replicate", help="NAME=SPEC: one replicate of the family `-e replicates:NAME` (repeat it, once a replicate; "
+                            "a study's [replicates] table names them too). `-e trained:NAME` is the family `stimkit "
+                            "train` made.", rich_help_panel=WHAT)] = None,
     proc: dict = None,
 ):
     """Run association tests (catalog, imported or ad-hoc) for one or more encoders; results go to the store.
@@ -181,7 +190,9 @@ def test_cmd(
       stimkit test weat6 sent-weat6 -e glove-6b-50d -e use-m3
       stimkit test 'sent-weat*' -e minilm --cuts 20
       stimkit test sent-weat1 --context c-word -e minilm
+      stimkit test weat6 -e trained:inaugural
     """
+    from ..run.replicates import parse_named
     from ..stats.metrics import parse_metrics
 
     study = current_study()
@@ -204,7 +215,8 @@ def test_cmd(
             report = store.test(patterns, encoders=list(resolved.encoders), everything=everything,
                                 source=source, x=x, y=y, a=a, b=b, name=name, context=context, command=invocation(),
                                 options=opts, save=save, cross_lingual=cross_lingual, rerun=rerun,
-                                baseline=baseline or None, per_test=per_test, study=study, **callbacks)
+                                baseline=baseline or None, per_test=per_test, study=study,
+                                replicates=parse_named(replicate or []), **callbacks)
         rows = run_rows(store, report.run_id, opts.alpha, fmt, columns, wide)
     warn_cannot_reject(report, opts.alpha)
     finish(report, closing=lambda: rows and show_run_rows(*rows))

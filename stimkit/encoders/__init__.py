@@ -7,6 +7,7 @@
     st:<model id or local path>      a sentence-transformers model, through its own pipeline
     vectors:<path>                   any word2vec / GloVe file
     import:<parquet or csv>          precomputed vectors
+    trained:<name>/seed-K, /boot-K   word vectors trained on a corpus (`stimkit train`), from the store
     smollm2-135m                     SmolLM2-135M-Instruct, a causal LM that scores texts (encoders.scoring)
     hf:<model>,score=causal|pll      any causal or masked LM as a scoring encoder (log-probabilities)
 
@@ -51,7 +52,7 @@ from .. import StimkitError
 from .base import Encoded, Encoder, EncoderWarning
 
 EMBEDDED = ("glove-6b-50d", "minilm", "use-m3", "smollm2-135m")
-PREFIXES = ("hf:", "st:", "vectors:", "import:")
+PREFIXES = ("hf:", "st:", "vectors:", "import:", "trained:")
 # NAME=SPEC: a display name has no ':', '/', ',', '=' or quote, so no spec is read as one
 DISPLAY = re.compile(r"\s*([^:/,=\"]+?)\s*=(?!=)(.+)", re.S)
 ESCAPES = {'"': '"', "\\": "\\", "n": "\n"}
@@ -106,12 +107,14 @@ def parse(spec: str) -> tuple[str, dict[str, str]]:
     return head.strip(), options
 
 
-def resolve(spec: str) -> Encoder:
+def resolve(spec: str, con=None) -> Encoder:
+    """The encoder of a spec; `con`: the store's connection, which a `trained:` encoder reads
+    its vectors from (encoders.trained; without it such a spec is refused in one line)."""
     if LINE_BREAK.search(QUOTED.sub("", spec)):  # a quoted template may hold one; nothing else may
         raise StimkitError(f"encoder {spec!r}: a line break outside a quoted value (a spec is one line)")
     display, inner = split_display(spec)
     try:
-        enc = _build(inner)
+        enc = _build(inner, con)
     except StimkitError as e:  # a spec with a line break in it still gives a one-line error
         if "\n" not in str(e):
             raise
@@ -135,14 +138,14 @@ EMBEDDED_LANGUAGES = {"glove-6b-50d": frozenset({"en"}), "minilm": frozenset({"e
                       "smollm2-135m": frozenset({"en"})}
 
 
-def _build(spec: str) -> Encoder:
+def _build(spec: str, con=None) -> Encoder:
     head, options = parse(spec)
     declared = options.pop("lang", None)
     recipe = None
     if any(k.startswith("debias") for k in options):  # a debiased encoder: its own options, the base's the rest
         from .debias import parse_options
         options, recipe = parse_options(spec, options)
-    enc = _construct(spec, head, options)
+    enc = _construct(spec, head, options, con)
     if recipe is not None:
         from .debias import derive
         enc = derive(enc, recipe, spec)
@@ -162,7 +165,7 @@ def declared_languages(value: str, spec: str) -> frozenset[str] | None:
     return frozenset(primary(normalise(t, f"encoder {spec!r}: lang")) for t in value.split("+"))
 
 
-def _construct(spec: str, head: str, options: dict) -> Encoder:
+def _construct(spec: str, head: str, options: dict, con=None) -> Encoder:
     try:
         if head == "glove-6b-50d":
             from .wordvectors import glove_6b_50d
@@ -191,6 +194,9 @@ def _construct(spec: str, head: str, options: dict) -> Encoder:
         if head.startswith("import:") and head[7:]:
             from .imported import ImportedEncoder
             return ImportedEncoder(head[7:], **options)
+        if head.startswith("trained:") and head[8:]:
+            from .trained import trained
+            return trained(con, head[8:], **options)
     except TypeError as e:  # an option the encoder does not take
         raise StimkitError(f"encoder {spec!r}: {str(e).split('() ')[-1]}") from None
     except (OSError, ValueError, RuntimeError) as e:  # a path the OS refuses, a value that is no number
@@ -198,7 +204,7 @@ def _construct(spec: str, head: str, options: dict) -> Encoder:
         raise StimkitError(f"encoder {spec!r}: {first}") from None
     raise StimkitError(
         f"unknown encoder {spec!r}{suggest(spec.split(',')[0], EMBEDDED)} (known: {', '.join(EMBEDDED)}, or hf:<model>[,score=causal|pll], "
-        "st:<model>, vectors:<file>, import:<file>)"
+        "st:<model>, vectors:<file>, import:<file>, trained:<name>/seed-K)"
     )
 
 

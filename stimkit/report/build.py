@@ -265,6 +265,9 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
     layers_svg = emit_figure(figures.layer_sweep(data.layers), "layer-sweep") if data.layers is not None else ""
     debias_svg = emit_figure(before_after_figure(data.debias), "debias-before-after") if data.debias else ""
     metric_rows = data.metrics.to_dicts() if data.metrics is not None else []
+    replicates_svg = (emit_figure(figures.replicate_strip(data.replicates), "replicates")
+                      if data.replicates is not None and data.replicates.height else "")
+    reliability_rows = shown_rows(data.reliability)
     ceat_rows = shown_rows(data.ceat)
     check_rows = shown_rows(data.debias_checks)
     crows_rows = shown_rows(data.crows)
@@ -285,7 +288,10 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
                                              ("debias", "Before and after debiasing", debias_svg),
                                              ("ceat", "CEAT", ceat_rows), ("debias-checks", "Debiasing checks", check_rows),
                                              ("crows", "CrowS-Pairs", crows_rows),
-                                             ("metrics", "Metrics", metric_rows), ("wefat", "WEFAT", wefats)) if on]
+                                             ("metrics", "Metrics", metric_rows),
+                                             ("replicates", "Replicates", replicates_svg),
+                                             ("reliability", "Reliability", reliability_rows),
+                                             ("wefat", "WEFAT", wefats)) if on]
         sections += [("consistency", "Consistency checks"), ("provenance", "Provenance")]
         html = ENV.get_template("report.html.j2").render(
             family=family, m=m, matrix_note=t4.note, alpha=data.alpha, correction=data.correction, correction_text=correction_text(data),
@@ -295,6 +301,7 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
             ci_text=ci_text(data), left_out_columns=left_out.columns, left_out_rows=left_out.to_dicts(),
             result_columns=results.columns, result_rows=results.to_dicts(), strips=strips, forests=forests, wording=wording_svg,
             baselines=baselines, diagnostic_rows=diagnostic_rows,
+            replicates_svg=replicates_svg, reliability_rows=reliability_rows,
             cuts_svg=cuts_svg, layers_svg=layers_svg, debias_svg=debias_svg, ceat_rows=ceat_rows, check_rows=check_rows, crows_rows=crows_rows, metric_rows=metric_rows, wefats=wefats, consistency_columns=cons.columns, consistency_rows=cons.to_dicts(),
             consistency_counts={v: (cons["verdict"] == v).sum() if cons.height else 0
                                 for v in ("violation", "note", "not comparable")},

@@ -50,6 +50,8 @@ class ReportData:
     categories: dict[str, str] = field(default_factory=dict)  # test -> "X vs Y / A vs B" where rows are headed so
     tested: str = ""                                        # the alternative and the units (Family.tested)
     settings: str = ""                                      # where alpha and the correction came from
+    replicates: pl.DataFrame | None = None                  # a replicate family's d per replicate, the latest summary per test
+    reliability: pl.DataFrame | None = None                 # the latest `stimkit reliability` run's coefficients
 
 
 def has_rows(con, table: str) -> bool:
@@ -106,6 +108,10 @@ def gather(con, where: str | None = None, correct: str | None = None, alpha: flo
     data.debias_checks = latest_debias_checks(con, study_name)
     data.crows = latest_crows(con, study_name)
     data.metrics = metric_matrix(con, names)
+    if has_rows(con, "replicate_summaries"):
+        data.replicates = replicate_members(con)
+    if has_rows(con, "reliability_results"):
+        data.reliability = latest_reliability(con)
     data.provenance = provenance(con, df)
     return data
 
@@ -209,6 +215,27 @@ def metric_matrix(con, tests: list[str]) -> pl.DataFrame | None:
     if frame.height == 0 or frame["metric"].n_unique() < 2:
         return None
     return frame
+
+
+def replicate_members(con) -> pl.DataFrame:
+    """Every replicate's d and p in the latest summary of each (test, family) (run.replicates),
+    with the summary's median, interval and share, and whether the replicate rejects at its alpha."""
+    return store.frame(con, """
+        WITH latest AS (SELECT * FROM replicate_summaries
+                        QUALIFY row_number() OVER (PARTITION BY test, encoder ORDER BY created_at DESC, summary_id DESC) = 1)
+        SELECT l.test, l.encoder AS family, l.d_median, l.d_low, l.d_high, l.share_holding, l.alpha, l.n_replicates,
+               m.replicate, m.kind, m.k, r.effect_size, r.p_value, r.p_value <= l.alpha AS rejected
+        FROM latest l JOIN replicate_members m USING (summary_id) JOIN results r USING (result_id)
+        ORDER BY l.test, l.encoder, m.kind DESC, m.k""")
+
+
+def latest_reliability(con) -> pl.DataFrame:
+    """The coefficients of the latest `stimkit reliability` run (run.reliability)."""
+    return store.frame(con, """
+        SELECT measure, coefficient, scope, test, role, subjects, raters, n_subjects, n_raters, value, ci_low, ci_high, note
+        FROM reliability_results WHERE run_id = (SELECT run_id FROM reliability_results
+                                                 ORDER BY created_at DESC, run_id DESC LIMIT 1)
+        ORDER BY measure, scope, test NULLS FIRST, role NULLS FIRST, coefficient""")
 
 
 def strip_items(con, result_ids: list[str]) -> pl.DataFrame:

@@ -233,13 +233,20 @@ def wording(variants: pl.DataFrame) -> Figure:
         return fig
 
 
-def cut_spread(cuts: pl.DataFrame) -> Figure:
-    """d across cuts per test and encoder, with the uncut test's d."""
-    keys = cuts.select("test", "encoder").unique(maintain_order=True).rows()
+def _rows_of(frame: pl.DataFrame, column: str) -> tuple[list, list[str], float, int]:
+    """A figure with a row per (test, `column`): the keys, their labels, the width that fits
+    the labels, and the labels' lines."""
+    keys = frame.select("test", column).unique(maintain_order=True).rows()
     names = [wrap(f"{t} / {e}", 40) for t, e in keys]
     chars, lines = _lines(names)
+    return keys, names, max(COLUMN_IN * 1.4, 2.6 + chars * CHAR_IN), lines
+
+
+def cut_spread(cuts: pl.DataFrame) -> Figure:
+    """d across cuts per test and encoder, with the uncut test's d."""
+    keys, names, width, lines = _rows_of(cuts, "encoder")
     with rc_context(STYLE):
-        fig = new_figure(max(COLUMN_IN * 1.4, 2.6 + chars * CHAR_IN), 0.9 + max(0.22, lines * LINE_IN + 0.06) * len(keys))
+        fig = new_figure(width, 0.9 + max(0.22, lines * LINE_IN + 0.06) * len(keys))
         ax = fig.add_subplot()
         for i, (t, e) in enumerate(keys):
             part = cuts.filter((pl.col("test") == t) & (pl.col("encoder") == e))
@@ -252,6 +259,32 @@ def cut_spread(cuts: pl.DataFrame) -> Figure:
         ax.invert_yaxis()
         ax.set_xlabel(wrap("effect size d across cuts (unitless); filled: rejected, |: full test", 40))
         ax.set_title("Cut spread", loc="left")
+        return fig
+
+
+def replicate_strip(members: pl.DataFrame) -> Figure:
+    """The d of every replicate of a family, a row per test and family: seeds as circles,
+    bootstrap samples as triangles, filled where the replicate's own test rejects; the median
+    as a bar and the 2.5-97.5% interval as a line."""
+    keys, names, width, lines = _rows_of(members, "family")
+    with rc_context(STYLE):
+        fig = new_figure(width, 1.0 + max(0.3, lines * LINE_IN + 0.1) * len(keys))
+        ax = fig.add_subplot()
+        for i, (t, f) in enumerate(keys):
+            part = members.filter((pl.col("test") == t) & (pl.col("family") == f))
+            ax.plot([part["d_low"][0], part["d_high"][0]], [i, i], "-", color=GREY, lw=0.8)
+            ax.plot([part["d_median"][0]], [i], "|", ms=10, color=GREY)
+            for kind, marker, colour, shift in (("seed", "o", X_COLOUR, -0.12), ("boot", "^", Y_COLOUR, 0.12)):
+                mine = part.filter(pl.col("kind") == kind)
+                d, rej = mine["effect_size"].to_numpy().astype(float), mine["rejected"].fill_null(False).to_numpy()
+                ax.plot(d[rej], np.full(rej.sum(), i + shift), marker, ms=3.5, color=colour, alpha=0.8)
+                ax.plot(d[~rej], np.full((~rej).sum(), i + shift), marker, ms=3.5, mfc="none", color=colour, alpha=0.9)
+        ax.axvline(0, color=GREY, lw=0.5, ls=":")
+        ax.set_yticks(range(len(keys)), names)
+        ax.invert_yaxis()
+        ax.set_xlabel(wrap("d of each replicate (unitless): o seeds, ^ bootstrap samples; filled: p <= alpha; "
+                           "|: median, line: 2.5-97.5%", 60))
+        ax.set_title("Replicates", loc="left")
         return fig
 
 

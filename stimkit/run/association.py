@@ -148,6 +148,8 @@ def result_key(planned: PlannedTest, enc: Encoder, opts: Options, kind: str = "t
     payload = [repr(test), planned.role_versions, enc.fingerprint, getattr(enc, "_display", None),
                context_of(planned.test, enc),
                json.dumps(asdict(opts), sort_keys=True, default=str), kind, sampler.NAME, __version__]
+    if planned.restricted is not None:  # a replicate family's shared words (run.replicates): other stimuli
+        payload.append(planned.restricted)
     return hashlib.sha256(json.dumps(payload).encode()).hexdigest()[:24]
 
 

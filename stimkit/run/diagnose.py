@@ -97,7 +97,7 @@ def sets_report(con, like: str | None, encoder_specs: list[str] | None,
     encs, seen = [], set()
     for spec in specs:
         try:
-            enc = resolve(spec)
+            enc = resolve(spec, con)
         except StimkitError as e:
             notes.append(f"encoder {spec}: skipped ({first_line(e)})")
             continue

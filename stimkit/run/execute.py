@@ -36,7 +36,7 @@ def members(con, run_id: str) -> set[str]:
 
 
 def execute(con, plan: Plan, command: str, on_result=None, on_failure=None, failed: list[Failure] = (),
-            study: dict | None = None, reused: list[str] = (), family: bool = False) -> RunReport:
+            study: dict | None = None, reused: list[str] = (), family: bool = False, then=None) -> RunReport:
     """Run the plan's pairs (and WEFATs) in one run. A pair that fails with a StimkitError
     (meaningless input: degenerate vectors, no vector for a set) is reported and skipped; the
     others are stored. A crash leaves no partial run.
@@ -49,7 +49,9 @@ def execute(con, plan: Plan, command: str, on_result=None, on_failure=None, fail
     reused: stored results of pairs the caller took out of the plan because their input keys are
     unchanged (`reusable`); they join the run's members. A
     study run that would compute nothing and whose members are those of the study's latest
-    run makes no new run: its report names that run and says nothing was computed."""
+    run makes no new run: its report names that run and says nothing was computed.
+    then(con, run_id, report): more rows of the run, written in its transaction (a replicate
+    family's summaries, run.replicates)."""
     failures: list[Failure] = []
 
     def fail(test, enc, e):
@@ -115,6 +117,8 @@ def execute(con, plan: Plan, command: str, on_result=None, on_failure=None, fail
         if report.results or report.wefats or len(report.baselines) > len(report.reused) or \
                 (family and report.reused_results):
             report.run_id = run_id
+            if then is not None:
+                then(con, run_id, report)
             store.insert(con, "run_failures", [FailureRow(run_id, f.test, f.encoder, f.cause) for f in failures])
             if family:  # the study's family: what it computed and what it reused
                 ids = [r.result_id for r in report.results] + report.reused_results

@@ -36,6 +36,9 @@ class PlannedTest:
     sets: dict[str, pl.DataFrame]       # the four selected sets, fetched once
     options: Options                    # the run's options as this test runs them (its alternative)
     language: str | None = None         # its sets' language ("en+de": cross-lingual); None: not recorded
+    # a replicate family's cut to the stimuli all its replicates read (run.replicates): a hash of
+    # the words left out, part of the results' input key; None: the sets as selected
+    restricted: str | None = None
 
     @property
     def name(self) -> str:
@@ -215,7 +218,7 @@ def make(con, tests: list[TestDef], encoder_specs: list[str], options: Options, 
     encs, sweeps = [], {}
     for spec in dict.fromkeys(encoder_specs):
         try:
-            enc = resolve(spec)
+            enc = resolve(spec, con)  # con: a trained: encoder reads its vectors from the store
         except StimkitError as e:
             refused.append(Failure("*", spec, first_line(e), e))
             continue

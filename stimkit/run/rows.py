@@ -473,6 +473,7 @@ class RunReport:
     reused: list[str] = field(default_factory=list)   # baseline_ids found stored, not computed again
     reused_results: list[str] = field(default_factory=list)  # result_ids stored under today's input keys: not recomputed
     computed: bool = True          # False: nothing changed, nothing computed (run_id names the study's latest run)
+    summaries: list = field(default_factory=list)  # run.replicates.SummaryRow: a replicate family's, per test
 
     @property
     def cannot_reject(self) -> list[Result]:

@@ -32,7 +32,7 @@ _SET_STATES = {"current": ("current", "as its files give it"),
                "restore": ("outdated", "its files give an earlier version again")}
 
 
-def of_study(con, study, chosen, encoder_specs: list[str], opts, folders) -> list[StatusRow]:
+def of_study(con, study, chosen, encoder_specs: list[str], opts, folders, families=()) -> list[StatusRow]:
     from . import plan as run_plan
     from .execute import reusable
 
@@ -61,6 +61,10 @@ def of_study(con, study, chosen, encoder_specs: list[str], opts, folders) -> lis
         return rows
     plan = run_plan.make(con, ready, encoder_specs, opts, cword_optional=True,
                          per_test=lambda t: study.options_for(t.name))
+    if families:  # a replicate family's pairs read its shared words, as `run` plans them (run.replicates)
+        from .replicates import restrict
+
+        plan, _ = restrict(plan, list(families))
     for f in plan.refused:
         rows.append(StatusRow("result", f.test, None if f.encoder == "*" else f.encoder, "missing",
                               f"refused: {f.cause}", None))

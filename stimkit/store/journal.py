@@ -31,6 +31,8 @@ _SET_TABLES = {"stimulus_sets": ("version",), "stimuli": ("set_version",), "stim
 _VECTOR_KEY = ("fingerprint", "text", "span_start", "span_end")
 _VECTOR_TABLE = re.compile(r"embeddings_[0-9]+")
 _ROW_TABLES = {"set_inputs": ("input_key",),   # removed row by row, whatever else stays (a set's input key)
+               # a train's family, replicates and their vectors (db/033), each replicate committed as it finishes
+               "trained_families": ("name",), "trained_models": ("fingerprint",), "trained_vectors": ("fingerprint",),
                "token_scores": ("fingerprint", "text"),  # a scored text's rows (db/030), whole
                "pair_tokens": ("fingerprint", "pair_id")}
 

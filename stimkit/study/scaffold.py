@@ -34,6 +34,9 @@ catalog = "tests"
 # [display]                              # encoders' display names, for tables and the report
 # "glove-6b-50d" = "GloVe"
 
+# [replicates]                           # a family of replicates (one model trained again): encoders = ["replicates:mb"]
+# mb = ["hf:google/multiberts-seed_0", "hf:google/multiberts-seed_1"]   # `stimkit train` families: "trained:NAME"
+
 [options]                                # the procedure (as `stimkit test --help` lists it)
 budget = 10000                           # permutation samples
 seed = 0

@@ -21,6 +21,8 @@ once and checked; `Store.run` executes one through the same plan path as `stimki
     sets = 1000                        #   K random pairs; seed, tolerance, vocabulary, language
     [display]                          # encoders' display names in tables and the report
     "glove-6b-50d" = "GloVe"
+    [replicates]                       # a family of replicates: encoders = ["replicates:mb"]
+    mb = ["vectors:seed0.txt", "vectors:seed1.txt"]
     [table]
     layout = "table4"                  # table4 | tan-celis (with `rows`)
     heads = "category"                 # test | category: head Table 4's rows by the tests' categories
@@ -41,7 +43,7 @@ LAYOUTS = ("table4", "tan-celis")
 HEADS = ("test", "category")  # what heads a table's rows: the test's name, or its categories
 CONTEXT_CHOICES = ("own", "c-word")
 KEYS = {"name", "description", "paper", "tests", "contexts", "encoders", "options", "correction", "alpha", "wefat",
-        "checks", "table", "wordlists", "templates", "catalog", "baseline", "display", "override"}
+        "checks", "table", "wordlists", "templates", "catalog", "baseline", "display", "override", "replicates"}
 BASELINE_KEYS = {"sets", "seed", "tolerance", "vocabulary", "language"}
 TABLE_KEYS = {"layout", "rows", "heads"}
 PER_TEST_KEYS = {"units", "alternative"}  # what [options."<test or pattern>"] may set for its tests
@@ -71,6 +73,9 @@ class Study:
     display: dict = field(default_factory=dict)  # [display] encoder spec -> the name its tables print
     heads: str = "test"                          # [table] heads: a row's head, the test or its categories
     override: bool = False                       # its lists, templates and tests may replace built-in ones
+    # [replicates] NAME = [specs]: a family of replicates, run as the encoder `replicates:NAME`
+    # (run.replicates): one model trained again (MultiBERTs' seeds, a vectors file per seed)
+    replicates: dict = field(default_factory=dict)
 
 
     @property
@@ -227,6 +232,7 @@ def _model():
         baseline: Union[int, BaselineModel, None] = None
         display: dict[str, str] = {}
         override: bool = False
+        replicates: dict[str, list[str]] = {}
 
     return StudyModel, OptionsModel, PerTestModel
 
@@ -372,4 +378,4 @@ def parse(body: dict, path: Path | None = None) -> Study:
     return Study(name, m.description, m.paper, tests, _strings(m.contexts), _strings(m.encoders), dict(options),
                  per_test, m.correction, float(m.alpha), _strings(m.wefat), m.checks, m.table.layout, rows, path,
                  folders["wordlists"], folders["templates"], folders["catalog"], baseline, dict(m.display),
-                 m.table.heads, m.override)
+                 m.table.heads, m.override, replicates={k: list(v) for k, v in m.replicates.items()})
