@@ -207,8 +207,9 @@ def test_cmd(
         baseline = study.baseline
     from .crows import crows_names, run_test as run_crows
 
-    if crows_names(patterns):  # an imported CrowS test is a likelihood test over its pairs (run.crows)
-        return run_crows(list(patterns), resolved, fmt, verbose)
+    if crows_names(patterns):  # an imported CrowS test is a likelihood test over its pairs (run.crows),
+        # on the embedded language model unless -e (or the study) names another
+        return run_crows(list(patterns), procedure.resolve(study, proc, ("smollm2-135m",)), fmt, verbose)
     with open_store(wordlist_dir=wordlist_dir, template_dir=template_dir, override=override) as store:
         bar, callbacks = progress_callbacks(verbose)
         with bar:
