@@ -370,6 +370,8 @@ def results_cmd(
         df = read(where, run, correct, alpha, include_stale, kind, study=current_study(), whole_store=whole_store)
         family = df.family
         correct, alpha = family.correction, family.alpha
+        from ..analysis.replicates import summaries as replicate_summaries
+        summaries = replicate_summaries(store.con)   # replicate families' summaries: shown, never in m
         if layout:
             from ..catalog import definitions as catalog
             from ..study import study
@@ -390,7 +392,7 @@ def results_cmd(
         from ..views import table4
         table4.show(view4, df, family, fmt, table4.title(current_study(), df, catalog_tests))
     else:
-        results_view.show(df, family, fmt, columns, wide)
+        results_view.show(df, family, fmt, columns, wide, summaries)
 
 
 @results_app.command("retire")
