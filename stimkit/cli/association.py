@@ -340,7 +340,9 @@ def results_cmd(
 
     A table shows test, encoder, context, d, its CI, p, adjusted p, the decision and the four
     sample sizes; to fit a narrow terminal it drops n, the CI and the context first and folds
-    long names, never the decision columns. latex and markdown are tables for a paper
+    long names, never the decision columns. A replicate family's summary (`-e trained:NAME`)
+    follows its replicates' rows: d their median, ci their 2.5-97.5% interval, the share
+    holding; it has no p and is not in m (each replicate is a hypothesis). latex and markdown are tables for a paper
     (rounded, d with its marks, a caption with the family).
 
     Examples:

@@ -7,7 +7,8 @@
   decimals with its CI and May et al.'s marks, p to three decimals or "<0.001"), encoders under
   their display names, and a caption.
 - `sentbias_rows`: the original SEAT code's results.tsv layout.
-- `show`: all of it printed, in the format asked for.
+- `show`: all of it printed, in the format asked for; a table with each replicate family's
+  summary after its replicates' rows (`with_summaries`: a description, not a hypothesis).
 """
 
 from __future__ import annotations
