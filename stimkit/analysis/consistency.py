@@ -10,6 +10,8 @@ difference of d, tested on the two results' stored s(w) with shared words delete
 stats.difference), or both are significant with opposite signs. What the decision
 heuristics see (decisions on either side of alpha, p orders apart) is a `note`.
 `not comparable` says which partner result is missing, and what the family holds instead.
+A replicate family's test whose decision does not hold in most replicates, and a poor
+test-retest ICC, are notes too (analysis.replicates).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from ..stats.decision import significant
 from ..stats.difference import classify, difference_test
 from ..stimuli.language import gender_composition
 from .families import named_query, run_sql
+from .replicates import replicate_notes
 
 PAIRWISE = ("C7 vs C8", "word vs sentence", "human vs machine")
 GENDER_CHECK = "grammatical gender"
@@ -33,7 +36,7 @@ def consistency(con, alpha: float) -> pl.DataFrame:
     """Every comparison the temp view `family` allows, with its verdict (consistent, note,
     violation, not comparable), its reason, and the test used with its p where one ran."""
     found = run_sql(con, named_query("consistency"))
-    genders = grammatical_gender(con)
+    genders = grammatical_gender(con) + replicate_notes(con)   # replicate families: analysis.replicates
     if found.height == 0 and not genders:
         return pl.DataFrame(schema={c: (pl.Float64 if c == "diff_p" else pl.List(pl.String) if c == "result_ids"
                                         else pl.Boolean if c == "heuristic" else pl.String) for c in COLUMNS})

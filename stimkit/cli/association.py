@@ -345,7 +345,9 @@ def results_cmd(
 
     A table shows test, encoder, context, d, its CI, p, adjusted p, the decision and the four
     sample sizes; to fit a narrow terminal it drops n, the CI and the context first and folds
-    long names, never the decision columns. latex and markdown are tables for a paper
+    long names, never the decision columns. A replicate family's summary (`-e trained:NAME`)
+    follows its replicates' rows: d their median, ci their 2.5-97.5% interval, the share
+    holding; it has no p and is not in m (each replicate is a hypothesis). latex and markdown are tables for a paper
     (rounded, d with its marks, a caption with the family).
 
     Examples:
@@ -375,6 +377,8 @@ def results_cmd(
         df = read(where, run, correct, alpha, include_stale, kind, study=current_study(), whole_store=whole_store)
         family = df.family
         correct, alpha = family.correction, family.alpha
+        from ..analysis.replicates import summaries as replicate_summaries
+        summaries = replicate_summaries(store.con)   # replicate families' summaries: shown, never in m
         if layout:
             from ..catalog import definitions as catalog
             from ..study import study
@@ -395,7 +399,7 @@ def results_cmd(
         from ..views import table4
         table4.show(view4, df, family, fmt, table4.title(current_study(), df, catalog_tests))
     else:
-        results_view.show(df, family, fmt, columns, wide)
+        results_view.show(df, family, fmt, columns, wide, summaries)
 
 
 @results_app.command("crows")

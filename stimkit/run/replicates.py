@@ -109,12 +109,29 @@ def expand(con, specs: list[str], named: dict[str, list[str]] | None = None) -> 
                 raise UsageError(f"encoder {spec!r}: no family {name!r} is named (--replicate {name}=SPEC, or a study's "
                                  f"[replicates] table; named: {known})")
             members = list(dict.fromkeys(named[name]))
+        refuse_unmatched(spec, members)
         if len(members) < 2:
             raise InputError(f"encoder {spec!r}: a family of {len(members)} replicate{'s' if len(members) != 1 else ''}: "
                              "the spread of d over replicates needs at least 2 (train more seeds or bootstrap samples)")
         families.append(Family(inner, tuple(member_of(m, i) for i, m in enumerate(members))))
         out += members
     return list(dict.fromkeys(out)), families
+
+
+# Options whose result is not one per (test, replicate) as the summary reads it: a token-pooled
+# member (c-word) stores its results under another context, `layer=all` one result per layer.
+UNMATCHED = (("pooling", "token"), ("layer", "all"))
+
+
+def refuse_unmatched(spec: str, members: list[str]) -> None:
+    """A family whose member carries pooling=token or layer=all is refused in one line: its
+    results would not be matched to the family's summary (one result per test and replicate)."""
+    for m in members:
+        options = {k.strip(): v.strip() for k, _, v in (o.partition("=") for o in m.split(",")[1:])}
+        for key, value in UNMATCHED:
+            if options.get(key) == value:
+                raise UsageError(f"encoder {spec!r}: replicate {m!r} has {key}={value}, which a replicate family does "
+                                 "not summarise (one result per test and replicate); run it as its own encoder")
 
 
 def fingerprint_of(con, spec: str) -> str:

@@ -7,7 +7,8 @@
   decimals with its CI and May et al.'s marks, p to three decimals or "<0.001"), encoders under
   their display names, and a caption.
 - `sentbias_rows`: the original SEAT code's results.tsv layout.
-- `show`: all of it printed, in the format asked for.
+- `show`: all of it printed, in the format asked for; a table with each replicate family's
+  summary after its replicates' rows (`with_summaries`: a description, not a hypothesis).
 """
 
 from __future__ import annotations
@@ -139,7 +140,47 @@ def sentbias_rows(df: pl.DataFrame) -> pl.DataFrame:
     return df.rename(SEAT_NAMES).with_columns(options=options).select(SENTBIAS_COLUMNS)
 
 
-def show(df: Frame, family, fmt: str, columns: str | None = None, wide: bool = False) -> None:
+SUMMARY_LEGEND = ("a row under a family's encoder ({names}) sums up the replicate rows above it: d their median, "
+                  "ci their 2.5-97.5% interval, flags the share of replicates with p <= the run's alpha; "
+                  "not a hypothesis (no p, not in m)")
+
+
+def summary_cells(s: dict) -> dict:
+    """A replicate family's summary (analysis.replicates.summaries) as a results row's cells."""
+    share = s.get("share_holding")
+    return {"test": s["test"], "encoder": s["encoder"], "context": s.get("context"), "effect_size": s["d_median"],
+            "d": s["d_median"], "ci_low": s["d_low"], "ci_high": s["d_high"],
+            "ci": interval_text(s["d_low"], s["d_high"]) or None, "alternative": s.get("alternative"),
+            "n": f"{s['n_replicates']} replicates",
+            "flags": None if share is None else f"holds in {share:.0%} (p <= {s['alpha']:g})"}
+
+
+def with_summaries(view: Frame, summaries: list[dict]) -> Frame:
+    """The rows with each family's summary placed after the last of its replicates' rows (by
+    result_id; after every row where none is shown); cells the summary has not stay empty."""
+    if not summaries or "result_id" not in view.columns:
+        return view
+    rows = list(view.iter_rows(named=True))
+    at = {r["result_id"]: i for i, r in enumerate(rows)}
+    placed = sorted(((max((at[i] for i in s["member_ids"] if i in at), default=len(rows) - 1), n, s)
+                     for n, s in enumerate(summaries)), key=lambda t: (t[0], t[1]))
+    out, k = [], 0
+    for i, row in enumerate(rows):
+        out.append(row)
+        while k < len(placed) and placed[k][0] <= i:
+            cells = summary_cells(placed[k][2])
+            out.append({c: cells.get(c) for c in view.columns})
+            k += 1
+    out += [{c: summary_cells(p[2]).get(c) for c in view.columns} for p in placed[k:]]
+    if isinstance(view, Rows):
+        return Rows(view.columns, view.types, tuple(tuple(r[c] for c in view.columns) for r in out))
+    import polars as pl
+
+    return pl.DataFrame(out, schema=view.schema)
+
+
+def show(df: Frame, family, fmt: str, columns: str | None = None, wide: bool = False,
+         summaries: list[dict] | None = None) -> None:
     """`stimkit results` printed: a paper's table (latex, markdown: rounded, d with its marks, a
     caption with the family), the original SEAT code's layout (sentbias), one json document
     with the family, or the rows (a terminal table: the reading columns, the decision's legend on
@@ -156,9 +197,16 @@ def show(df: Frame, family, fmt: str, columns: str | None = None, wide: bool = F
         sys.stdout.write(paper_table(df, chosen or list(view.columns), fmt, text.caption(family, correct, alpha),
                                      text.display_names(df), alpha=alpha))
     elif fmt == "json":
-        emit_document({"family": family.as_dict(), "correction": {"method": correct, "alpha": alpha}}, view, fmt, chosen)
+        meta = {"family": family.as_dict(), "correction": {"method": correct, "alpha": alpha}}
+        if summaries:  # a replicate family's summaries: not hypotheses, so beside the rows, not among them
+            meta["replicate_summaries"] = [{k: v for k, v in s.items() if k != "created_at"} for s in summaries]
+        emit_document(meta, view, fmt, chosen)
     else:
         if fmt == "table":  # d carries no marks here: the decision is its own column
             err.print(f"rejected: adjusted p <= {alpha} ({correct}); tested: {family.tested} ({family.settings})",
                       highlight=False)
+            if summaries:   # machine formats keep one row per hypothesis (`stimkit replicates` has the rest)
+                view = with_summaries(view, summaries)
+                err.print(SUMMARY_LEGEND.format(names=", ".join(dict.fromkeys(s["encoder"] for s in summaries))),
+                          highlight=False)
         emit(view, fmt, chosen, keep=KEEP_COLUMNS, drop_first=DROP_FIRST, stack=STACK, order=ORDER)
