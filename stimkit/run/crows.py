@@ -143,10 +143,11 @@ def texts_of(con, tests: list[str]) -> list[str]:
 
 
 def run(con, tests: list[str], encoders: list, seed: int, command: str, resamples: int = pair_stats.RESAMPLES,
-        run_fields: dict | None = None) -> tuple[str, list[CrowsRow]]:
+        run_fields: dict | None = None, only: set[tuple[str, str]] | None = None) -> tuple[str, list[CrowsRow]]:
     """Every variant of each scoring encoder's kind over the tests' pairs, whose sentences the
     token table holds already (Store.crows scores what it lacks first, the store released);
-    the rows and per-pair scores stored with one run."""
+    the rows and per-pair scores stored with one run. only: the (test, fingerprint) pairs to
+    compute (a study's that are not stored already: run.crows_study), else every one."""
     from .. import store
     from ..catalog import crows
     from ..encoders import likelihood
@@ -154,12 +155,14 @@ def run(con, tests: list[str], encoders: list, seed: int, command: str, resample
     loaded = [(name, *crows.pairs_of(con, name)) for name in tests]
     kinds = {enc.spec: check_encoder(enc, tests[0]) for enc in encoders}
     aligned = {(name, enc.fingerprint): likelihood.store_pairs(con, enc, ordered(pairs))
-               for name, _, pairs in loaded for enc in encoders}
+               for name, _, pairs in loaded for enc in encoders if only is None or (name, enc.fingerprint) in only}
     results, per_pair = [], []
     with store.transaction(con):
         run_id = store.start_run(con, command, seed, **(run_fields or {}))
         for name, version, pairs in loaded:
             for enc in encoders:
+                if only is not None and (name, enc.fingerprint) not in only:
+                    continue
                 for variant in variants_for(kinds[enc.spec]):
                     more, less, decided = score_pairs(con, enc, variant, pairs, aligned[(name, enc.fingerprint)])
                     results += summarise(name, version, enc, variant, pairs, decided, seed, resamples, run_id)
@@ -180,7 +183,7 @@ COLUMNS = ("run_id", "test", "encoder", "variant", "split", "tool", "n", "wins",
            "ci_low", "ci_high", "resamples", "seed")
 
 
-def stored(con, run: str | None = None, test: str | None = None) -> pl.DataFrame:
+def stored(con, run: str | None = None, test: str | None = None, fingerprint: str | None = None) -> pl.DataFrame:
     """Stored rows of `crows_results`: one run's (an id, or `latest`: the newest run that has
     any), else the latest run of each test x encoder (the view crows_latest); variants in the
     order of VARIANTS, splits as all, the directions, then bias types by name."""
@@ -195,6 +198,9 @@ def stored(con, run: str | None = None, test: str | None = None) -> pl.DataFrame
     if test is not None:
         cond.append("test = ?")
         params.append(test)
+    if fingerprint is not None:
+        cond.append("fingerprint = ?")
+        params.append(fingerprint)
     source = "crows_results" if run is not None else "crows_latest"
     order = " ".join(f"WHEN '{v.name}' THEN {i}" for i, v in enumerate(VARIANTS))
     df = store.frame(con, f"""
