@@ -87,6 +87,7 @@ class CrowsRow:
     ci_high: float | None
     resamples: int
     seed: int
+    sign_p: float | None = None   # db/037: two-sided sign test of wins vs losses (not corrected)
 
 
 def ordered(pairs: pl.DataFrame) -> list[tuple[str, str]]:
@@ -121,7 +122,8 @@ def summarise(test: str, version: str, enc, variant: Variant, pairs: pl.DataFram
         rng = rng_for(seed, test, enc.fingerprint, variant.name, split, "crows")
         s = pair_stats.metric_score(decided[mask], resamples, rng)
         rows.append(CrowsRow(run_id, test, version, enc.spec, enc.fingerprint, variant.name, split, variant.tool,
-                             s.n, s.wins, s.neutral, s.skipped, s.score, s.ci_low, s.ci_high, resamples, seed))
+                             s.n, s.wins, s.neutral, s.skipped, s.score, s.ci_low, s.ci_high, resamples, seed,
+                             s.sign_p))
     return rows
 
 
@@ -180,7 +182,7 @@ def run(con, tests: list[str], encoders: list, seed: int, command: str, resample
 
 
 COLUMNS = ("run_id", "test", "encoder", "variant", "split", "tool", "n", "wins", "neutral", "skipped", "score",
-           "ci_low", "ci_high", "resamples", "seed")
+           "ci_low", "ci_high", "sign_p", "resamples", "seed")
 
 
 def stored(con, run: str | None = None, test: str | None = None, fingerprint: str | None = None) -> pl.DataFrame:
