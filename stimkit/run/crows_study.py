@@ -90,7 +90,10 @@ def status(con, tests: list[str], encoders: list, seed: int, resamples: int) -> 
             last = store.one(con, "SELECT version, seed, resamples FROM crows_results WHERE test = ? AND fingerprint = ? "
                                   "ORDER BY run_id DESC LIMIT 1", [name, enc.fingerprint])
             if last is None:
-                rows.append(StatusRow("crows", name, spec, "missing", "not run yet on this encoder", COMMAND))
+                other = store.one(con, "SELECT 1 FROM crows_results WHERE test = ? AND encoder = ? LIMIT 1", [name, enc.spec])
+                rows.append(StatusRow("crows", name, spec, "outdated", "the encoder changed (its fingerprint)", COMMAND)
+                            if other else StatusRow("crows", name, spec, "missing", "not run yet on this encoder",
+                                                    COMMAND))
                 continue
             why = [w for w, moved in (("its import", last[0] != versions[name]), ("the seed", last[1] != seed),
                                       ("the resamples", last[2] != resamples)) if moved]
