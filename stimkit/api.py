@@ -652,9 +652,8 @@ class Store:
         from .run import crows, crows_study
 
         opts = self._study_options(study, options, option_values)
-        resolved = [encoders_.resolve(spec) for spec in (encoders or study.encoders)]
-        for enc in resolved:
-            crows.check_encoder(enc, named[0])
+        specs = encoders or study.encoders
+        resolved = crows_study.scoring(study, [encoders_.resolve(spec) for spec in specs], named)
         todo, reused = crows_study.plan(self.con, named, resolved, opts.seed, crows.pair_stats.RESAMPLES)
         part = crows_study.CrowsPart(None, [(n, e.spec) for n, e in todo], [(n, e.spec, r) for n, e, r in reused])
         found = [(n, e.fingerprint, r) for n, e, r in reused]
@@ -707,7 +706,8 @@ class Store:
             from .run import crows
 
             seed = self._study_options(study, None, option_values).seed
-            resolved = [encoders_.resolve(spec) for spec in (encoders or study.encoders)]
+            resolved = crows_study.scoring(study, [encoders_.resolve(spec) for spec in (encoders or study.encoders)],
+                                           named)
             crows_rows = crows_study.status(self.con, named, resolved, seed, crows.pair_stats.RESAMPLES)
             if not rest:
                 return crows_rows
@@ -1370,7 +1370,8 @@ class Store:
         study = study if isinstance(study, studies.Study) else studies.load(study)
         named, _ = crows_study.split(self.con, list(study.tests))
         seed = self._study_options(study, None, {}).seed
-        resolved = [encoders_.resolve(spec) for spec in (encoders or study.encoders)]
+        resolved = crows_study.scoring(study, [encoders_.resolve(spec) for spec in (encoders or study.encoders)],
+                                       named) if named else []
         _, found = crows_study.plan(self.con, named, resolved, seed, crows.pair_stats.RESAMPLES)
         have = {(n, e.spec) for n, e, _ in found}
         return (crows_study.rows_of(self.con, [(n, e.fingerprint, r) for n, e, r in found]),

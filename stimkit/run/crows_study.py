@@ -40,6 +40,20 @@ def split(con, names) -> tuple[list[str], list[str]]:
     return [n for n in names if n in known], [n for n in names if n not in known]
 
 
+def scoring(study, encoders: list, named: list[str]) -> list:
+    """The study's encoders that score texts: a CrowS test runs on those (its association tests
+    on all); none is a usage error naming the study and its CrowS test."""
+    from ..encoders import scoring as scoring_
+
+    chosen = [e for e in encoders if scoring_.is_scoring(e)]
+    if not chosen:
+        from ..errors import UsageError
+
+        raise UsageError(f"{study.path or study.name}: test {named[0]!r} is a likelihood test: it needs a scoring "
+                         "encoder among the study's (smollm2-135m, hf:PATH,score=causal or hf:PATH,score=pll)")
+    return chosen
+
+
 def stored_run(con, test: str, version: str, fingerprint: str, seed: int, resamples: int) -> str | None:
     """The latest run whose rows of (test, encoder) were made from these inputs, else None."""
     found = store.one(con, "SELECT max(run_id) FROM crows_results WHERE test = ? AND version = ? AND fingerprint = ? "
