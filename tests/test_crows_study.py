@@ -8,6 +8,7 @@ the fixture's first 30 pairs."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import importlib.util
 import io
@@ -34,13 +35,9 @@ seed = {seed}
 
 
 def cli(*args, cwd=None):
-    old = os.getcwd()
-    if cwd is not None:
-        os.chdir(cwd)
-    try:
+    """The CLI as a user types it, in `cwd` (a study folder: its study.toml is found there)."""
+    with contextlib.chdir(cwd or os.getcwd()):
         return CliRunner().invoke(app, [str(a) for a in args])
-    finally:
-        os.chdir(old)
 
 
 def rows_of(output: str) -> list[dict]:
