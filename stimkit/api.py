@@ -143,6 +143,7 @@ class StudyRun:
     checks: pl.DataFrame | None = None
     tests: list[str] = field(default_factory=list)       # the study's tests, in its order (its table's rows)
     seconds: float = 0.0
+    crows: object = None    # run.crows_study.CrowsPart: its CrowS tests (computed or reused), None if none
 
 
 
@@ -599,6 +600,16 @@ class Store:
         from .run import plan as run_plan
         from .run.options import WefatOptions
 
+        from dataclasses import replace
+
+        from .run import crows_study
+
+        named, rest = crows_study.split(self.con, list(study.tests))
+        if named:  # its CrowS tests run apart (run.crows_study), the rest as a study without them
+            crows = self._study_crows(study, named, encoders, options, option_values, command)
+            if not rest:
+                return self._crows_only(study, crows, started)
+            study = replace(study, tests=tuple(rest))
         opts, chosen, wefats = self._study_tests(study, folders, options, option_values)
         specs, families = self._plan_families(encoders or study.encoders, study.replicates)
         plan = run_plan.make(self.con, chosen, specs, opts, wefats=wefats,
@@ -623,6 +634,52 @@ class Store:
             job.family = job.results.family
             if study.checks and report.computed:  # nothing changed: the checks stand as `check` lists them
                 job.checks = self.check(run=report.run_id, alpha=given, study=study)
+        job.crows = crows if named else None
+        job.seconds = time.perf_counter() - started
+        return job
+
+    def _study_options(self, study: Study, options, option_values):
+        from .run.options import Options
+
+        return options or Options(**{"alpha": study.alpha, **study.options, **option_values})
+
+    def _study_crows(self, study: Study, named: list[str], encoders, options, option_values, command):
+        """A study's CrowS tests on its scoring encoders with its seed: what is stored under
+        today's inputs is reused, the rest scored and stored with one run recorded as the
+        study's (run.crows_study). Returns run.crows_study.CrowsPart."""
+        from . import encoders as encoders_
+        from .encoders import token_scores
+        from .run import crows, crows_study
+
+        opts = self._study_options(study, options, option_values)
+        specs = encoders or study.encoders
+        resolved = crows_study.scoring(study, [encoders_.resolve(spec) for spec in specs], named)
+        todo, reused = crows_study.plan(self.con, named, resolved, opts.seed, crows.pair_stats.RESAMPLES)
+        part = crows_study.CrowsPart(None, [(n, e.spec) for n, e in todo], [(n, e.spec, r) for n, e, r in reused])
+        found = [(n, e.fingerprint, r) for n, e, r in reused]
+        if todo:
+            texts = crows.texts_of(self.con, list(dict.fromkeys(n for n, _ in todo)))
+            self._release()  # the model runs with the file closed, as `crows` and `encode` do
+            for enc in dict.fromkeys(e for _, e in todo):
+                token_scores.score_missing(None, enc, texts, None, path=self.path)
+            part.run_id, _ = crows.run(self.con, list(dict.fromkeys(n for n, _ in todo)),
+                                       list(dict.fromkeys(e for _, e in todo)), opts.seed,
+                                       command or f"run {study.path or study.name}", crows.pair_stats.RESAMPLES,
+                                       {"study": study.name, "alpha": opts.alpha, "correction": study.correction},
+                                       only={(n, e.fingerprint) for n, e in todo})
+            found += [(n, e.fingerprint, part.run_id) for n, e in todo]
+        part.rows = crows_study.rows_of(self.con, found)
+        return part
+
+    def _crows_only(self, study: Study, crows, started) -> StudyRun:
+        """A study whose tests are all CrowS tests: no association run, its CrowS part alone."""
+        import time
+
+        from .run.rows import RunReport
+
+        job = StudyRun(study, RunReport(crows.run_id, [], [], study.alpha), tests=[])
+        job.run.computed = crows.run_id is not None
+        job.crows = crows
         job.seconds = time.perf_counter() - started
         return job
 
@@ -636,11 +693,28 @@ class Store:
         from .run import status as run_status
         from .study import study as studies
 
+        from dataclasses import replace
+
+        from .run import crows_study
+
         study = study if isinstance(study, studies.Study) else studies.load(study)
         folders = self._study_folders(study)
+        named, rest = crows_study.split(self.con, list(study.tests))
+        crows_rows = []
+        if named:  # its CrowS tests: stored under today's import, encoder and seed, or not
+            from . import encoders as encoders_
+            from .run import crows
+
+            seed = self._study_options(study, None, option_values).seed
+            resolved = crows_study.scoring(study, [encoders_.resolve(spec) for spec in (encoders or study.encoders)],
+                                           named)
+            crows_rows = crows_study.status(self.con, named, resolved, seed, crows.pair_stats.RESAMPLES)
+            if not rest:
+                return crows_rows
+            study = replace(study, tests=tuple(rest))
         opts, chosen, _ = self._study_tests(study, folders, None, option_values)
         specs, families = self._plan_families(encoders or study.encoders, study.replicates)
-        return run_status.of_study(self.con, study, chosen, specs, opts, folders, families)
+        return run_status.of_study(self.con, study, chosen, specs, opts, folders, families) + crows_rows
 
     # ------------------------------------------------------------------ baselines
 
@@ -1283,6 +1357,25 @@ class Store:
         for enc in resolved:
             token_scores.score_missing(None, enc, texts, progress, path=self.path)
         return crows.run(self.con, chosen, resolved, proc.seed, command, resamples, proc.run_fields())
+
+    def crows_study_results(self, study: str | Path | Study, encoders: list[str] | None = None
+                            ) -> tuple[pl.DataFrame | None, list[tuple[str, str]]]:
+        """A study's CrowS rows: for each of its CrowS tests on each of its encoders, the rows
+        stored under today's import, encoder fingerprint, the study's seed and resamples (what
+        `run` reuses; run.crows_study). Returns (rows, [(test, encoder)] with none stored)."""
+        from . import encoders as encoders_
+        from .run import crows, crows_study
+        from .study import study as studies
+
+        study = study if isinstance(study, studies.Study) else studies.load(study)
+        named, _ = crows_study.split(self.con, list(study.tests))
+        seed = self._study_options(study, None, {}).seed
+        resolved = crows_study.scoring(study, [encoders_.resolve(spec) for spec in (encoders or study.encoders)],
+                                       named) if named else []
+        _, found = crows_study.plan(self.con, named, resolved, seed, crows.pair_stats.RESAMPLES)
+        have = {(n, e.spec) for n, e, _ in found}
+        return (crows_study.rows_of(self.con, [(n, e.fingerprint, r) for n, e, r in found]),
+                [(n, e.spec) for n in named for e in resolved if (n, e.spec) not in have])
 
     def crows_results(self, run: str | None = None, test: str | None = None) -> pl.DataFrame:
         """Stored CrowS rows: one run's (an id or `latest`), else the latest run of each test x

@@ -245,6 +245,8 @@ def define_family(con, where: str | None = None, alpha: float | None = None, run
         hint = (f"{outside} result{'s' if outside != 1 else ''} outside the study's family match: --whole-store reads "
                 "them" if outside else "`stimkit run` brings the study's up to date") if study_run \
             else "run `stimkit test` first"
+        if _has_crows(con):  # likelihood tests over CrowS pairs are not hypotheses of a family
+            hint += "; CrowS results: `stimkit results crows`"
         raise InputError(f"no results in {definition} ({hint})"
                          + (f"; {stale} on superseded set versions (--include-stale)" if stale else ""))
     return Family(definition, m, run_id, where, stale, mixed, alpha, correct, settings, alternatives, units, outside)
@@ -383,3 +385,9 @@ def categories(con) -> dict[str, str]:
     for test, role, category in rows:
         found.setdefault(test, {})[role] = category
     return {t: f"{c['X']} vs {c['Y']} / {c['A']} vs {c['B']}" for t, c in found.items() if all(c.get(k) for k in "XYAB")}
+
+
+def _has_crows(con) -> bool:
+    """CrowS rows are stored (db/031; they are read by `results crows`, never in a family)."""
+    found = store.one(con, "SELECT 1 FROM information_schema.tables WHERE table_name = 'crows_results'")
+    return bool(found) and store.one(con, "SELECT 1 FROM crows_results LIMIT 1") is not None

@@ -18,6 +18,8 @@ import json
 from dataclasses import astuple, dataclass
 from pathlib import Path
 
+import polars as pl
+
 from .. import store
 from ..errors import InputError, UsageError
 from ..stimuli.generate import GENERATOR_VERSION, insert_sets, set_record
@@ -175,3 +177,24 @@ def pairs_of(con, name: str):
     if not found:
         raise UsageError(f"no CrowS test {name!r}: import one with `stimkit import crows-pairs FILE`")
     return found[0], store.frame(con, "SELECT * FROM crows_pairs WHERE version = ? ORDER BY ordinal", [found[0]])
+
+
+def listing(con) -> pl.DataFrame:
+    """The imported CrowS tests as `stimkit catalog` lists them: name, pairs (stereo,
+    antistereo), bias types, the licence their sets carry (the import's), the file imported
+    and the import's version. Empty where the store has none (or predates db/031)."""
+    if not tests(con):
+        return pl.DataFrame(schema={c: pl.String for c in LISTED})
+    return store.frame(con, """
+        SELECT t.name AS test, 'likelihood (sentence pairs)' AS context, t.n_pairs AS pairs,
+               count(*) FILTER (WHERE p.stereo_antistereo = 'stereo') AS stereo,
+               count(*) FILTER (WHERE p.stereo_antistereo = 'antistereo') AS antistereo,
+               count(DISTINCT p.bias_type) AS bias_types,
+               (SELECT any_value(s.licence) FROM stimulus_sets s JOIN set_log l USING (version)
+                 WHERE l.name = t.more_set) AS licence,
+               t.source, t.version AS import
+        FROM crows_tests t JOIN crows_pairs p USING (version)
+        GROUP BY ALL ORDER BY t.name""")
+
+
+LISTED = ("test", "context", "pairs", "stereo", "antistereo", "bias_types", "licence", "source", "import")

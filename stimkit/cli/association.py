@@ -410,8 +410,12 @@ def results_crows_cmd(
     splits: Annotated[str, typer.Option("--splits", help="all (every split), main (all pairs and the directions), or one split (e.g. bias:gender).")] = "all",
     fmt: Annotated[Optional[str], format_option()] = None,
     columns: Annotated[Optional[str], typer.Option("--columns", help="Columns to show, comma-separated.")] = None,
+    whole_store: Annotated[bool, typer.Option("--whole-store", help="In a study: the whole store's latest rows, not the study's.")] = False,
 ):
     """Stored CrowS-Pairs results: each scoring variant's metric score with its interval, by direction and bias type.
+
+    In a study folder whose study names CrowS tests: the study's rows (its encoders, its seed,
+    today's import), as `stimkit run` reuses them.
 
     Examples:
       stimkit results crows
@@ -419,7 +423,7 @@ def results_crows_cmd(
     """
     from .crows import show_results
 
-    show_results(run, test, splits, fmt, columns)
+    show_results(run, test, splits, fmt, columns, whole_store)
 
 
 @results_app.command("retire")
@@ -611,8 +615,13 @@ def run_cmd(
         if job.results is not None:
             view = run_view(store, job)
     s, alpha = job.study, job.family.alpha if job.family is not None else overrides.get("alpha", job.study.alpha)
+    if job.crows is not None:  # its CrowS tests (run.crows_study): their rows, then the association table
+        from .crows import show_study_part
+
+        show_study_part(job.crows, fmt)
     if job.results is None:
-        finish(job.run)
+        if job.crows is None or job.run.failures or job.run.notes:
+            finish(job.run)
         return
     warn_cannot_reject(job.run, alpha)
     if s.layout == "tan-celis":

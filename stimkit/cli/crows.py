@@ -24,13 +24,27 @@ def import_file(file: Path, name: str | None, any_bias_type: bool) -> None:
         out.print(f"{bias:<22} {n:>5}", highlight=False, markup=False, emoji=False)
 
 
-def show_results(run: str | None, test: str | None, splits: str, fmt: str | None, columns: str | None) -> None:
-    """`results crows`: the stored rows, read-only."""
+def show_results(run: str | None, test: str | None, splits: str, fmt: str | None, columns: str | None,
+                 whole_store: bool = False) -> None:
+    """`results crows`: the stored rows, read-only. In a study folder whose study names CrowS
+    tests (and no --run, no --whole-store): the study's rows, those stored under its inputs."""
     from ..views import crows as view
     from ..views.emit import default_format
+    from .common import current_study
 
+    study = None if run is not None or whole_store else current_study()
     with open_store(read_only=True) as store:
-        df = store.crows_results(run, test)
+        if study is not None and any(t in store.crows_tests() for t in study.tests):
+            df, missing = store.crows_study_results(study)
+            for name, enc in missing:
+                err.print(f"note: {name} on {enc} is not stored under the study's import, encoder and seed: "
+                          "`stimkit status` says why, `stimkit run` computes it", highlight=False, markup=False,
+                          emoji=False)
+            df = df if df is not None else store.crows_results("latest").clear()
+            if test is not None:
+                df = df.filter(df["test"] == test)
+        else:
+            df = store.crows_results(run, test)
     view.show(df, fmt or default_format(), columns, splits)
 
 
@@ -72,3 +86,21 @@ def _progress(verbose: bool):
         spec = "crows-pairs"
 
     return progress_for(_Named()) if verbose else None
+
+
+def show_study_part(part, fmt: str | None) -> None:
+    """`stimkit run` of a study with CrowS tests: what was computed or reused (stderr), then
+    their rows (stdout, the main splits as `results crows` shows them)."""
+    from ..views import crows as view
+    from ..views.emit import default_format
+
+    if part.run_id is None:
+        err.print(f"CrowS: nothing to compute: {count(len(part.reused), 'result')} stored under today's import, "
+                  f"encoder and seed (runs {', '.join(dict.fromkeys(r for *_, r in part.reused))})",
+                  highlight=False, markup=False, emoji=False)
+    else:
+        err.print(f"CrowS: run {part.run_id} computed {count(len(part.computed), 'test x encoder')}"
+                  + (f", reused {len(part.reused)}" if part.reused else "")
+                  + "; `stimkit results crows` lists them", highlight=False, markup=False, emoji=False)
+    if part.rows is not None:
+        view.show(part.rows, fmt or default_format(), None, "all")

@@ -44,10 +44,15 @@ def status_cmd(
     columns = ["kind", "name", "encoder", "state", "detail", "command"]
     emit(pl.DataFrame([asdict(r) for r in shown], schema={c: pl.String for c in columns}), fmt)
     todo = [r for r in rows if r.state != "current"]
-    counts = {k: sum(1 for r in todo if r.kind == k) for k in ("set", "result", "baseline")}
+    # every kind not current is counted (ceat, wording and crows rows too, after the usual three)
+    kinds = dict.fromkeys(["set", "result", "baseline", *(r.kind for r in todo)])
+    counts = {_KIND_WORDS.get(k, k): sum(1 for r in todo if r.kind == k) for k in kinds}
     if todo:
         err.print(", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in counts.items() if n)
                   + f" not current (of {len(rows)}): `stimkit run` brings them up to date", highlight=False)
     else:
         err.print(f"everything is current ({len(rows)} sets, results and baselines): `stimkit run` would compute "
                   "nothing", highlight=False)
+
+
+_KIND_WORDS = {"crows": "CrowS result", "ceat": "CEAT result", "wording": "wording audit"}

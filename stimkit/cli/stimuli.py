@@ -170,10 +170,25 @@ def catalog_list(
         return
     from ..catalog import definitions as catalog
 
-    df = catalog.table(catalog_con(), paper, catalog_dir())
+    import polars as pl
+
+    from ..catalog import crows
+    from ..views.emit import MACHINE_FORMATS
+
+    con = catalog_con()
+    df = catalog.table(con, paper, catalog_dir())
+    # imported CrowS tests (likelihood tests over sentence pairs): no X, Y, A, B but pairs and a licence
+    pairs = crows.listing(con) if con is not None and paper is None else None
+    if pairs is not None and pairs.height and fmt in MACHINE_FORMATS:  # one table: their rows after the others
+        emit(pl.concat([df, pairs], how="diagonal_relaxed"), fmt)
+        return
     # the four sets are what a test compares: a narrow terminal folds them, never drops them
     emit(df, fmt, ["test", "context", "paper_test", "X", "Y", "A", "B"] if fmt in (None, "table") else None,
          keep=("X", "Y", "A", "B"))
+    if pairs is not None and pairs.height:
+        emit(pairs, fmt, ["test", "pairs", "stereo", "antistereo", "bias_types", "licence", "source"],
+             title="imported CrowS tests (likelihood tests over sentence pairs: `stimkit test NAME -e smollm2-135m`)",
+             keep=("test", "pairs", "licence"))
 
 
 @catalog_app.command("show")

@@ -71,7 +71,9 @@ def gather(con, where: str | None = None, correct: str | None = None, alpha: flo
     from ..views import text
 
     if not has_rows(con, "results"):
-        raise NothingToReport("nothing to report: run `stimkit test` first")
+        crows = " (the CrowS rows stored: `stimkit results crows`; a report needs association results)" \
+            if has_rows(con, "crows_results") else ""
+        raise NothingToReport(f"nothing to report: run `stimkit test` first{crows}")
     family = analysis.define_family(con, where, alpha, run, correct=correct, baseline=baseline)
     correct, alpha = family.correction, family.alpha
     df = analysis.corrected(con, correct)
@@ -181,7 +183,7 @@ def latest_crows(con, study: str | None) -> pl.DataFrame | None:
     cond, params = _of_study(study)
     found = store.frame(con, f"""
         SELECT c.test, c.encoder, c.variant, c.split, c.n, c.wins, c.neutral, c.skipped, round(c.score, 2) AS score,
-               round(c.ci_low, 2) AS ci_low, round(c.ci_high, 2) AS ci_high, c.tool, c.run_id
+               round(c.ci_low, 2) AS ci_low, round(c.ci_high, 2) AS ci_high, c.sign_p, c.tool, c.run_id
         FROM crows_results c JOIN runs u USING (run_id)
         WHERE {cond} AND c.split NOT LIKE 'bias:%'
         QUALIFY c.run_id = max(c.run_id) OVER (PARTITION BY c.test, c.fingerprint)

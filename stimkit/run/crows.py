@@ -87,6 +87,7 @@ class CrowsRow:
     ci_high: float | None
     resamples: int
     seed: int
+    sign_p: float | None = None   # db/037: two-sided sign test of wins vs losses (not corrected)
 
 
 def ordered(pairs: pl.DataFrame) -> list[tuple[str, str]]:
@@ -121,7 +122,8 @@ def summarise(test: str, version: str, enc, variant: Variant, pairs: pl.DataFram
         rng = rng_for(seed, test, enc.fingerprint, variant.name, split, "crows")
         s = pair_stats.metric_score(decided[mask], resamples, rng)
         rows.append(CrowsRow(run_id, test, version, enc.spec, enc.fingerprint, variant.name, split, variant.tool,
-                             s.n, s.wins, s.neutral, s.skipped, s.score, s.ci_low, s.ci_high, resamples, seed))
+                             s.n, s.wins, s.neutral, s.skipped, s.score, s.ci_low, s.ci_high, resamples, seed,
+                             s.sign_p))
     return rows
 
 
@@ -143,10 +145,11 @@ def texts_of(con, tests: list[str]) -> list[str]:
 
 
 def run(con, tests: list[str], encoders: list, seed: int, command: str, resamples: int = pair_stats.RESAMPLES,
-        run_fields: dict | None = None) -> tuple[str, list[CrowsRow]]:
+        run_fields: dict | None = None, only: set[tuple[str, str]] | None = None) -> tuple[str, list[CrowsRow]]:
     """Every variant of each scoring encoder's kind over the tests' pairs, whose sentences the
     token table holds already (Store.crows scores what it lacks first, the store released);
-    the rows and per-pair scores stored with one run."""
+    the rows and per-pair scores stored with one run. only: the (test, fingerprint) pairs to
+    compute (a study's that are not stored already: run.crows_study), else every one."""
     from .. import store
     from ..catalog import crows
     from ..encoders import likelihood
@@ -154,12 +157,14 @@ def run(con, tests: list[str], encoders: list, seed: int, command: str, resample
     loaded = [(name, *crows.pairs_of(con, name)) for name in tests]
     kinds = {enc.spec: check_encoder(enc, tests[0]) for enc in encoders}
     aligned = {(name, enc.fingerprint): likelihood.store_pairs(con, enc, ordered(pairs))
-               for name, _, pairs in loaded for enc in encoders}
+               for name, _, pairs in loaded for enc in encoders if only is None or (name, enc.fingerprint) in only}
     results, per_pair = [], []
     with store.transaction(con):
         run_id = store.start_run(con, command, seed, **(run_fields or {}))
         for name, version, pairs in loaded:
             for enc in encoders:
+                if only is not None and (name, enc.fingerprint) not in only:
+                    continue
                 for variant in variants_for(kinds[enc.spec]):
                     more, less, decided = score_pairs(con, enc, variant, pairs, aligned[(name, enc.fingerprint)])
                     results += summarise(name, version, enc, variant, pairs, decided, seed, resamples, run_id)
@@ -177,10 +182,10 @@ def run(con, tests: list[str], encoders: list, seed: int, command: str, resample
 
 
 COLUMNS = ("run_id", "test", "encoder", "variant", "split", "tool", "n", "wins", "neutral", "skipped", "score",
-           "ci_low", "ci_high", "resamples", "seed")
+           "ci_low", "ci_high", "sign_p", "resamples", "seed")
 
 
-def stored(con, run: str | None = None, test: str | None = None) -> pl.DataFrame:
+def stored(con, run: str | None = None, test: str | None = None, fingerprint: str | None = None) -> pl.DataFrame:
     """Stored rows of `crows_results`: one run's (an id, or `latest`: the newest run that has
     any), else the latest run of each test x encoder (the view crows_latest); variants in the
     order of VARIANTS, splits as all, the directions, then bias types by name."""
@@ -195,6 +200,9 @@ def stored(con, run: str | None = None, test: str | None = None) -> pl.DataFrame
     if test is not None:
         cond.append("test = ?")
         params.append(test)
+    if fingerprint is not None:
+        cond.append("fingerprint = ?")
+        params.append(fingerprint)
     source = "crows_results" if run is not None else "crows_latest"
     order = " ".join(f"WHEN '{v.name}' THEN {i}" for i, v in enumerate(VARIANTS))
     df = store.frame(con, f"""

@@ -11,6 +11,7 @@ stereotyping sentence. Its interval resamples pairs (a percentile bootstrap).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,6 +44,20 @@ class PairScore:
     score: float | None         # 100 * wins / n
     ci_low: float | None
     ci_high: float | None
+    sign_p: float | None = None  # two-sided sign test of wins against losses (ties left out)
+
+
+def sign_test_p(wins: int, losses: int) -> float | None:
+    """Two-sided exact binomial test of `wins` in `wins + losses` decided pairs against 1/2
+    (the sign test; neutral pairs are not decided and left out). Under 1/2 the distribution is
+    symmetric, so the two-sided p (the probability of outcomes no likelier than the observed)
+    is twice the smaller tail, capped at 1. None where no pair is decided."""
+    n = wins + losses
+    if n == 0:
+        return None
+    k = min(wins, losses)
+    tail = sum(math.comb(n, i) for i in range(k + 1))
+    return min(1.0, 2 * tail / 2 ** n)
 
 
 def metric_score(decided: np.ndarray, resamples: int = RESAMPLES, rng: np.random.Generator | None = None,
@@ -60,7 +75,7 @@ def metric_score(decided: np.ndarray, resamples: int = RESAMPLES, rng: np.random
     low = high = None
     if resamples > 0 and rng is not None:
         low, high = bootstrap_interval(kept == 1, resamples, rng, level)
-    return PairScore(n, wins, neutral, skipped, 100.0 * wins / n, low, high)
+    return PairScore(n, wins, neutral, skipped, 100.0 * wins / n, low, high, sign_test_p(wins, n - wins - neutral))
 
 
 def bootstrap_interval(won: np.ndarray, resamples: int, rng: np.random.Generator, level: float = LEVEL,

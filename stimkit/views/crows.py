@@ -1,6 +1,7 @@
 """CrowS-Pairs results as the CLI prints them (`stimkit test crows-pairs`, `stimkit results crows`):
 each scoring variant side by side, with the published tool it matches and the direction that is
-"good"."""
+"good". sign_p is each row's own two-sided sign test (wins vs losses), never corrected: CrowS
+scores are not hypotheses of a study's family (docs/methods/crows-pairs.md)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,12 @@ from .emit import MACHINE_FORMATS, emit, err
 GOOD = ("metric score: % of pairs whose more stereotyping sentence (sent_more) scores higher; 50 is no "
         "preference, above 50 a preference for the stereotype (lower is not 'unbiased': the authors warn the "
         "data are noisy, Blodgett et al. 2021)")
-SHOWN = ("test", "encoder", "variant", "split", "n", "wins", "neutral", "skipped", "score", "ci", "tool")
+SHOWN = ("test", "encoder", "variant", "split", "n", "wins", "neutral", "skipped", "score", "ci", "sign_p", "tool")
+# what a narrow terminal keeps longest: the score and its interval by variant and split (the
+# test and encoder are those of every row in the usual one-test, one-model reading); the tool
+# goes first (the side-by-side note and the docs say it), then the counts that are mostly 0
+IMPORTANCE = ("variant", "split", "score", "ci", "sign_p", "n", "wins", "test", "encoder", "neutral", "skipped", "tool")
+DROP_FIRST = ("tool", "skipped", "neutral", "wins")  # wins: score x n
 
 
 def chosen(df: pl.DataFrame, splits: str = "all") -> pl.DataFrame:
@@ -38,14 +44,18 @@ def side_by_side(df: pl.DataFrame) -> pl.DataFrame:
                                                            values="score", sort_columns=False)
 
 
-def show(df: pl.DataFrame, fmt: str, columns: str | None = None, splits: str = "all") -> None:
+def show(df: pl.DataFrame, fmt: str, columns: str | None = None, splits: str = "all", *, stream=None,
+         width: int | None = None) -> None:
     """The rows of the chosen splits (machine formats: every stored column), then, on a
-    terminal table, the variants side by side; what the score means goes to stderr."""
+    terminal table, the variants side by side; what the score means goes to stderr.
+    stream, width: where and how wide the tables go (default stdout at the terminal's width)."""
     df = chosen(df, splits)
     if fmt in MACHINE_FORMATS:
-        emit(df, fmt)
+        emit(df, fmt, stream=stream)
     else:
-        emit(table(df), fmt, columns.split(",") if columns else list(SHOWN), keep=("variant", "split", "score"))
+        emit(table(df), fmt, columns.split(",") if columns else list(SHOWN), keep=("variant", "split", "score"),
+             order=IMPORTANCE, drop_first=DROP_FIRST, stream=stream, width=width)
         if fmt == "table" and df.height:
-            emit(side_by_side(df), fmt, title="the variants side by side")
+            emit(side_by_side(df), fmt, title="the variants side by side", stream=stream, width=width,
+                 keep=("split",))
     err.print(GOOD, highlight=False, markup=False, emoji=False)
