@@ -190,14 +190,14 @@ def fragile_lines(df: pl.DataFrame) -> list[str]:
 
 
 def likelihood_text(row: dict) -> str:
-    """A likelihood result's scoring variant and units: "log P sum, words as units"."""
+    """A likelihood result's scoring variant and units: "sum; words as units"."""
     import json
 
     try:
         variant = json.loads(row.get("options") or "{}").get("variant") or "sum"
     except (TypeError, ValueError):  # a row without its options: the default variant
         variant = "sum"
-    return f"log P {variant}, {row.get('units') or 'words'} as units"
+    return f"{variant}; {row.get('units') or 'words'} as units"
 
 
 def n_text(row: dict) -> str:
@@ -206,9 +206,9 @@ def n_text(row: dict) -> str:
     sentences`); with sentences as units, the sentences."""
     counts = f"{row['n_x']}/{row['n_y']}/{row['n_a']}/{row['n_b']}"
     if row.get("context") == "minimal-pairs":  # a language model's likelihood form (run.likelihood)
-        return f"{row['n_x']}/{row['n_y']} sentences of minimal pairs ({likelihood_text(row)}; A and B not read)"
+        return f"{row['n_x']}/{row['n_y']} sentences ({likelihood_text(row)})"  # the context column says the form
     if row.get("context") == "likelihood-weat":  # its WEAT form: s per target word x template line
-        return f"{row['n_x']}/{row['n_y']} word x template cells of likelihood WEAT ({likelihood_text(row)})"
+        return f"{row['n_x']}/{row['n_y']} cells ({likelihood_text(row)})"  # word x template line
     if row.get("context") == "word":
         return f"{counts} words"
     if row.get("units") == "words" and row.get("words_x") is not None:
