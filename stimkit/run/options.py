@@ -13,6 +13,7 @@ from ..stats.centering import parse_method
 from ..stats.metrics import metric
 from ..stimuli.balance import BALANCE_POLICIES
 
+MASKED_ONLY = ("pll", "aul")  # built-in variants with no row for a causal LM's text (queries/likelihood)
 # Bounds on work that a typo could make endless (raise them with STIMKIT_MAX_CUTS, STIMKIT_MAX_BOOTSTRAP,
 # STIMKIT_MAX_BUDGET).
 MAX_CUTS = 1_000
@@ -141,6 +142,9 @@ class Options:
         to other words); the variant given, else sum (causal) or pll (masked). `self` is the run's
         options before `resolved`."""
         own = replace(self, variant=self.variant or ("pll" if score_kind == "pll" else "sum"))
+        if score_kind != "pll" and own.variant in MASKED_ONLY:  # refused before anything is scored or written
+            raise UsageError(f"--variant {own.variant} reads a masked LM's passes: a causal model scores with sum or "
+                             "mean (or a study's own variant)")
         return own.resolved(replace(test, units=None), scoring=True)  # a published test's `sentences`: its embedding form's
 
     def resolved(self, test: TestDef, scoring: bool = False) -> Options:
