@@ -206,9 +206,10 @@ def n_text(row: dict) -> str:
     sentences`); with sentences as units, the sentences."""
     counts = f"{row['n_x']}/{row['n_y']}/{row['n_a']}/{row['n_b']}"
     if row.get("context") == "minimal-pairs":  # a language model's likelihood form (run.likelihood)
-        return f"{row['n_x']}/{row['n_y']} sentences ({likelihood_text(row)})"  # the context column says the form
+        # the form said here too: a narrow terminal may leave the context column out
+        return f"{row['n_x']}/{row['n_y']} sentences in minimal pairs ({likelihood_text(row)})"
     if row.get("context") == "likelihood-weat":  # its WEAT form: s per target word x template line
-        return f"{row['n_x']}/{row['n_y']} cells ({likelihood_text(row)})"  # word x template line
+        return f"{row['n_x']}/{row['n_y']} likelihood WEAT cells ({likelihood_text(row)})"  # word x template line
     if row.get("context") == "word":
         return f"{counts} words"
     if row.get("units") == "words" and row.get("words_x") is not None:
