@@ -276,7 +276,7 @@ def result(run_id: str, planned: PlannedTest, enc: Encoder, scored: Scored, opts
     variant = opts.variant or VARIANT
     of = (("s(w) = mean log P(a | w) over A - over B" if variant == VARIANT else
            f"s(w) = mean score of the sentences with A's attributes - with B's") if weat
-          else f"log P, minimal pairs {scored.pairs.matching}")
+          else f"{'log P' if variant in ('sum', 'pll') else variant + ' log P'}, minimal pairs {scored.pairs.matching}")
     units = "words as units" if opts.clustered else "sentences as units"
     return Result(
         identity=replace(identity, context=WEAT_FORM) if weat else identity,
