@@ -1237,6 +1237,63 @@ class Store:
                 store.insert(self.con, "debias_checks", debias.records(rows, run_id, enc, n, resamples))
         return run_id, {spec: rows for spec, (_, rows) in found.items()}
 
+    # ------------------------------------------------------------------ CrowS-Pairs (issue 51)
+
+    def import_crows(self, path: str | Path, name: str | None = None, any_bias_type: bool = False) -> dict:
+        """A CrowS-Pairs CSV (catalog.crows): every field kept (`crows_pairs`), the sentences as the
+        sets <name>/more and <name>/less, and the test `name` (default crows-pairs) that `crows`
+        runs. The whole file is checked first; a bad one stores nothing. `any_bias_type`: accept
+        bias types other than the published nine."""
+        from .catalog import crows
+
+        self._writable("import crows-pairs")
+        return crows.import_file(self.con, Path(path), name or crows.DEFAULT_NAME,
+                                 None if any_bias_type else crows.BIAS_TYPES)
+
+    def crows_tests(self) -> dict[str, str]:
+        """{name: import version} of the imported CrowS tests."""
+        from .catalog import crows
+
+        return crows.tests(self.con)
+
+    @store.all_or_nothing  # its token rows and results commit together (store.journal)
+    def crows(self, tests: list[str] | None = None, encoders: list[str] | None = None, *, seed: int | None = None,
+              resamples: int = 2000, command: str = "library", procedure: Procedure | None = None,
+              progress=None) -> tuple[str, list]:
+        """The likelihood test over CrowS pairs (run.crows) on each scoring encoder: every scoring
+        variant of the encoder's kind (causal: sum, mean; masked: nangia, biasbench, aul, pll),
+        the metric score (% of pairs whose sent_more scores higher; 50: no preference) with a
+        bootstrap interval over pairs (seeded), by direction and by bias type. Stored in
+        `crows_results` and `crows_pair_scores` with one run. Returns (run id, run.crows.CrowsRow rows)."""
+        from . import encoders as encoders_
+        from .encoders import token_scores
+        from .run import crows
+
+        self._writable("crows")
+        if resamples < 0:
+            raise UsageError(f"resamples must be >= 0, not {resamples}")
+        proc = _procedure(procedure, encoders, {"seed": seed}, ("smollm2-135m",))
+        known = self.crows_tests()
+        chosen = list(tests or ["crows-pairs"])
+        for name in chosen:
+            if name not in known:
+                raise UsageError(f"no CrowS test {name!r}: import one with `stimkit import crows-pairs FILE`")
+        resolved = [encoders_.resolve(spec) for spec in proc.encoders]
+        for enc in resolved:
+            crows.check_encoder(enc, chosen[0])
+        texts = crows.texts_of(self.con, chosen)
+        self._release()  # the model runs with the file closed (opened for each append), as encode does
+        for enc in resolved:
+            token_scores.score_missing(None, enc, texts, progress, path=self.path)
+        return crows.run(self.con, chosen, resolved, proc.seed, command, resamples, proc.run_fields())
+
+    def crows_results(self, run: str | None = None, test: str | None = None) -> pl.DataFrame:
+        """Stored CrowS rows: one run's (an id or `latest`), else the latest run of each test x
+        encoder (the view crows_latest)."""
+        from .run import crows
+
+        return crows.stored(self.con, run, test)
+
 
 def debias_checks(specs: list[str], n: int = 500, seed: int = 0, resamples: int = 200,
                   protocol: str = "gonen-goldberg") -> dict[str, list]:

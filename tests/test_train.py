@@ -66,13 +66,16 @@ def test_a_seed_gives_bit_identical_vectors_in_two_processes_under_other_hash_se
               "print(train_one(c.documents, 'word2vec', h, Replicate('seed', 3, 3)).sha256, "
               "train_one(c.documents, 'fasttext', Hyper(dim=10, epochs=1, min_count=1, bucket=5000), "
               "Replicate('boot', 1, 0, 7)).sha256)")
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(CORPUS)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONHASHSEED": hash_seed, "PYTHONPATH": str(REPO),
+                                   "OMP_NUM_THREADS": "1"})
+             for hash_seed in ("1", "2")]   # Python's str hash differs between these two processes
     outs = []
-    for hash_seed in ("1", "2"):   # Python's str hash differs between these two processes
-        env = {**os.environ, "PYTHONHASHSEED": hash_seed, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
-        proc = subprocess.run([sys.executable, "-c", script, str(CORPUS)], capture_output=True, text=True, env=env,
-                              timeout=120)
-        assert proc.returncode == 0, proc.stderr
-        outs.append(proc.stdout.split())
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        outs.append(out.split())
     here = training.train_one(corp.documents, "word2vec", SMALL, Replicate("seed", 3, 3))
     assert outs[0] == outs[1] and outs[0][0] == here.sha256 == sha(here.vectors)
     other = training.train_one(corp.documents, "word2vec", SMALL, Replicate("seed", 4, 4))

@@ -205,6 +205,11 @@ def test_cmd(
     opts = resolved.options()
     if baseline is None and study is not None:
         baseline = study.baseline
+    from .crows import crows_names, run_test as run_crows
+
+    if crows_names(patterns):  # an imported CrowS test is a likelihood test over its pairs (run.crows),
+        # on the embedded language model unless -e (or the study) names another
+        return run_crows(list(patterns), procedure.resolve(study, proc, ("smollm2-135m",)), fmt, verbose)
     with open_store(wordlist_dir=wordlist_dir, template_dir=template_dir, override=override) as store:
         bar, callbacks = progress_callbacks(verbose)
         with bar:
@@ -391,6 +396,26 @@ def results_cmd(
         table4.show(view4, df, family, fmt, table4.title(current_study(), df, catalog_tests))
     else:
         results_view.show(df, family, fmt, columns, wide)
+
+
+@results_app.command("crows")
+@handles_errors
+def results_crows_cmd(
+    run: Annotated[Optional[str], typer.Option("--run", help="One run's rows (a run id, or `latest`); default: the latest run of each test x encoder.")] = None,
+    test: Annotated[Optional[str], typer.Option("--test", help="One CrowS test's rows.")] = None,
+    splits: Annotated[str, typer.Option("--splits", help="all (every split), main (all pairs and the directions), or one split (e.g. bias:gender).")] = "all",
+    fmt: Annotated[Optional[str], format_option()] = None,
+    columns: Annotated[Optional[str], typer.Option("--columns", help="Columns to show, comma-separated.")] = None,
+):
+    """Stored CrowS-Pairs results: each scoring variant's metric score with its interval, by direction and bias type.
+
+    Examples:
+      stimkit results crows
+      stimkit results crows --run latest --splits main -f csv
+    """
+    from .crows import show_results
+
+    show_results(run, test, splits, fmt, columns)
 
 
 @results_app.command("retire")

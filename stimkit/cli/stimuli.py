@@ -372,3 +372,28 @@ def import_holisticbias(
         out.print(f"{r['status']:>9}  {r['name']:<40} {r['version']}  {count(r['n_stimuli'], 'stimulus'):>16}",
                   highlight=False, markup=False, emoji=False)
 
+
+
+
+@import_app.command("crows-pairs")
+@handles_errors
+def import_crows_cmd(
+    file: Annotated[Path, typer.Argument(help="The CrowS-Pairs CSV (crows_pairs_anonymized.csv).")],
+    name: Annotated[Optional[str], typer.Option("--name", help="The test's name (default crows-pairs).")] = None,
+    any_bias_type: Annotated[bool, typer.Option("--any-bias-type", help="Accept bias types other than the published nine.")] = False,
+):
+    """Import CrowS-Pairs (Nangia et al. 2020): its pairs with every field, its sentences as the sets
+    <name>/more and <name>/less, and the test <name> (default crows-pairs).
+
+    The whole file is checked before anything is stored: an empty file, a missing column, a
+    pair whose sentences do not differ, a direction other than stereo/antistereo or an
+    unknown bias type is refused with its line. The authors warn that the data are noisy
+    (Blodgett et al. 2021) and hold offensive statements.
+
+    Examples:
+      stimkit import crows-pairs crows_pairs_anonymized.csv
+      stimkit test crows-pairs -e smollm2-135m
+    """
+    from .crows import import_file
+
+    import_file(file, name, any_bias_type)

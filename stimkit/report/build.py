@@ -165,7 +165,7 @@ def write_tables(data: ReportData, grid: table4.Table4View, folder: Path,
     results = view.select([c for c in RESULT_COLUMNS if c in view.columns])
     results.write_csv(folder / "results.csv")
     written.tables.append(folder / "results.csv")
-    for name, df in (("ceat.csv", data.ceat), ("debias_checks.csv", data.debias_checks)):
+    for name, df in (("ceat.csv", data.ceat), ("debias_checks.csv", data.debias_checks), ("crows.csv", data.crows)):
         if df is not None and df.height:  # the sections' exact numbers, where they are shown
             df.write_csv(folder / name)
             written.tables.append(folder / name)
@@ -284,6 +284,7 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
     reliability_rows = shown_rows(data.reliability)
     ceat_rows = shown_rows(data.ceat)
     check_rows = shown_rows(data.debias_checks)
+    crows_rows = shown_rows(data.crows)
     wefats = []
     for r, items in data.wefat:
         name = f"wefat-{figures.slug(r['name'])}-{figures.slug(r['encoder'])}"
@@ -301,6 +302,7 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
                                              ("cuts", "Cut spread", cuts_svg), ("layers", "By layer", layers_svg),
                                              ("debias", "Before and after debiasing", debias_svg),
                                              ("ceat", "CEAT", ceat_rows), ("debias-checks", "Debiasing checks", check_rows),
+                                             ("crows", "CrowS-Pairs", crows_rows),
                                              ("metrics", "Metrics", metric_rows),
                                              ("replicates", "Replicates", replicates_svg),
                                              ("reliability", "Reliability", reliability_rows),
@@ -315,7 +317,7 @@ def write_report(data: ReportData, out_dir: Path, formats: list[str] | None = No
             result_columns=results.columns, result_rows=results.to_dicts(), strips=strips, forests=forests, wording=wording_svg,
             baselines=baselines, pair_figures=pair_figures, diagnostic_rows=diagnostic_rows,
             replicates_svg=replicates_svg, reliability_rows=reliability_rows,
-            cuts_svg=cuts_svg, layers_svg=layers_svg, debias_svg=debias_svg, ceat_rows=ceat_rows, check_rows=check_rows, metric_rows=metric_rows, wefats=wefats, consistency_columns=cons.columns, consistency_rows=cons.to_dicts(),
+            cuts_svg=cuts_svg, layers_svg=layers_svg, debias_svg=debias_svg, ceat_rows=ceat_rows, check_rows=check_rows, crows_rows=crows_rows, metric_rows=metric_rows, wefats=wefats, consistency_columns=cons.columns, consistency_rows=cons.to_dicts(),
             consistency_counts={v: (cons["verdict"] == v).sum() if cons.height else 0
                                 for v in ("violation", "note", "not comparable")},
             provenance=data.provenance)

@@ -38,6 +38,7 @@ class ReportData:
     debias: list = field(default_factory=list)              # analysis.debias.BeforeAfter: debiased encoders and their bases
     ceat: pl.DataFrame | None = None                        # CEAT's combined effect sizes (`audit ceat`), the latest each
     debias_checks: pl.DataFrame | None = None               # checks of debiased encoders (`debias check`), the latest each
+    crows: pl.DataFrame | None = None                       # CrowS-Pairs likelihood tests (run.crows), the latest each
     metrics: pl.DataFrame | None = None                     # test x encoder x metric values, when several
     provenance: dict = field(default_factory=dict)
     family: str = ""                                        # the family's definition (analysis.Family)
@@ -108,6 +109,7 @@ def gather(con, where: str | None = None, correct: str | None = None, alpha: flo
     data.debias = stored_before_after(con, with_debias_comparisons(con, df, study_name))
     data.ceat = latest_ceat(con, study_name)
     data.debias_checks = latest_debias_checks(con, study_name)
+    data.crows = latest_crows(con, study_name)
     data.metrics = metric_matrix(con, names)
     if has_rows(con, "replicate_summaries"):
         data.replicates = replicate_members(con)
@@ -167,6 +169,23 @@ def latest_debias_checks(con, study: str | None) -> pl.DataFrame | None:
         SELECT d.encoder, d.base, d."check", d.items, d.before, d.before_low, d.before_high, d.after, d.after_low,
                d.after_high, d.chance, d.n, d.run_id
         FROM debias_checks d JOIN latest USING (fingerprint, run_id) ORDER BY d.encoder, d.created_at""", params)
+    return found if found.height else None
+
+
+def latest_crows(con, study: str | None) -> pl.DataFrame | None:
+    """The CrowS-Pairs rows of each test x encoder's latest run (of the study's runs where the
+    report is a study's): every variant, all pairs and each direction (the bias types are in
+    `stimkit results crows`)."""
+    if not has_rows(con, "crows_results"):
+        return None
+    cond, params = _of_study(study)
+    found = store.frame(con, f"""
+        SELECT c.test, c.encoder, c.variant, c.split, c.n, c.wins, c.neutral, c.skipped, round(c.score, 2) AS score,
+               round(c.ci_low, 2) AS ci_low, round(c.ci_high, 2) AS ci_high, c.tool, c.run_id
+        FROM crows_results c JOIN runs u USING (run_id)
+        WHERE {cond} AND c.split NOT LIKE 'bias:%'
+        QUALIFY c.run_id = max(c.run_id) OVER (PARTITION BY c.test, c.fingerprint)
+        ORDER BY c.test, c.encoder, c.variant, c.split""", params)
     return found if found.height else None
 
 
