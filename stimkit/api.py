@@ -576,7 +576,10 @@ class Store:
         from .run import cword
         from .run.options import Options
 
-        opts = options or Options(**{"alpha": study.alpha, **study.options, **option_values})
+        from .encoders.likelihood import study_folders
+
+        opts = options or Options(**{"alpha": study.alpha, **study.options, **option_values,  # its own variants too
+                                     "variant_folders": tuple(str(f) for f in study_folders(study))})
         analysis.check_correction(study.correction)
         chosen = [t for t in catalog.select(self.con, list(study.tests) or ["*"], directory=folders.catalog_dir)
                   if study.paper is None or t.paper == study.paper]

@@ -138,6 +138,18 @@ def infer_context(refs) -> str:
     return "sentence"
 
 
+def likelihood_toml() -> dict[str, TestDef]:
+    """The built-in tests a language model alone runs (queries/catalog-likelihood.toml: the
+    likelihood form of WEAT); no paper's."""
+    path = data_dir("queries") / "catalog-likelihood.toml"
+    return dict(_parsed_toml(path, path.stat().st_mtime_ns if path.exists() else None, None))
+
+
+def likelihood_only(test: TestDef) -> bool:
+    """Whether a test is one of the built-in tests a language model alone runs."""
+    return test.source == "catalog" and test.name in likelihood_toml()
+
+
 def load_toml(path=None) -> dict[str, TestDef]:
     path = Path(path or data_dir("queries") / "catalog.toml")
     # parsed once per version of the file (an import of WEATHub's 60 folders asked 120 times)
@@ -145,8 +157,8 @@ def load_toml(path=None) -> dict[str, TestDef]:
 
 
 @functools.lru_cache(maxsize=8)
-def _parsed_toml(path: Path, mtime_ns: int | None) -> dict[str, TestDef]:
-    return parse_tests(read_toml(path), path)
+def _parsed_toml(path: Path, mtime_ns: int | None, paper: str | None = DEFAULT_PAPER) -> dict[str, TestDef]:
+    return parse_tests(read_toml(path), path, paper=paper)
 
 
 def load_dir(directory) -> dict[str, TestDef]:
@@ -223,7 +235,7 @@ def load(con=None, directory=None, override: bool = False) -> dict[str, TestDef]
     """Every test: the catalog, your own (`directory`, else STIMKIT_CATALOG_DIR), and the
     store's imported and ad-hoc ones. Your test named like a built-in one with another
     definition is refused unless `override` (its source then says what it replaced)."""
-    tests = load_toml()
+    tests = {**load_toml(), **likelihood_toml()}
     folder = catalog_dir(directory)
     if folder is not None:
         for name, t in load_dir(folder).items():
@@ -275,8 +287,8 @@ def select(con, patterns: list[str] | None, everything: bool = False, source: st
         raise UsageError(f"--source must be one of {', '.join(SOURCES)}, not {source!r}")
     known = [t for t in load(con, directory).values()
              if source is None or (t.source == "catalog") == (source == "catalog")]
-    if everything:
-        return known
+    if everything:  # the tests a language model alone runs are named, never swept in (likelihood_only)
+        return [t for t in known if not likelihood_only(t)]
     chosen: dict[str, TestDef] = {}
     for pattern in patterns or []:
         found = [t for t in known if fnmatchcase(t.name, pattern)]

@@ -44,7 +44,7 @@ def export(con, outdir: Path, names: list[str], balance: str | None = None, seed
     symlink of that name is replaced, never followed."""
     tests = catalog.load(con)
     outdir = Path(outdir)
-    names = names or list(tests)
+    names = names or [n for n, t in tests.items() if not catalog.likelihood_only(t)]  # SEAT's files: embeddings' tests
     for name in names:
         check_name(name, "test", f"export to {outdir}")
     if outdir.exists() and not outdir.is_dir():

@@ -34,6 +34,9 @@ UnitsOption = Annotated[Optional[str], typer.Option(
     "--units", help=f"{choices(UNITS)}: what a sentence test's permutation moves (default: the test's own, else words: "
                     "whole words with their sentences; the published tests: sentences). A word test's unit is the word.",
     rich_help_panel=PROCEDURE)]
+VariantOption = Annotated[Optional[str], typer.Option(
+    "--variant", help="A likelihood test's scoring variant, of kind text (queries/likelihood: sum, mean, pll, aul, or "
+                      "a study's own) (default: the study's, else sum; pll on a masked LM).", rich_help_panel=PROCEDURE)]
 # the old name of --units words: accepted, not shown
 ClusteredOption = Annotated[bool, typer.Option("--clustered", hidden=True, help="--units words.")]
 BalanceOption = Annotated[Optional[str], typer.Option(
@@ -56,7 +59,7 @@ def resolve(study, proc: dict, fallback=("glove-6b-50d",)):
 # The bundle: (parameter, its option, its default), in the order the help lists them.
 BUNDLE = (("encoder", EncoderOption, None), ("budget", BudgetOption, None), ("method", MethodOption, None),
           ("alternative", AlternativeOption, None), ("seed", SeedOption, None), ("units", UnitsOption, None),
-          ("clustered", ClusteredOption, False), ("balance", BalanceOption, None), ("cut_seed", CutSeedOption, None),
+          ("clustered", ClusteredOption, False), ("variant", VariantOption, None), ("balance", BalanceOption, None), ("cut_seed", CutSeedOption, None),
           ("alpha", AlphaOption, None))
 
 

@@ -152,10 +152,21 @@ def result_key(planned: PlannedTest, enc: Encoder, opts: Options, kind: str = "t
     # the display name is no input of a number, but the stored row carries it (tables head by it)
     payload = [repr(test), planned.role_versions, enc.fingerprint, getattr(enc, "_display", None),
                context_of(planned.test, enc),
-               json.dumps(asdict(opts), sort_keys=True, default=str), kind, sampler.NAME, __version__]
+               json.dumps(key_options(opts), sort_keys=True, default=str), kind, sampler.NAME, __version__]
     if planned.restricted is not None:  # a replicate family's shared words (run.replicates): other stimuli
         payload.append(planned.restricted)
     return hashlib.sha256(json.dumps(payload).encode()).hexdigest()[:24]
+
+
+def key_options(opts: Options) -> dict:
+    """The options as a result's key reads them: a likelihood test's variant by its SQL (a study's
+    own file edited is another input; where it lies is not); an embedding's options as before."""
+    values = asdict(opts)
+    values.pop("variant_folders")
+    name = values.pop("variant")
+    if name is not None:
+        values["variant"] = [name, opts.scoring_variant().sql]
+    return values
 
 
 def set_versions_of(prep: Prepared) -> list[str]:

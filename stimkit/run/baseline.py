@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -115,7 +115,7 @@ def procedure_of(opts: Options, b: BaselineOptions, vocabulary: str, context: st
     every option of the test but those that do not (NOT_PROCEDURE), and how words are matched;
     a c-word context too (c-word and c-word:<slot> read other spans of the same sentences; the
     other contexts' ids stay as they were)."""
-    chosen = {k: v for k, v in asdict(opts).items() if k not in NOT_PROCEDURE}
+    chosen = {k: v for k, v in association.key_options(opts).items() if k not in NOT_PROCEDURE}
     fields = {"options": chosen, "tolerance": float(b.tolerance), "vocabulary": vocabulary,
               "language": b.language, "matching": "zipf+subwords+kind", "version": VERSION, "sampler": SAMPLER}
     if context and context.startswith("c-word"):
@@ -457,7 +457,7 @@ def execute_one(con, run_id: str, pb: PlannedBaseline, reference: pl.DataFrame |
     if likelihood.handles(planned, enc):  # a language model: log P of the test's and the drawn sentences
         prep = likelihood.prepare(con, planned, enc)  # the test's own minimal pairs, or its WEAT form's cells
         sx, sy = prep.scores["x"], prep.scores["y"]
-        lp = likelihood.sentence_scores(con, enc, pb.draws.stimuli["stimulus"].to_list())
+        lp = likelihood.sentence_scores(con, enc, pb.draws.stimuli["stimulus"].to_list(), opts)
         SX, SY = (likelihood.drawn_scores(prep, r, lp, pb.draws.index[r]) for r in ("x", "y"))
     else:
         prep = association.prepare(con, planned, enc, opts, reference)  # the test's own stimuli, dropped and cut

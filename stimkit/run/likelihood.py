@@ -155,11 +155,19 @@ def encodings(con, plan: Plan) -> list[tuple[Encoder, list[str]]]:
     return [(enc, list(dict.fromkeys(texts))) for enc, texts in found.values()]
 
 
-def sentence_scores(con, enc: Encoder, texts: list[str]) -> np.ndarray:
-    """Each text's log-probability from the token table (the `sum` variant)."""
+def sentence_scores(con, enc: Encoder, texts: list[str], opts: Options | None = None) -> np.ndarray:
+    """Each text's score from the token table under the options' variant (resolved per pair by
+    Options.for_scoring: sum, or pll on a masked LM, unless --variant names another text variant).
+    A text the variant gives no score (pll or aul on a causal LM) is one line, before any write."""
     from ..encoders import token_scores
 
-    return token_scores.totals(con, enc.fingerprint, texts, VARIANT)
+    name = (opts.variant if opts is not None else None) or VARIANT
+    got = token_scores.totals(con, enc.fingerprint, texts, name, opts.variant_folders if opts is not None else ())
+    if len(got) and np.isnan(got).any():
+        text = texts[int(np.flatnonzero(np.isnan(got))[0])]
+        raise InputError(f"scoring variant {name!r} gives no score for {text!r} on {enc.spec!r} (its score kind is "
+                         f"{getattr(enc, 'score_kind', '?')}: pll and aul read a masked LM's passes)")
+    return got
 
 
 def prepare(con, planned: PlannedTest, enc: Encoder) -> Scored:
@@ -182,7 +190,7 @@ def prepare(con, planned: PlannedTest, enc: Encoder) -> Scored:
             kept[role] = f.head(0)
         frames[role] = f.with_columns(dropped=reason)
     for role in ("x", "y"):
-        found[role] = sentence_scores(con, enc, kept[role]["stimulus"].to_list())
+        found[role] = sentence_scores(con, enc, kept[role]["stimulus"].to_list(), planned.options)
     return Scored(frames, kept, found, mp)
 
 
@@ -201,7 +209,7 @@ def prepare_weat(con, planned: PlannedTest, enc: Encoder, sides: dict[str, list[
         side = pl.Series("_side", sides[role], dtype=pl.String)
         lp = np.full(f.height, np.nan)
         read = side.is_not_null().to_numpy()
-        lp[read] = sentence_scores(con, enc, f.filter(pl.Series(read))["stimulus"].to_list())
+        lp[read] = sentence_scores(con, enc, f.filter(pl.Series(read))["stimulus"].to_list(), planned.options)
         cells = (f.with_columns(side, pl.Series("_lp", lp)).filter(pl.col("_side").is_not_null())
                  .group_by("word", "template_id", maintain_order=True)
                  .agg(pl.col("ordinal_in_set").first().alias("_first"),
@@ -233,7 +241,7 @@ def drawn_scores(scored: Scored, role: str, lp: np.ndarray, index: np.ndarray) -
     return np.stack([lp[index[a]].mean(axis=0) - lp[index[b]].mean(axis=0) for a, b in scored.cells[role]])
 
 
-def pair_rows(result_id: str, scored: Scored) -> pl.DataFrame:
+def pair_rows(result_id: str, scored: Scored, variant: str = VARIANT) -> pl.DataFrame:
     """result_pairs: each minimal pair with its two sentences' scores and their difference."""
     p = scored.pairs.pairs
     at = {r: {int(row): i for i, row in enumerate(scored.kept[r]["ordinal_in_set"].to_list())} for r in ("x", "y")}
@@ -241,7 +249,7 @@ def pair_rows(result_id: str, scored: Scored) -> pl.DataFrame:
     sy = np.array([scored.scores["y"][at["y"][int(r)]] for r in p["y_row"].to_list()], dtype=np.float64)
     return p.select("frame", "x_word", "y_word", "x_stimulus", "y_stimulus", "exact").with_columns(
         pl.lit(result_id).alias("result_id"), pl.Series("pair", range(p.height), dtype=pl.Int32),
-        pl.lit(VARIANT).alias("variant"), pl.Series("x_score", sx), pl.Series("y_score", sy),
+        pl.lit(variant).alias("variant"), pl.Series("x_score", sx), pl.Series("y_score", sy),
         pl.Series("difference", sx - sy))
 
 
@@ -265,12 +273,16 @@ def result(run_id: str, planned: PlannedTest, enc: Encoder, scored: Scored, opts
     sets = association.sets_of(planned, scored, opts, association.items(result_id, scored, s))
     identity = association.identity_of(result_id, run_id, planned, enc, kind)
     weat = scored.pairs is None
-    of = "s(w) = mean log P(a | w) over A - over B" if weat else f"log P, minimal pairs {scored.pairs.matching}"
+    variant = opts.variant or VARIANT
+    of = (("s(w) = mean log P(a | w) over A - over B" if variant == VARIANT else
+           f"s(w) = mean score of the sentences with A's attributes - with B's") if weat
+          else f"{'log P' if variant in ('sum', 'pll') else variant + ' log P'}, minimal pairs {scored.pairs.matching}")
+    units = "words as units" if opts.clustered else "sentences as units"
     return Result(
         identity=replace(identity, context=WEAT_FORM) if weat else identity,
-        sets=sets if weat else replace(sets, pairs=pair_rows(result_id, scored)),
+        sets=sets if weat else replace(sets, pairs=pair_rows(result_id, scored, variant)),
         inference=association.inference_of(
-            opts, statistic=out["statistic"], statistic_kind=f"{out['statistic_kind']} of {of} ({VARIANT}, nats)",
+            opts, statistic=out["statistic"], statistic_kind=f"{out['statistic_kind']} of {of} ({variant}, nats; {units})",
             effect_size=out["effect_size"], p_value=out["p_value"], p_method=out["p_method"], samples=out["samples"],
             min_p=out["min_p"], log10_partitions=out["log10_partitions"]),
         interval=(Interval(iv.low, iv.high, opts.ci_level, opts.bootstrap or None, iv.method, iv.scheme) if iv

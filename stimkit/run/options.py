@@ -13,6 +13,7 @@ from ..stats.centering import parse_method
 from ..stats.metrics import metric
 from ..stimuli.balance import BALANCE_POLICIES
 
+MASKED_ONLY = ("pll", "aul")  # built-in variants with no row for a causal LM's text (queries/likelihood)
 # Bounds on work that a typo could make endless (raise them with STIMKIT_MAX_CUTS, STIMKIT_MAX_BOOTSTRAP,
 # STIMKIT_MAX_BUDGET).
 MAX_CUTS = 1_000
@@ -61,7 +62,11 @@ class Options:
     center: str | None = None     # mean | abtt:K: remove the reference's mean (and top K directions) first
     center_ref: str = "test"      # the reference: the test's own four sets, or a set name or SELECT
     units: str | None = None      # sentences | words: what the permutation moves in a sentence test;
-                                  # None: the test's own, else words (a word test's unit is always the word)
+                                  # None: the test's own, else words (a word test's unit is always the word);
+                                  # on a scoring encoder words, whatever the test's own (run.likelihood)
+    variant: str | None = None    # a likelihood test's scoring variant (encoders.likelihood, kind text);
+                                  # None: the encoder's own (sum; pll on a masked LM). Resolved per pair
+    variant_folders: tuple[str, ...] = ()  # a study's own variants (its queries/likelihood/); set by the library
 
     def __post_init__(self):
         """Refuse values and combinations that have no meaning, before any work."""
@@ -99,6 +104,11 @@ class Options:
             metric(name)  # an unknown name is one line naming the known ones
         if self.center is not None:
             parse_method(self.center)  # mean | abtt:K, or one line
+        if isinstance(self.variant_folders, (list, str)):
+            object.__setattr__(self, "variant_folders", tuple([self.variant_folders] if isinstance(
+                self.variant_folders, str) else self.variant_folders))
+        if self.variant is not None:
+            self.scoring_variant()  # an unknown name, or a pair variant, is one line before any work
         if self.center is None and self.center_ref != "test":
             raise UsageError("--center-ref names the reference of --center mean|abtt:K: give --center too")
         if self.cuts > 1 and self.metrics not in (None, ("weat",)):
@@ -109,7 +119,35 @@ class Options:
         """The centring as recorded on a result (part of its hypothesis): 'mean ref=test'."""
         return None if self.center is None else f"{self.center} ref={self.center_ref}"
 
-    def resolved(self, test: TestDef) -> Options:
+    def scoring_variant(self):
+        """The variant named (encoders.likelihood.Variant): a text variant, built in or the study's."""
+        from ..encoders.likelihood import variant
+        from ..errors import StimkitError
+
+        try:
+            found = variant(self.variant, self.variant_folders)
+        except UsageError:
+            raise
+        except StimkitError as e:  # an unknown name, or a study's file that does not parse
+            raise UsageError(f"--variant: {str(e).splitlines()[0]}") from None
+        if found.kind != "text":
+            raise UsageError(f"--variant {self.variant!r} scores the two sides of a pair ({found.path.name}): a "
+                             "likelihood test scores each sentence alone, so it takes a variant of kind text")
+        return found
+
+    def for_scoring(self, test: TestDef, score_kind: str) -> Options:
+        """The options a test runs under on a scoring encoder whose score kind is `score_kind`
+        (causal | pll): its words are the units unless the run (or the study's table for it) gave
+        units, whatever the test's own (the issue: whole words permuted, so the result generalises
+        to other words); the variant given, else sum (causal) or pll (masked). `self` is the run's
+        options before `resolved`."""
+        own = replace(self, variant=self.variant or ("pll" if score_kind == "pll" else "sum"))
+        if score_kind != "pll" and own.variant in MASKED_ONLY:  # refused before anything is scored or written
+            raise UsageError(f"--variant {own.variant} reads a masked LM's passes: a causal model scores with sum or "
+                             "mean (or a study's own variant)")
+        return own.resolved(replace(test, units=None), scoring=True)  # a published test's `sentences`: its embedding form's
+
+    def resolved(self, test: TestDef, scoring: bool = False) -> Options:
         """The options one test runs under: its own alternative, units and metrics unless the run
         gave some. A sentence test's unit is the word unless it (or the run) says sentences; a
         word test has one stimulus a word, so its unit is the word whatever the run says: a
@@ -124,7 +162,9 @@ class Options:
                              "parametric form: use --method auto, exact or sampled, or --units sentences for the "
                              "normal fit over sentences")
         return replace(self, alternative=self.alternative or test.alternative or "greater", metrics=tuple(metrics),
-                       units=units, clustered=units == "words" and test.context != "word")
+                       units=units, clustered=units == "words" and test.context != "word",
+                       # a variant is a likelihood test's (for_scoring): none on an embedding, whose key it leaves alone
+                       **({} if scoring else {"variant": None, "variant_folders": ()}))
 
     def for_test(self, test: TestDef) -> str:
         """The balance policy this test runs under; refuses options that make no sense for it."""
@@ -225,6 +265,11 @@ def procedure(study=None, typed: dict | None = None, encoders=None, fallback=("g
     if study is not None:
         values.update(study.options)
         values["alpha"] = study.alpha
+        from ..encoders.likelihood import study_folders
+
+        folders = study_folders(study)  # its own scoring variants, beside the built-in ones
+        if folders:
+            values["variant_folders"] = tuple(str(f) for f in folders)
     given = {k: v for k, v in (typed or {}).items() if v is not None and v is not False}
     values.update(given)
     chosen = (tuple(encoders) if encoders else

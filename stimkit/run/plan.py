@@ -16,7 +16,7 @@ from typing import Callable
 
 import polars as pl
 
-from ..catalog.definitions import TestDef, fetch_sets
+from ..catalog.definitions import TestDef, fetch_sets, likelihood_only
 from ..catalog.wefat import ROLES as WEFAT_ROLES, WefatDef
 from ..encoders import Encoder, layers, resolve
 from ..encoders.embeddings import stimuli_of
@@ -235,13 +235,14 @@ def make(con, tests: list[TestDef], encoder_specs: list[str], options: Options, 
             wanted += specs_of([options.center_ref])
         notes += generate_missing(list(dict.fromkeys(wanted)))
 
-    planned = []
+    planned, before = [], {}  # before: each test's options before `resolved` (its scoring form resolves its own)
     for t in tests:
         try:
             own = options
             if per_test and per_test(t):  # the test's own units replace the run's, old flag included
                 values = per_test(t)
                 own = replace(options, **({"clustered": False} if "units" in values else {}), **values)
+            before[t.name] = own
             opts = own.resolved(t)
             sets = fetch_sets(con, t)
             if t.context == "c-word" and t.cword_slot:
@@ -256,7 +257,20 @@ def make(con, tests: list[TestDef], encoder_specs: list[str], options: Options, 
         notes += corpus_notes(t, sets)
     plain = [p for p in planned if p.test.context != "c-word"]
     in_cword = [p for p in planned if p.test.context == "c-word"]
-    pairs = [(p, enc) for enc in encs for p in plain]
+    pairs = []
+    for enc in encs:
+        for p in plain:
+            if not getattr(enc, "scores", False) and likelihood_only(p.test):
+                refused.append(Failure(p.name, enc.spec, f"test {p.name!r} reads attribute probabilities: run it on a "
+                                       "language model (-e smollm2-135m, or hf:PATH,score=causal|pll)", None))
+                continue
+            if getattr(enc, "scores", False):  # a language model: the likelihood form's units and variant
+                try:
+                    p = replace(p, options=before[p.name].for_scoring(p.test, enc.score_kind))
+                except StimkitError as e:
+                    refused.append(Failure(p.name, enc.spec, first_line(e), e))
+                    continue
+            pairs.append((p, enc))
     for enc in encs if in_cword else []:
         try:
             token = cword.variant(enc, [(p.test, p.sets) for p in in_cword])

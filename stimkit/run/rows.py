@@ -215,6 +215,7 @@ class ResultEvent:
     units: str | None
     p_words: float | None
     context: str | None            # word, sentence, c-word: what n counts (views.text.n_text)
+    options: str | None = None     # JSON: a likelihood result's variant is read from it (views.text.n_text)
 
 
 _shown = attrgetter(*(f.name for f in fields(ResultEvent)[2:]))  # the event's fields after done and total

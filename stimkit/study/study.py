@@ -193,6 +193,7 @@ def _model():
         center_ref: Optional[str] = None
         units: Optional[Literal[UNITS]] = None
         clustered: Optional[bool] = None  # the old name of units = "words"
+        variant: Optional[str] = None  # a likelihood test's scoring variant (built in, or queries/likelihood/ here)
 
     class PerTestModel(BaseModel):
         model_config = strict

@@ -18,7 +18,7 @@ from .text import fmt_d, marks, with_interval
 
 TITLE = "Effect size d by test and encoder"
 # what can make two results of one test and encoder different hypotheses (analysis.families.HYPOTHESIS)
-VARIANT_COLUMNS = ("context", "alternative", "balance", "units", "p_method", "centering")
+VARIANT_COLUMNS = ("context", "alternative", "balance", "units", "p_method", "centering", "scoring")
 
 
 @dataclass
@@ -63,6 +63,8 @@ def build(df: pl.DataFrame, alpha: float, order: list[str] | None = None,
     metrics (a `metric` column) have scales of their own."""
     if "metric" in df.columns:
         df = df.filter(df["metric"].fill_null("weat") == "weat")
+    if "options" in df.columns and "scoring" not in df.columns:  # a likelihood result's variant (db/036's hypothesis)
+        df = df.with_columns(scoring=pl.col("options").cast(pl.String).str.json_path_match("$.variant"))
     present = list(dict.fromkeys(df["encoder"].to_list()))
     encoders = [e for e in (encoders or []) if e in present] + sorted(set(present) - set(encoders or []))
     varying: dict[str, list[str]] = {}
@@ -76,7 +78,8 @@ def build(df: pl.DataFrame, alpha: float, order: list[str] | None = None,
     keys = []
     for r in df.iter_rows(named=True):
         cols = varying[r["test"]]
-        label = r["test"] + (f" ({', '.join(_variant(c, r[c]) for c in cols)})" if cols else "")
+        parts = [v for v in (_variant(c, r[c]) for c in cols) if v]
+        label = r["test"] + (f" ({', '.join(parts)})" if parts else "")
         keys.append((rank.get(r["test"], len(rank)), r["test"], label))
         out.d[(label, r["encoder"])] = r["effect_size"]
         out.labels[(label, r["encoder"])] = fmt_d(r["effect_size"]) + marks(r, alpha)
@@ -93,6 +96,8 @@ def build(df: pl.DataFrame, alpha: float, order: list[str] | None = None,
 def _variant(column: str, value) -> str:
     if column == "units":
         return f"{value} as units"
+    if column == "scoring":  # an embedding's result has none
+        return f"variant {value}" if value else ""
     return str(value)
 
 

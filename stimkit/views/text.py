@@ -189,15 +189,27 @@ def fragile_lines(df: pl.DataFrame) -> list[str]:
             for r in df.filter(pl.col("flip_word").is_not_null()).iter_rows(named=True)]
 
 
+def likelihood_text(row: dict) -> str:
+    """A likelihood result's scoring variant and units: "sum; words as units"."""
+    import json
+
+    try:
+        variant = json.loads(row.get("options") or "{}").get("variant") or "sum"
+    except (TypeError, ValueError):  # a row without its options: the default variant
+        variant = "sum"
+    return f"{variant}; {row.get('units') or 'words'} as units"
+
+
 def n_text(row: dict) -> str:
     """A result's n in its units: a word test's words (X/Y/A/B); a sentence test with words as
     units, its target words a side with the sentences beside (`10/10 words; 40/40/40/40
     sentences`); with sentences as units, the sentences."""
     counts = f"{row['n_x']}/{row['n_y']}/{row['n_a']}/{row['n_b']}"
     if row.get("context") == "minimal-pairs":  # a language model's likelihood form (run.likelihood)
-        return f"{row['n_x']}/{row['n_y']} sentences of minimal pairs (log P; A and B not read)"
+        # the form said here too: a narrow terminal may leave the context column out
+        return f"{row['n_x']}/{row['n_y']} sentences in minimal pairs ({likelihood_text(row)})"
     if row.get("context") == "likelihood-weat":  # its WEAT form: s per target word x template line
-        return f"{row['n_x']}/{row['n_y']} word x template cells (log P of A's vs B's attributes)"
+        return f"{row['n_x']}/{row['n_y']} likelihood WEAT cells ({likelihood_text(row)})"  # word x template line
     if row.get("context") == "word":
         return f"{counts} words"
     if row.get("units") == "words" and row.get("words_x") is not None:
