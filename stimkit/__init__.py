@@ -1,6 +1,6 @@
 """stimkit: stimuli, embeddings and association tests (WEAT / SEAT) in one DuckDB store."""
 
-__version__ = "0.5.0"
+__version__ = "0.6.0"
 
 # Defaults shared by the library and the CLI (here, so the CLI's start-up imports nothing heavy).
 DEFAULT_BUDGET = 100_000        # permutation samples (and the exact/sampled switch)
