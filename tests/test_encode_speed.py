@@ -181,7 +181,7 @@ def encoder_specs(draw):
     return head + "".join(f",{k}{sep}{v}" for k, sep, v in options)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(encoder_specs())
 def test_any_spec_string_is_an_encoder_or_one_stimkit_error(spec):
     try:

@@ -432,7 +432,7 @@ def test_sigint_during_generate_rolls_back_and_a_rerun_completes(db, tmp_path):
 
 # 7. Fuzzing: whatever the input, success or one StimkitError line ----------------------
 
-FUZZ = settings(max_examples=200, deadline=None, derandomize=True,
+FUZZ = settings(max_examples=100, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 WORDS = {"thing": wordlists.Word("rose", "count_noun", False, "rose", "roses"),
          "person": wordlists.Word("sister", "count_noun", True, "sister", "sisters", "female")}

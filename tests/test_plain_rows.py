@@ -74,7 +74,7 @@ def table_text(df, width: int) -> str:
     return buf.getvalue() + notes.getvalue()
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=75, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_plain_rows_print_as_the_same_rows_in_a_polars_frame(data):
     """Rows of every plain type, nulls among them, read from DuckDB as a frame (store.as_frame,

@@ -208,7 +208,7 @@ def rerun(args: list[str], path: Path, sql: str) -> list[tuple]:
 # Every test on GloVe, and every sent- Caliskan test's template audit: long enough that a kill at
 # the first result lands mid-run on any machine, with budgets that keep the reruns short (the
 # audit's per-template tests are exact up to C(2n, n) = 200,000: cheaper than sampling 20,000).
-KILLED_RUN = ["test", "--all", "-e", "glove-6b-50d", "--budget", "20000", "--seed", "5"]
+KILLED_RUN = ["test", "--all", "-e", "glove-6b-50d", "--budget", "6000", "--seed", "5"]
 RUN_SQL = "SELECT test, effect_size, p_value, n_x FROM latest_results ORDER BY test"
 KILLED_AUDIT = ["audit", "templates", "-e", "glove-6b-50d", "--budget", "200000"]
 AUDIT_SQL = "SELECT test, pooled_d, tau2, decision_flip_share FROM audits ORDER BY test"

@@ -412,7 +412,7 @@ import json  # noqa: E402  (the fuzzer's TOML writer)
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 
 
-@settings(max_examples=300, deadline=None, derandomize=True,
+@settings(max_examples=150, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(text=_study_fuzz())
 def test_fuzz_study_files(tmp_path_factory, text):

@@ -356,7 +356,7 @@ def _alarm(signum, frame):
 
 
 @needs_root
-@settings(max_examples=300, deadline=10_000, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=150, deadline=10_000, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(levels=st.lists(level, min_size=1, max_size=5), every=st.sampled_from([False] * 9 + [True]),  # every: `*`
        extra=st.integers(0, 2))
 def test_fuzz_discovery_over_owners_modes_and_links(tmp_path_factory, monkeypatch, levels, every, extra):
