@@ -81,8 +81,9 @@ def catalog_store(catalog_db, tmp_path):
 # The files that take longest (seconds of one worker, measured with --durations=0), run first:
 # `make test` gives each worker a file at a time, and a long file handed out last would leave
 # the other workers idle while it runs.
-SLOW_FILES = ("test_reliability.py", "test_library.py", "test_hostile.py", "test_ray.py", "test_read_commands.py",
-              "test_encode_speed.py")
+SLOW_FILES = ("test_docs.py", "test_reliability.py", "test_inputs_follow.py", "test_library.py", "test_ray.py",
+              "test_crows.py", "test_train.py", "test_likelihood_more.py", "test_hostile.py", "test_read_commands.py",
+              "test_encode_speed.py", "test_likelihood.py", "test_scoring.py")
 
 
 def pytest_collection_modifyitems(items):
