@@ -11,7 +11,6 @@ stereotyping sentence. Its interval resamples pairs (a percentile bootstrap).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,15 +48,14 @@ class PairScore:
 
 def sign_test_p(wins: int, losses: int) -> float | None:
     """Two-sided exact binomial test of `wins` in `wins + losses` decided pairs against 1/2
-    (the sign test; neutral pairs are not decided and left out). Under 1/2 the distribution is
-    symmetric, so the two-sided p (the probability of outcomes no likelier than the observed)
-    is twice the smaller tail, capped at 1. None where no pair is decided."""
+    (the sign test; neutral pairs are not decided and left out): scipy's `binomtest`. None
+    where no pair is decided."""
+    from scipy.stats import binomtest  # deferred: scipy.stats is slow to import
+
     n = wins + losses
     if n == 0:
         return None
-    k = min(wins, losses)
-    tail = sum(math.comb(n, i) for i in range(k + 1))
-    return min(1.0, 2 * tail / 2 ** n)
+    return float(binomtest(wins, n, 0.5).pvalue)
 
 
 def metric_score(decided: np.ndarray, resamples: int = RESAMPLES, rng: np.random.Generator | None = None,
